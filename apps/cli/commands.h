@@ -1,0 +1,15 @@
+// Sub-commands of the `stalelearn` program, one file each. Every Add*Command
+// registers its sub-command on the CLI11 app; its callback throws
+// stalelearn::Error on failure, which main() turns into one line on stderr
+// and a non-zero exit code (2 for bad input).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stalelearn::cli {
+
+void AddTrainCommand(CLI::App& app);   // train_command.cc
+void AddDataCommand(CLI::App& app);    // data_command.cc
+void AddBenchCommand(CLI::App& app);   // bench_command.cc
+
+}  // namespace stalelearn::cli

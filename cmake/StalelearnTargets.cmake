@@ -1,0 +1,34 @@
+# Helpers applied to every stalelearn target: C++20, warnings, optional sanitizers.
+# Targets only; no global flags (STYLE.md 15).
+include_guard(GLOBAL)
+
+function(stalelearn_target_defaults target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  if(STALELEARN_SANITIZE STREQUAL "address")
+    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  elseif(STALELEARN_SANITIZE STREQUAL "thread")
+    target_compile_options(${target} PUBLIC -fsanitize=thread)
+    target_link_options(${target} PUBLIC -fsanitize=thread)
+  elseif(NOT STALELEARN_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "STALELEARN_SANITIZE must be '', 'address' or 'thread', not '${STALELEARN_SANITIZE}'")
+  endif()
+endfunction()
+
+# stalelearn_add_unit_test(NAME SOURCES ... [LIBS ...]): one GoogleTest binary
+# registered with CTest, every test case listed separately, under a deadline.
+function(stalelearn_add_unit_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  stalelearn_target_defaults(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  include(GoogleTest)
+  gtest_discover_tests(${name}
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "unit;${ARG_LABELS}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

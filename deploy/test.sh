@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test (unit, conformance,
+# multi-rank under mpirun), each under a deadline. Exit code: CTest's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./deploy/install-deps.sh
+./deploy/build.sh
+BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
+# Stray shared-memory segments from an earlier killed run make vader fail.
+rm -f /dev/shm/vader_segment.* 2>/dev/null || true
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_WARN_UNUSED_ENV_VARS=n
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "${STALELEARN_TEST_JOBS:-2}" "$@"

@@ -1,0 +1,52 @@
+// Bootstrap and collectives: the only traffic that is not one-sided RMA (I6).
+// Moves opaque bytes (worker addresses, packed keys), and carries the
+// ALLREDUCE baseline and the final barrier. Implementations: MPI
+// (framework/transport/mpi_bootstrap.cc, the only file that includes mpi.h)
+// and in-process (inprocess_bootstrap.h) for ranks as threads.
+//
+// Threading: every method is called by the rank's own main thread only.
+// Collective methods must be called by all ranks in the same order.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/transport/types.h"
+
+namespace stalelearn::transport {
+
+using Bytes = std::vector<std::byte>;
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+
+  virtual Rank rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // Stores `value` under (this rank, key). Local, non-blocking; visible to
+  // Get on other ranks after the next Sync().
+  virtual Status Put(std::string_view key, std::span<const std::byte> value) = 0;
+  // Returns what `owner` stored under `key` before the last Sync().
+  // kNotFound if nothing was stored. Non-blocking.
+  virtual Result<Bytes> Get(Rank owner, std::string_view key) = 0;
+  // Collective: publishes every Put so far to every rank.
+  virtual Status Sync() = 0;
+
+  // Collective: returns every rank's `mine`, indexed by rank. `key` names the
+  // exchange and must match on all ranks (checked).
+  virtual Result<std::vector<Bytes>> AllGather(std::string_view key, std::span<const std::byte> mine) = 0;
+  // Collective: element-wise sum over ranks, in place.
+  virtual Status AllReduceSum(std::span<float> values) = 0;
+  virtual Status AllReduceSum(std::span<double> values) = 0;
+  virtual Status AllReduceMax(std::span<std::int64_t> values) = 0;
+  // Collective.
+  virtual Status Barrier() = 0;
+};
+
+}  // namespace stalelearn::transport
