@@ -1,0 +1,264 @@
+#include "framework/core/config_loader.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace stalelearn::config {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Keeps the first error protobuf reports, as "source:line:column: message".
+class FirstErrorCollector : public pb::io::ErrorCollector {
+ public:
+  explicit FirstErrorCollector(std::string_view source) : source_(source) {}
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (first_.empty()) first_ = fmt::format("{}:{}:{}: {}", source_, line + 1, column + 1, message);
+  }
+  void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string source_;
+  std::string first_;
+};
+
+template <typename T>
+Result<T> ParseNumber(std::string_view text, std::string_view field) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    return InvalidArgument(fmt::format("--set {}: '{}' is not a valid number", field, text));
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) return InvalidArgument(fmt::format("--set {}: '{}' is not finite", field, text));
+  }
+  return value;
+}
+
+Status SetScalar(pb::Message& msg, const pb::FieldDescriptor& field, std::string_view value,
+                 std::string_view path) {
+  const pb::Reflection& r = *msg.GetReflection();
+  switch (field.cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT32: {
+      STALELEARN_ASSIGN_OR_RETURN(auto v, ParseNumber<std::int32_t>(value, path));
+      r.SetInt32(&msg, &field, v);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_INT64: {
+      STALELEARN_ASSIGN_OR_RETURN(auto v, ParseNumber<std::int64_t>(value, path));
+      r.SetInt64(&msg, &field, v);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_UINT32: {
+      STALELEARN_ASSIGN_OR_RETURN(auto v, ParseNumber<std::uint32_t>(value, path));
+      r.SetUInt32(&msg, &field, v);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_UINT64: {
+      STALELEARN_ASSIGN_OR_RETURN(auto v, ParseNumber<std::uint64_t>(value, path));
+      r.SetUInt64(&msg, &field, v);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: {
+      STALELEARN_ASSIGN_OR_RETURN(auto v, ParseNumber<float>(value, path));
+      r.SetFloat(&msg, &field, v);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE: {
+      STALELEARN_ASSIGN_OR_RETURN(auto v, ParseNumber<double>(value, path));
+      r.SetDouble(&msg, &field, v);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_BOOL: {
+      if (value == "true" || value == "1") {
+        r.SetBool(&msg, &field, true);
+      } else if (value == "false" || value == "0") {
+        r.SetBool(&msg, &field, false);
+      } else {
+        return InvalidArgument(fmt::format("--set {}: '{}' is not a bool (true/false)", path, value));
+      }
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_ENUM: {
+      const pb::EnumValueDescriptor* e = field.enum_type()->FindValueByName(std::string(value));
+      if (e == nullptr) {
+        std::vector<std::string> names;
+        for (int i = 0; i < field.enum_type()->value_count(); ++i) {
+          if (field.enum_type()->value(i)->number() != 0) names.push_back(field.enum_type()->value(i)->name());
+        }
+        return InvalidArgument(
+            fmt::format("--set {}: unknown value '{}' (one of: {})", path, value, fmt::join(names, ", ")));
+      }
+      r.SetEnum(&msg, &field, e);
+      break;
+    }
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      r.SetString(&msg, &field, std::string(value));
+      break;
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+      return InvalidArgument(fmt::format("--set {}: is a message; set one of its fields", path));
+  }
+  return Status::Ok();
+}
+
+// Sets map<string,string> entry `key` of `field` in `msg` to `value`.
+void SetMapEntry(pb::Message& msg, const pb::FieldDescriptor& field, std::string_view key,
+                 std::string_view value) {
+  const pb::Reflection& r = *msg.GetReflection();
+  const pb::Descriptor* entry_type = field.message_type();
+  for (int i = 0; i < r.FieldSize(msg, &field); ++i) {
+    pb::Message* entry = r.MutableRepeatedMessage(&msg, &field, i);
+    if (entry->GetReflection()->GetString(*entry, entry_type->map_key()) == key) {
+      entry->GetReflection()->SetString(entry, entry_type->map_value(), std::string(value));
+      return;
+    }
+  }
+  pb::Message* entry = r.AddMessage(&msg, &field);
+  entry->GetReflection()->SetString(entry, entry_type->map_key(), std::string(key));
+  entry->GetReflection()->SetString(entry, entry_type->map_value(), std::string(value));
+}
+
+Status RequirePositive(double value, std::string_view field) {
+  if (!(value > 0)) return InvalidArgument(fmt::format("{} must be > 0, got {}", field, value));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<proto::Config> ParseConfigText(std::string_view text, std::string_view source_name) {
+  proto::Config config;
+  FirstErrorCollector errors(source_name);
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(text), &config)) {
+    return InvalidArgument(errors.first().empty() ? fmt::format("{}: not a valid Config", source_name)
+                                                  : errors.first());
+  }
+  return config;
+}
+
+Status ApplyOverride(proto::Config& config, std::string_view assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return InvalidArgument(fmt::format("--set '{}': expected field.path=value", assignment));
+  }
+  std::string_view path = assignment.substr(0, eq);
+  std::string_view value = assignment.substr(eq + 1);
+
+  pb::Message* msg = &config;
+  std::string_view rest = path;
+  while (true) {
+    auto dot = rest.find('.');
+    std::string_view name = rest.substr(0, dot);
+    const pb::FieldDescriptor* field = msg->GetDescriptor()->FindFieldByName(std::string(name));
+    if (field == nullptr) {
+      return InvalidArgument(
+          fmt::format("--set {}: unknown field '{}' in {}", path, name, msg->GetDescriptor()->name()));
+    }
+    if (field->is_map()) {
+      if (dot == std::string_view::npos) {
+        return InvalidArgument(fmt::format("--set {}: a map; use {}.KEY=value", path, path));
+      }
+      SetMapEntry(*msg, *field, rest.substr(dot + 1), value);
+      return Status::Ok();
+    }
+    if (field->is_repeated()) {
+      return InvalidArgument(fmt::format("--set {}: repeated fields cannot be overridden", path));
+    }
+    if (dot == std::string_view::npos) return SetScalar(*msg, *field, value, path);
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      return InvalidArgument(fmt::format("--set {}: '{}' is not a message", path, name));
+    }
+    msg = msg->GetReflection()->MutableMessage(msg, field);
+    rest = rest.substr(dot + 1);
+  }
+}
+
+Status ResolveDefaults(proto::Config& c) {
+  if (c.app().name().empty()) c.mutable_app()->set_name("mf");
+  auto* mf = c.mutable_app()->mutable_mf();
+  if (mf->rank() == 0) mf->set_rank(20);
+  if (mf->learning_rate() == 0) mf->set_learning_rate(0.01f);
+  if (mf->regularization() == 0) mf->set_regularization(0.05f);
+  if (mf->init_scale() == 0) mf->set_init_scale(0.1f);
+  if (c.data().test_fraction() == 0) c.mutable_data()->set_test_fraction(0.1);
+  if (c.data().split_seed() == 0) c.mutable_data()->set_split_seed(c.seed());
+  auto* t = c.mutable_training();
+  if (t->epochs() == 0) t->set_epochs(20);
+  if (t->samples_per_clock() == 0) t->set_samples_per_clock(1024);
+  if (t->threads_per_rank() == 0) t->set_threads_per_rank(1);
+  if (t->eval_every_epochs() == 0) t->set_eval_every_epochs(1);
+  auto* cons = c.mutable_consistency();
+  if (cons->mode() == proto::MODE_UNSPECIFIED) cons->set_mode(proto::SSP);
+  if (cons->mode() == proto::BSP) cons->set_staleness(0);
+  auto* cl = c.mutable_cluster();
+  if (cl->memory_ranks() == 0) cl->set_memory_ranks(1);
+  if (cl->partitioning() == proto::PARTITION_UNSPECIFIED) cl->set_partitioning(proto::RANGE);
+  if (cl->placement() == proto::PLACEMENT_UNSPECIFIED) cl->set_placement(proto::MEMORY_LAST);
+  if (cl->ring_slots() == 0) cl->set_ring_slots(8);
+  if (cl->slot_bytes() == 0) cl->set_slot_bytes(4 << 20);
+  return Validate(c);
+}
+
+Status Validate(const proto::Config& c) {
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.app().mf().rank(), "app.mf.rank"));
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.app().mf().learning_rate(), "app.mf.learning_rate"));
+  if (c.app().mf().regularization() < 0 || !std::isfinite(c.app().mf().regularization())) {
+    return InvalidArgument(fmt::format("app.mf.regularization must be >= 0, got {}", c.app().mf().regularization()));
+  }
+  if (!(c.data().test_fraction() > 0 && c.data().test_fraction() < 1)) {
+    return InvalidArgument(fmt::format("data.test_fraction must be in (0, 1), got {}", c.data().test_fraction()));
+  }
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().epochs(), "training.epochs"));
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().samples_per_clock(), "training.samples_per_clock"));
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().threads_per_rank(), "training.threads_per_rank"));
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().eval_every_epochs(), "training.eval_every_epochs"));
+  const auto& straggler = c.training().straggler();
+  if (straggler.slowdown() != 0 && !(straggler.slowdown() >= 1 && std::isfinite(straggler.slowdown()))) {
+    return InvalidArgument(
+        fmt::format("training.straggler.slowdown must be >= 1 (or 0 for none), got {}", straggler.slowdown()));
+  }
+  if (straggler.rank() < 0) {
+    return InvalidArgument(fmt::format("training.straggler.rank must be >= 0, got {}", straggler.rank()));
+  }
+  if (c.consistency().staleness() < 0) {
+    return InvalidArgument(fmt::format("consistency.staleness must be >= 0, got {}", c.consistency().staleness()));
+  }
+  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.cluster().memory_ranks(), "cluster.memory_ranks"));
+  if (c.cluster().ring_slots() < 2) {
+    return InvalidArgument(fmt::format("cluster.ring_slots must be >= 2, got {}", c.cluster().ring_slots()));
+  }
+  if (c.cluster().slot_bytes() < 4096) {
+    return InvalidArgument(fmt::format("cluster.slot_bytes must be >= 4096, got {}", c.cluster().slot_bytes()));
+  }
+  return Status::Ok();
+}
+
+Result<proto::Config> LoadConfig(const std::string& path, std::span<const std::string> overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument(fmt::format("{}: cannot open config: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  STALELEARN_ASSIGN_OR_RETURN(proto::Config config, ParseConfigText(text.str(), path));
+  for (const std::string& assignment : overrides) {
+    STALELEARN_RETURN_IF_ERROR(ApplyOverride(config, assignment));
+  }
+  Status resolved = ResolveDefaults(config);
+  if (!resolved.ok()) return resolved.WithContext(path);
+  return config;
+}
+
+std::string ModeName(proto::ConsistencyMode mode) { return proto::ConsistencyMode_Name(mode); }
+
+}  // namespace stalelearn::config
