@@ -1,0 +1,182 @@
+// Config parsing, overrides, defaults and each kind of config error.
+#include "framework/core/config_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace stalelearn::config {
+namespace {
+
+constexpr const char* kGood = R"pb(
+  name: "unit"
+  app { name: "mf" mf { rank: 8 learning_rate: 0.02 } }
+  data { name: "movielens" test_fraction: 0.2 }
+  training { epochs: 3 samples_per_clock: 256 }
+  consistency { mode: SSP staleness: 2 }
+  cluster { memory_ranks: 2 }
+  backend { name: "local" options { key: "inner" value: "local" } }
+  seed: 42
+)pb";
+
+class ConfigFile {
+ public:
+  explicit ConfigFile(const std::string& text) {
+    static int counter = 0;  // tests of one binary run sequentially
+    path_ = std::filesystem::temp_directory_path() /
+            ("stalelearn_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter) + ".pbtxt");
+    std::ofstream(path_) << text;
+  }
+  ~ConfigFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+Result<proto::Config> Load(const std::string& text, std::vector<std::string> overrides = {}) {
+  ConfigFile file(text);
+  return LoadConfig(file.path(), overrides);
+}
+
+TEST(ConfigLoaderTest, ParsesEveryGroup) {
+  auto c = Load(kGood);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->name(), "unit");
+  EXPECT_EQ(c->app().mf().rank(), 8);
+  EXPECT_FLOAT_EQ(c->app().mf().learning_rate(), 0.02f);
+  EXPECT_DOUBLE_EQ(c->data().test_fraction(), 0.2);
+  EXPECT_EQ(c->training().epochs(), 3);
+  EXPECT_EQ(c->consistency().mode(), proto::SSP);
+  EXPECT_EQ(c->consistency().staleness(), 2);
+  EXPECT_EQ(c->cluster().memory_ranks(), 2);
+  EXPECT_EQ(c->backend().options().at("inner"), "local");
+  EXPECT_EQ(c->seed(), 42u);
+}
+
+TEST(ConfigLoaderTest, FillsDefaultsForZeroFields) {
+  auto c = Load("seed: 7");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->app().name(), "mf");
+  EXPECT_EQ(c->app().mf().rank(), 20);
+  EXPECT_EQ(c->training().epochs(), 20);
+  EXPECT_EQ(c->consistency().mode(), proto::SSP);
+  EXPECT_EQ(c->cluster().memory_ranks(), 1);
+  EXPECT_EQ(c->cluster().partitioning(), proto::RANGE);
+  EXPECT_EQ(c->data().split_seed(), 7u) << "split seed defaults to the run seed";
+}
+
+TEST(ConfigLoaderTest, BspForcesZeroStaleness) {
+  auto c = Load(kGood, {"consistency.mode=BSP"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->consistency().staleness(), 0);
+}
+
+TEST(ConfigLoaderTest, OverridesScalarsEnumsBoolsAndMaps) {
+  auto c = Load(kGood, {"consistency.staleness=4", "consistency.mode=ALLREDUCE", "training.epochs=5",
+                        "app.mf.learning_rate=0.5", "output.quiet=true", "backend.options.tls=tcp",
+                        "backend.options.inner=ucx", "seed=9", "data.name=heart_scale"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->consistency().staleness(), 4);
+  EXPECT_EQ(c->consistency().mode(), proto::ALLREDUCE);
+  EXPECT_EQ(c->training().epochs(), 5);
+  EXPECT_FLOAT_EQ(c->app().mf().learning_rate(), 0.5f);
+  EXPECT_TRUE(c->output().quiet());
+  EXPECT_EQ(c->backend().options().at("tls"), "tcp");
+  EXPECT_EQ(c->backend().options().at("inner"), "ucx");
+  EXPECT_EQ(c->seed(), 9u);
+  EXPECT_EQ(c->data().name(), "heart_scale");
+}
+
+TEST(ConfigLoaderTest, LaterOverrideWins) {
+  auto c = Load(kGood, {"training.epochs=5", "training.epochs=6"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->training().epochs(), 6);
+}
+
+struct BadOverride {
+  const char* assignment;
+  const char* expected_fragment;
+};
+
+class ConfigOverrideErrorTest : public ::testing::TestWithParam<BadOverride> {};
+
+TEST_P(ConfigOverrideErrorTest, NamesTheFieldAndReason) {
+  auto c = Load(kGood, {GetParam().assignment});
+  ASSERT_FALSE(c.ok()) << GetParam().assignment << " was accepted";
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find(GetParam().expected_fragment), std::string::npos) << c.status().message();
+  EXPECT_EQ(c.status().message().find('\n'), std::string::npos) << "one line";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllKinds, ConfigOverrideErrorTest,
+    ::testing::Values(BadOverride{"training.epoch=3", "unknown field 'epoch'"},
+                      BadOverride{"nosuch.field=1", "unknown field 'nosuch'"},
+                      BadOverride{"training.epochs=three", "'three' is not a valid number"},
+                      BadOverride{"training.epochs=3.5", "not a valid number"},
+                      BadOverride{"training.epochs=99999999999", "not a valid number"},
+                      BadOverride{"consistency.mode=FAST", "unknown value 'FAST'"},
+                      BadOverride{"output.quiet=maybe", "not a bool"},
+                      BadOverride{"training=1", "is a message"},
+                      BadOverride{"seed.x=1", "'seed' is not a message"},
+                      BadOverride{"training.epochs", "expected field.path=value"},
+                      BadOverride{"=3", "expected field.path=value"},
+                      BadOverride{"backend.options=x", "a map"},
+                      BadOverride{"app.mf.learning_rate=nan", "not finite"},
+                      BadOverride{"consistency.staleness=-1", "consistency.staleness must be >= 0"},
+                      BadOverride{"training.epochs=-2", "training.epochs must be > 0"},
+                      BadOverride{"data.test_fraction=1.5", "data.test_fraction must be in (0, 1)"},
+                      BadOverride{"training.straggler.slowdown=0.5", "slowdown must be >= 1"},
+                      BadOverride{"cluster.ring_slots=1", "cluster.ring_slots must be >= 2"}));
+
+TEST(ConfigLoaderTest, TextFormatErrorNamesFileLineAndColumn) {
+  ConfigFile file("seed: 1\ntraining {\n  epochs: \"many\"\n}\n");
+  auto c = LoadConfig(file.path(), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find(file.path() + ":3:"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigLoaderTest, UnknownFieldInFileIsNamed) {
+  ConfigFile file("seed: 1\ntraining { epochz: 3 }\n");
+  auto c = LoadConfig(file.path(), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(":2:"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("epochz"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigLoaderTest, UnterminatedMessageIsAnError) {
+  auto c = Load("training { epochs: 3\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigLoaderTest, InvalidValueInFileNamesFileAndField) {
+  ConfigFile file("training { epochs: -1 }\n");
+  auto c = LoadConfig(file.path(), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(file.path()), std::string::npos);
+  EXPECT_NE(c.status().message().find("training.epochs"), std::string::npos);
+}
+
+TEST(ConfigLoaderTest, MissingFileIsAnError) {
+  auto c = LoadConfig("/nonexistent/stalelearn.pbtxt", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("/nonexistent/stalelearn.pbtxt"), std::string::npos);
+}
+
+TEST(ConfigLoaderTest, ModeNamesMatchTheProto) {
+  EXPECT_EQ(ModeName(proto::SSP), "SSP");
+  EXPECT_EQ(ModeName(proto::DIRECT), "DIRECT");
+}
+
+}  // namespace
+}  // namespace stalelearn::config
