@@ -1,12 +1,259 @@
-// Placeholder until the MPI bootstrap lands (issue 3).
+// Bootstrap and collectives over MPI: the only file of the framework and the
+// backends that includes mpi.h (DESIGN.md). Every call runs on a duplicate of
+// MPI_COMM_WORLD with MPI_ERRORS_RETURN, so an MPI failure becomes a Status
+// instead of an abort, and our traffic never matches the application's.
 #include "framework/transport/mpi_bootstrap.h"
 
 #include <mpi.h>
 
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "framework/core/log.h"
+
 namespace stalelearn::transport {
+namespace {
+
+std::string MpiErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("MPI error {}", code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+Status CheckMpi(int code, std::string_view call) {
+  if (code == MPI_SUCCESS) return Status::Ok();
+  return Unavailable(fmt::format("{} failed: {}", call, MpiErrorText(code)));
+}
+
+bool MpiIsRunning() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized != 0 && finalized == 0;
+}
+
+// MPI counts are int; larger exchanges are refused rather than truncated.
+Result<int> ToMpiCount(std::size_t n, std::string_view what) {
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    return InvalidArgument(fmt::format("{}: {} elements exceed MPI's int count limit", what, n));
+  }
+  return static_cast<int>(n);
+}
+
+// Length-prefixed records: [u64 length][bytes]... Used to carry a key with its
+// value through a single byte exchange.
+void AppendRecord(Bytes& out, std::span<const std::byte> record) {
+  const std::uint64_t length = record.size();
+  const auto* length_bytes = reinterpret_cast<const std::byte*>(&length);
+  out.insert(out.end(), length_bytes, length_bytes + sizeof(length));
+  out.insert(out.end(), record.begin(), record.end());
+}
+
+std::span<const std::byte> AsBytes(std::string_view text) {
+  return std::as_bytes(std::span(text.data(), text.size()));
+}
+
+// Reads the next record of `in` starting at *pos; kDataLoss if truncated.
+Result<std::span<const std::byte>> ReadRecord(std::span<const std::byte> in, std::size_t* pos) {
+  std::uint64_t length = 0;
+  if (in.size() - *pos < sizeof(length)) return DataLoss("bootstrap record: truncated length");
+  std::memcpy(&length, in.data() + *pos, sizeof(length));
+  *pos += sizeof(length);
+  if (in.size() - *pos < length) return DataLoss("bootstrap record: truncated value");
+  auto record = in.subspan(*pos, length);
+  *pos += length;
+  return record;
+}
+
+std::string ToString(std::span<const std::byte> bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+class MpiBootstrap final : public Bootstrap {
+ public:
+  MpiBootstrap(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+
+  ~MpiBootstrap() override {
+    // Freeing after MPI_Finalize is erroneous; a bootstrap that outlives the
+    // session only loses its communicator, which Finalize reclaimed anyway.
+    if (!MpiIsRunning()) {
+      log::Warning("MPI bootstrap destroyed after MPI_Finalize; communicator not freed");
+      return;
+    }
+    int code = MPI_Comm_free(&comm_);
+    if (code != MPI_SUCCESS) log::Warning("MPI_Comm_free failed: {}", MpiErrorText(code));
+  }
+  MpiBootstrap(const MpiBootstrap&) = delete;
+  MpiBootstrap& operator=(const MpiBootstrap&) = delete;
+
+  Rank rank() const override { return Rank{rank_}; }
+  int world_size() const override { return size_; }
+
+  Status Put(std::string_view key, std::span<const std::byte> value) override {
+    pending_[std::string(key)] = Bytes(value.begin(), value.end());
+    return Status::Ok();
+  }
+
+  Result<Bytes> Get(Rank owner, std::string_view key) override {
+    if (owner.value < 0 || owner.value >= size_) {
+      return InvalidArgument(fmt::format("bootstrap Get: rank {} outside 0..{}", owner.value, size_ - 1));
+    }
+    auto it = published_.find({owner.value, std::string(key)});
+    if (it == published_.end()) {
+      return NotFound(fmt::format("bootstrap Get: rank {} stored nothing under '{}'", owner.value, key));
+    }
+    return it->second;
+  }
+
+  Status Sync() override {
+    Bytes mine;
+    for (const auto& [key, value] : pending_) {
+      AppendRecord(mine, AsBytes(key));
+      AppendRecord(mine, value);
+    }
+    STALELEARN_ASSIGN_OR_RETURN(std::vector<Bytes> all, GatherBytes(mine));
+    for (int owner = 0; owner < size_; ++owner) {
+      std::span<const std::byte> records(all[owner]);
+      std::size_t pos = 0;
+      while (pos < records.size()) {
+        STALELEARN_ASSIGN_OR_RETURN(auto key, ReadRecord(records, &pos));
+        STALELEARN_ASSIGN_OR_RETURN(auto value, ReadRecord(records, &pos));
+        published_[{owner, ToString(key)}] = Bytes(value.begin(), value.end());
+      }
+    }
+    pending_.clear();
+    return Status::Ok();
+  }
+
+  Result<std::vector<Bytes>> AllGather(std::string_view key, std::span<const std::byte> mine) override {
+    // The key travels with the data so that a mismatched collective (ranks
+    // calling different exchanges) is caught instead of mixing payloads.
+    Bytes tagged;
+    AppendRecord(tagged, AsBytes(key));
+    AppendRecord(tagged, mine);
+    STALELEARN_ASSIGN_OR_RETURN(std::vector<Bytes> all, GatherBytes(tagged));
+    std::vector<Bytes> values(size_);
+    for (int owner = 0; owner < size_; ++owner) {
+      std::size_t pos = 0;
+      STALELEARN_ASSIGN_OR_RETURN(auto their_key, ReadRecord(all[owner], &pos));
+      STALELEARN_ASSIGN_OR_RETURN(auto value, ReadRecord(all[owner], &pos));
+      if (ToString(their_key) != key) {
+        return FailedPrecondition(fmt::format("bootstrap AllGather: rank {} called '{}' while rank {} called '{}'",
+                                              rank_, key, owner, ToString(their_key)));
+      }
+      values[owner].assign(value.begin(), value.end());
+    }
+    return values;
+  }
+
+  Status AllReduceSum(std::span<float> values) override {
+    return AllReduceInPlace(values.data(), values.size(), MPI_FLOAT, MPI_SUM);
+  }
+  Status AllReduceSum(std::span<double> values) override {
+    return AllReduceInPlace(values.data(), values.size(), MPI_DOUBLE, MPI_SUM);
+  }
+  Status AllReduceMax(std::span<std::int64_t> values) override {
+    return AllReduceInPlace(values.data(), values.size(), MPI_INT64_T, MPI_MAX);
+  }
+
+  Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+ private:
+  Status AllReduceInPlace(void* data, std::size_t count, MPI_Datatype type, MPI_Op op) {
+    STALELEARN_ASSIGN_OR_RETURN(int n, ToMpiCount(count, "MPI_Allreduce"));
+    return CheckMpi(MPI_Allreduce(MPI_IN_PLACE, data, n, type, op, comm_), "MPI_Allreduce");
+  }
+
+  // Variable-size allgather: sizes first, then MPI_Allgatherv of the bytes.
+  Result<std::vector<Bytes>> GatherBytes(std::span<const std::byte> mine) {
+    STALELEARN_ASSIGN_OR_RETURN(int my_count, ToMpiCount(mine.size(), "bootstrap exchange"));
+    std::vector<int> counts(size_);
+    STALELEARN_RETURN_IF_ERROR(
+        CheckMpi(MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_), "MPI_Allgather"));
+    std::vector<int> displacements(size_);
+    std::size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      STALELEARN_ASSIGN_OR_RETURN(displacements[r], ToMpiCount(total, "bootstrap exchange total"));
+      total += static_cast<std::size_t>(counts[r]);
+    }
+    STALELEARN_RETURN_IF_ERROR(ToMpiCount(total, "bootstrap exchange total").status());
+    Bytes all(total);
+    STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Allgatherv(mine.data(), my_count, MPI_BYTE, all.data(), counts.data(),
+                                                       displacements.data(), MPI_BYTE, comm_),
+                                        "MPI_Allgatherv"));
+    std::vector<Bytes> out(size_);
+    for (int r = 0; r < size_; ++r) {
+      auto begin = all.begin() + displacements[r];
+      out[r].assign(begin, begin + counts[r]);
+    }
+    return out;
+  }
+
+  MPI_Comm comm_;
+  int rank_;
+  int size_;
+  std::map<std::string, Bytes> pending_;                   // Put since the last Sync
+  std::map<std::pair<int, std::string>, Bytes> published_;  // (owner, key) -> value
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MpiSession>> MpiSession::Start(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized != 0) return FailedPrecondition("MPI already initialised: only one MpiSession per process");
+  int provided = 0;
+  // FUNNELED: only the main thread calls MPI; worker threads use UCX only.
+  STALELEARN_RETURN_IF_ERROR(
+      CheckMpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread"));
+  if (provided < MPI_THREAD_FUNNELED) {
+    MPI_Finalize();
+    return Unavailable(fmt::format("MPI provides thread level {}, need MPI_THREAD_FUNNELED", provided));
+  }
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return std::unique_ptr<MpiSession>(new MpiSession(rank, size));
+}
+
+MpiSession::~MpiSession() {
+  if (!MpiIsRunning()) return;
+  int code = MPI_Finalize();
+  if (code != MPI_SUCCESS) log::Warning("MPI_Finalize failed: {}", MpiErrorText(code));
+}
+
+void MpiSession::Abort(int code) {
+  if (MpiIsRunning()) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI not running (or MPI_Abort returned): leave anyway
+}
+
+bool LaunchedByMpiLauncher() {
+  // OpenMPI's mpirun, PMI-1/2 (MPICH, srun --mpi=pmi2), PMIx (srun --mpi=pmix).
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
+}
 
 Result<std::unique_ptr<Bootstrap>> MakeMpiBootstrap() {
-  return Unimplemented("MPI bootstrap not built yet");
+  if (!MpiIsRunning()) return FailedPrecondition("MPI bootstrap needs a running MpiSession");
+  MPI_Comm comm = MPI_COMM_NULL;
+  STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup"));
+  // Errors on our communicator come back as codes (turned into Status).
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  return std::unique_ptr<Bootstrap>(std::make_unique<MpiBootstrap>(comm, rank, size));
 }
 
 }  // namespace stalelearn::transport
