@@ -1,0 +1,232 @@
+#include "framework/transport/inprocess_bootstrap.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "framework/core/error.h"
+#include "framework/core/log.h"
+
+namespace stalelearn::transport {
+
+Result<std::shared_ptr<InProcessGroup>> InProcessGroup::Create(int world_size,
+                                                               std::chrono::milliseconds deadline) {
+  if (world_size < 1) return InvalidArgument(fmt::format("in-process world size must be >= 1, got {}", world_size));
+  if (deadline.count() <= 0) {
+    return InvalidArgument(fmt::format("in-process deadline must be > 0 ms, got {}", deadline.count()));
+  }
+  // Not make_shared: the constructor is private.
+  return std::shared_ptr<InProcessGroup>(new InProcessGroup(world_size, deadline));
+}
+
+Result<std::unique_ptr<Bootstrap>> InProcessGroup::MakeBootstrap(Rank rank) {
+  if (rank.value < 0 || rank.value >= world_size_) {
+    return InvalidArgument(fmt::format("rank {} outside 0..{}", rank.value, world_size_ - 1));
+  }
+  std::lock_guard lock(mutex_);
+  if (!handed_out_.insert(rank.value).second) {
+    return FailedPrecondition(fmt::format("bootstrap of rank {} already handed out", rank.value));
+  }
+  return std::unique_ptr<Bootstrap>(new InProcessBootstrap(shared_from_this(), rank));
+}
+
+void InProcessGroup::MarkDeparted(Rank rank, std::string reason) {
+  std::lock_guard lock(mutex_);
+  departed_.emplace(rank.value, std::move(reason));
+  changed_.notify_all();
+}
+
+std::string InProcessGroup::DepartedReasonLocked(const RoundState& round) const {
+  for (const auto& [rank, reason] : departed_) {
+    if (!round.shares.contains(rank)) return fmt::format("rank {} {}", rank, reason);
+  }
+  return {};
+}
+
+Result<std::vector<Bytes>> InProcessGroup::Exchange(Rank rank, std::uint64_t round, const std::string& what,
+                                                    Bytes contribution) {
+  std::unique_lock lock(mutex_);
+  // std::map references stay valid while other rounds come and go; this one
+  // is erased only after every rank, this one included, collected it.
+  RoundState& state = rounds_[round];
+  state.shares[rank.value] = Share{what, std::move(contribution)};
+  changed_.notify_all();
+
+  std::string departed;
+  const bool complete = changed_.wait_until(lock, std::chrono::steady_clock::now() + deadline_, [&] {
+    if (static_cast<int>(state.shares.size()) == world_size_) return true;
+    departed = DepartedReasonLocked(state);
+    return !departed.empty();
+  });
+  if (!complete) {
+    std::vector<int> missing;
+    for (int r = 0; r < world_size_; ++r) {
+      if (!state.shares.contains(r)) missing.push_back(r);
+    }
+    return TimeoutError(fmt::format("collective '{}' timed out after {} ms waiting for rank(s) {}", what,
+                                    deadline_.count(), fmt::join(missing, ", ")));
+  }
+  if (!departed.empty()) {
+    return Unavailable(fmt::format("collective '{}' cannot complete: {}", what, departed));
+  }
+
+  Status agreed = Status::Ok();
+  std::vector<Bytes> all;
+  all.reserve(world_size_);
+  for (const auto& [peer, share] : state.shares) {
+    if (share.what != what && agreed.ok()) {
+      agreed = InvalidArgument(fmt::format("collective mismatch: rank {} called '{}' but rank {} called '{}'",
+                                           rank.value, what, peer, share.what));
+    }
+    all.push_back(share.bytes);
+  }
+  if (++state.collected == world_size_) rounds_.erase(round);
+  if (!agreed.ok()) return agreed;
+  return all;
+}
+
+void InProcessGroup::Publish(Rank rank, std::map<std::string, Bytes, std::less<>> values) {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, value] : values) store_[rank.value][key] = std::move(value);
+}
+
+Result<Bytes> InProcessGroup::Lookup(Rank owner, std::string_view key) const {
+  if (owner.value < 0 || owner.value >= world_size_) {
+    return InvalidArgument(fmt::format("rank {} outside 0..{}", owner.value, world_size_ - 1));
+  }
+  std::lock_guard lock(mutex_);
+  const auto& values = store_[owner.value];
+  auto it = values.find(key);
+  if (it == values.end()) return NotFound(fmt::format("bootstrap key '{}' of rank {} not found", key, owner.value));
+  return it->second;
+}
+
+// ---- InProcessBootstrap ----
+
+namespace {
+
+template <class T>
+Bytes ToBytes(std::span<const T> values) {
+  Bytes bytes(values.size_bytes());
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// Combines every rank's share into `values`, in rank order so that all ranks
+// compute bit-identical results.
+template <class T, class Combine>
+void ReduceInto(const std::vector<Bytes>& shares, std::span<T> values, Combine combine) {
+  for (std::size_t r = 0; r < shares.size(); ++r) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      T element;
+      std::memcpy(&element, shares[r].data() + i * sizeof(T), sizeof(T));
+      values[i] = r == 0 ? element : combine(values[i], element);
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::vector<Bytes>> InProcessBootstrap::Round(const std::string& what, Bytes contribution) {
+  return group_->Exchange(rank_, next_round_++, what, std::move(contribution));
+}
+
+template <class T, class Combine>
+Status InProcessBootstrap::ReduceRound(std::string_view name, std::span<T> values, Combine combine) {
+  // The length is part of the tag, so ranks with different lengths get a
+  // mismatch error instead of reading past a share.
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<Bytes> shares,
+                              Round(fmt::format("{}[{}]", name, values.size()),
+                                    ToBytes(std::span<const T>(values.data(), values.size()))));
+  ReduceInto(shares, values, combine);
+  return Status::Ok();
+}
+
+Status InProcessBootstrap::Put(std::string_view key, std::span<const std::byte> value) {
+  pending_[std::string(key)] = Bytes(value.begin(), value.end());
+  return Status::Ok();
+}
+
+Result<Bytes> InProcessBootstrap::Get(Rank owner, std::string_view key) { return group_->Lookup(owner, key); }
+
+Status InProcessBootstrap::Sync() {
+  group_->Publish(rank_, std::exchange(pending_, {}));
+  return Round("sync", {}).status();
+}
+
+Result<std::vector<Bytes>> InProcessBootstrap::AllGather(std::string_view key, std::span<const std::byte> mine) {
+  return Round(fmt::format("allgather:{}", key), Bytes(mine.begin(), mine.end()));
+}
+
+Status InProcessBootstrap::AllReduceSum(std::span<float> values) {
+  return ReduceRound("allreduce_sum_float", values, std::plus<float>());
+}
+
+Status InProcessBootstrap::AllReduceSum(std::span<double> values) {
+  return ReduceRound("allreduce_sum_double", values, std::plus<double>());
+}
+
+Status InProcessBootstrap::AllReduceMax(std::span<std::int64_t> values) {
+  return ReduceRound("allreduce_max_int64", values,
+                     [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
+}
+
+Status InProcessBootstrap::Barrier() { return Round("barrier", {}).status(); }
+
+// ---- RunRanks ----
+
+namespace {
+
+std::string Describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
+
+void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<void(Bootstrap&)>& body) {
+  const int world_size = group->world_size();
+  std::vector<std::exception_ptr> errors(world_size);
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(world_size);
+    for (int r = 0; r < world_size; ++r) {
+      threads.emplace_back([&, r] {
+        log::SetThreadRank(r);
+        try {
+          std::unique_ptr<Bootstrap> bootstrap = ValueOrThrow(group->MakeBootstrap(Rank{r}));
+          body(*bootstrap);
+          group->MarkDeparted(Rank{r}, "finished its work");
+        } catch (...) {
+          errors[r] = std::current_exception();
+          group->MarkDeparted(Rank{r}, "failed: " + Describe(errors[r]));
+        }
+        log::SetThreadRank(-1);
+      });
+    }
+  }  // jthreads join here
+  std::exception_ptr first;
+  for (int r = 0; r < world_size; ++r) {
+    if (!errors[r]) continue;
+    if (first) {
+      log::Error("rank {} also failed: {}", r, Describe(errors[r]));
+    } else {
+      first = errors[r];
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void RunRanks(int world_size, const std::function<void(Bootstrap&)>& body, std::chrono::milliseconds deadline) {
+  RunRanks(ValueOrThrow(InProcessGroup::Create(world_size, deadline)), body);
+}
+
+}  // namespace stalelearn::transport

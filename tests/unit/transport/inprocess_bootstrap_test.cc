@@ -1,0 +1,143 @@
+// The in-process bootstrap: collectives, the store, deadlines, RunRanks.
+#include "framework/transport/inprocess_bootstrap.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+
+#include "framework/core/error.h"
+
+namespace stalelearn::transport {
+namespace {
+
+using namespace std::chrono_literals;
+
+Bytes BytesOf(std::string_view text) {
+  Bytes bytes(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) bytes[i] = static_cast<std::byte>(text[i]);
+  return bytes;
+}
+
+std::string TextOf(const Bytes& bytes) {
+  std::string text;
+  for (std::byte b : bytes) text.push_back(static_cast<char>(b));
+  return text;
+}
+
+TEST(InProcessBootstrap, AllGatherReturnsEveryRanksBytesInRankOrder) {
+  RunRanks(4, [](Bootstrap& bootstrap) {
+    // Different lengths per rank, so a mix-up of shares would show.
+    const std::string mine(bootstrap.rank().value + 1, static_cast<char>('a' + bootstrap.rank().value));
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::vector<Bytes> all = ValueOrThrow(bootstrap.AllGather("names", BytesOf(mine)));
+      ASSERT_EQ(all.size(), 4u);
+      EXPECT_EQ(TextOf(all[0]), "a");
+      EXPECT_EQ(TextOf(all[1]), "bb");
+      EXPECT_EQ(TextOf(all[2]), "ccc");
+      EXPECT_EQ(TextOf(all[3]), "dddd");
+    }
+  });
+}
+
+TEST(InProcessBootstrap, AllGatherWithMismatchedKeysIsAnErrorOnEveryRank) {
+  std::atomic<int> errors{0};
+  RunRanks(3, [&](Bootstrap& bootstrap) {
+    const std::string key = bootstrap.rank().value == 2 ? "other" : "same";
+    auto all = bootstrap.AllGather(key, {});
+    ASSERT_FALSE(all.ok());
+    EXPECT_EQ(all.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(all.status().message().find("allgather:other"), std::string::npos) << all.status().ToString();
+    ++errors;
+    // The group stays usable after a mismatch.
+    EXPECT_TRUE(bootstrap.Barrier().ok());
+  });
+  EXPECT_EQ(errors.load(), 3);
+}
+
+TEST(InProcessBootstrap, AllReduceSumsAndMaxes) {
+  RunRanks(4, [](Bootstrap& bootstrap) {
+    const int r = bootstrap.rank().value;
+    std::vector<float> floats{1.0f * r, 0.5f};
+    ThrowIfError(bootstrap.AllReduceSum(floats));
+    EXPECT_EQ(floats, (std::vector<float>{6.0f, 2.0f}));
+    std::vector<double> doubles{0.25 * r};
+    ThrowIfError(bootstrap.AllReduceSum(doubles));
+    EXPECT_EQ(doubles[0], 1.5);
+    std::vector<std::int64_t> ints{-r, 10 * r};
+    ThrowIfError(bootstrap.AllReduceMax(ints));
+    EXPECT_EQ(ints, (std::vector<std::int64_t>{0, 30}));
+  });
+}
+
+TEST(InProcessBootstrap, AllReduceWithDifferentLengthsIsAnError) {
+  RunRanks(2, [](Bootstrap& bootstrap) {
+    std::vector<double> values(bootstrap.rank().value + 1, 1.0);
+    Status status = bootstrap.AllReduceSum(values);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  });
+}
+
+TEST(InProcessBootstrap, PutIsVisibleToOtherRanksAfterSync) {
+  RunRanks(3, [](Bootstrap& bootstrap) {
+    const int r = bootstrap.rank().value;
+    ThrowIfError(bootstrap.Put("address", BytesOf("rank" + std::to_string(r))));
+    ThrowIfError(bootstrap.Sync());
+    for (int owner = 0; owner < 3; ++owner) {
+      EXPECT_EQ(TextOf(ValueOrThrow(bootstrap.Get(Rank{owner}, "address"))), "rank" + std::to_string(owner));
+    }
+    EXPECT_EQ(bootstrap.Get(Rank{0}, "missing").status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(bootstrap.Get(Rank{7}, "address").status().code(), StatusCode::kInvalidArgument);
+  });
+}
+
+TEST(InProcessBootstrap, ARankThatNeverArrivesGivesTimeoutNamingIt) {
+  auto group = ValueOrThrow(InProcessGroup::Create(2, 200ms));
+  // Only rank 0 runs; rank 1's bootstrap is never used.
+  auto bootstrap = ValueOrThrow(group->MakeBootstrap(Rank{0}));
+  Status status = bootstrap->Barrier();
+  EXPECT_EQ(status.code(), StatusCode::kTimeout) << status.ToString();
+  EXPECT_NE(status.message().find("rank(s) 1"), std::string::npos) << status.ToString();
+}
+
+TEST(InProcessBootstrap, ARankThatFailedMakesTheOthersFailFastAndIsRethrown) {
+  std::atomic<int> unavailable{0};
+  EXPECT_THROW(RunRanks(3,
+                        [&](Bootstrap& bootstrap) {
+                          if (bootstrap.rank().value == 1) throw std::runtime_error("rank 1 broke");
+                          Status status = bootstrap.Barrier();
+                          if (status.code() == StatusCode::kUnavailable) ++unavailable;
+                        }),
+               std::runtime_error);
+  EXPECT_EQ(unavailable.load(), 2);
+}
+
+TEST(InProcessBootstrap, GroupRejectsBadArgumentsAndSecondBootstrapOfARank) {
+  EXPECT_FALSE(InProcessGroup::Create(0).ok());
+  EXPECT_FALSE(InProcessGroup::Create(2, 0ms).ok());
+  auto group = ValueOrThrow(InProcessGroup::Create(2));
+  EXPECT_TRUE(group->MakeBootstrap(Rank{1}).ok());
+  EXPECT_EQ(group->MakeBootstrap(Rank{1}).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(group->MakeBootstrap(Rank{2}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THROW(RunRanks(0, [](Bootstrap&) {}), Error);
+}
+
+TEST(InProcessBootstrap, SharedObjectsAreCreatedOncePerKeyAndTyped) {
+  auto group = ValueOrThrow(InProcessGroup::Create(4));
+  std::atomic<int> created{0};
+  std::vector<std::shared_ptr<int>> seen(4);
+  RunRanks(group, [&](Bootstrap& bootstrap) {
+    auto& in_process = dynamic_cast<InProcessBootstrap&>(bootstrap);
+    seen[bootstrap.rank().value] = in_process.group().GetOrCreateShared<int>("counter", [&] {
+      ++created;
+      return std::make_shared<int>(42);
+    });
+  });
+  EXPECT_EQ(created.load(), 1);
+  for (const auto& object : seen) EXPECT_EQ(object, seen[0]);
+  EXPECT_EQ(*seen[0], 42);
+  EXPECT_EQ(group->GetOrCreateShared<double>("counter", [] { return std::make_shared<double>(); }), nullptr);
+}
+
+}  // namespace
+}  // namespace stalelearn::transport
