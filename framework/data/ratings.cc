@@ -1,0 +1,181 @@
+#include "framework/data/ratings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <unordered_map>
+#include <utility>
+
+#include "framework/data/text_lines.h"
+
+namespace stalelearn::data {
+namespace {
+
+constexpr std::array<std::string_view, 4> kColumns = {"userId", "movieId", "rating", "timestamp"};
+constexpr std::size_t kRequiredColumns = 3;
+
+// Splits a line on tabs; returns the number of fields, which is larger than
+// fields.size() (and the rest unset) when the line has too many.
+std::size_t SplitTabs(std::string_view line, std::array<std::string_view, 4>& fields) {
+  const std::size_t count = 1 + static_cast<std::size_t>(std::count(line.begin(), line.end(), '\t'));
+  for (std::size_t i = 0; i < count && i < fields.size(); ++i) {
+    std::size_t tab = line.find('\t');
+    fields[i] = line.substr(0, tab);
+    line.remove_prefix(tab == std::string_view::npos ? line.size() : tab + 1);
+  }
+  return count;
+}
+
+Result<std::size_t> ParseHeader(std::string_view line, std::string_view source) {
+  std::array<std::string_view, 4> fields;
+  std::size_t count = SplitTabs(line, fields);
+  bool ok = count >= kRequiredColumns && count <= kColumns.size();
+  for (std::size_t i = 0; ok && i < count; ++i) ok = fields[i] == kColumns[i];
+  if (!ok) {
+    return LineError(source, 1,
+                     fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}'", line));
+  }
+  return count;
+}
+
+using IdPair = std::pair<std::int64_t, std::int64_t>;
+struct IdPairHash {
+  std::size_t operator()(const IdPair& p) const {
+    return std::hash<std::int64_t>()(p.first) * 0x9E3779B97F4A7C15ULL ^ std::hash<std::int64_t>()(p.second);
+  }
+};
+
+struct RawRating {
+  std::int64_t user_id;
+  std::int64_t item_id;
+  float value;
+  std::int64_t timestamp;
+};
+
+// Index of every distinct id, ascending.
+std::vector<std::int64_t> SortedDistinct(std::vector<std::int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::uint32_t DenseIndex(const std::vector<std::int64_t>& sorted_ids, std::int64_t id) {
+  return static_cast<std::uint32_t>(std::lower_bound(sorted_ids.begin(), sorted_ids.end(), id) - sorted_ids.begin());
+}
+
+}  // namespace
+
+Result<RatingsTable> ParseRatingsTsv(std::string_view text, std::string_view source,
+                                     const RatingsReadOptions& options) {
+  LineCursor cursor(text);
+  std::string_view line;
+  if (!cursor.Next(line)) return LineError(source, 1, "empty file: expected a header line");
+  STALELEARN_ASSIGN_OR_RETURN(std::size_t num_columns, ParseHeader(line, source));
+
+  std::vector<RawRating> raw;
+  // (user, item) -> line, to report duplicates with both line numbers.
+  std::unordered_map<IdPair, std::size_t, IdPairHash> seen;
+  std::array<std::string_view, 4> fields;
+  while (cursor.Next(line)) {
+    const std::size_t n = cursor.line_number();
+    if (line.empty()) return LineError(source, n, "empty line");
+    std::size_t count = SplitTabs(line, fields);
+    if (count != num_columns) {
+      if (fields[0] == kColumns[0]) return LineError(source, n, "duplicate header line");
+      return LineError(source, n, fmt::format("expected {} tab-separated fields, got {}", num_columns, count));
+    }
+    RawRating r{};
+    for (std::size_t c = 0; c < num_columns; ++c) {
+      if (c == 2) continue;
+      std::optional<std::int64_t> v = ParseInt64(fields[c]);
+      if (!v) {
+        if (c == 0 && fields[0] == kColumns[0]) return LineError(source, n, "duplicate header line");
+        return LineError(source, n, fmt::format("{} '{}' is not an integer", kColumns[c], fields[c]));
+      }
+      (c == 0 ? r.user_id : c == 1 ? r.item_id : r.timestamp) = *v;
+    }
+    std::optional<double> value = ParseFiniteDouble(fields[2]);
+    if (!value) return LineError(source, n, fmt::format("rating '{}' is not a finite number", fields[2]));
+    if (*value < options.min_rating || *value > options.max_rating) {
+      return LineError(source, n, fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating,
+                                              options.max_rating));
+    }
+    r.value = static_cast<float>(*value);
+    auto [it, inserted] = seen.emplace(IdPair{r.user_id, r.item_id}, n);
+    if (!inserted) {
+      return LineError(source, n, fmt::format("duplicate rating of movie {} by user {} (first at line {})",
+                                              r.item_id, r.user_id, it->second));
+    }
+    raw.push_back(r);
+  }
+
+  RatingsTable table;
+  std::vector<std::int64_t> ids(raw.size());
+  std::transform(raw.begin(), raw.end(), ids.begin(), [](const RawRating& r) { return r.user_id; });
+  table.user_ids = SortedDistinct(std::move(ids));
+  ids.resize(raw.size());
+  std::transform(raw.begin(), raw.end(), ids.begin(), [](const RawRating& r) { return r.item_id; });
+  table.item_ids = SortedDistinct(std::move(ids));
+  table.ratings.reserve(raw.size());
+  for (const RawRating& r : raw) {
+    table.ratings.push_back({UserIndex{DenseIndex(table.user_ids, r.user_id)},
+                             ItemIndex{DenseIndex(table.item_ids, r.item_id)}, r.value, r.timestamp});
+  }
+  return table;
+}
+
+Result<RatingsTable> ReadRatingsTsv(const std::filesystem::path& file, const RatingsReadOptions& options) {
+  STALELEARN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(file));
+  return ParseRatingsTsv(text, file.string(), options);
+}
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): tiny, portable, well mixed.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t Next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound), bound > 0, without modulo bias.
+  std::uint64_t Bounded(std::uint64_t bound) {
+    const std::uint64_t limit = -bound % bound;  // 2^64 mod bound
+    std::uint64_t r;
+    do r = Next();
+    while (r < limit);  // [limit, 2^64) holds a whole number of copies of [0, bound)
+    return r % bound;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace
+
+Result<RatingsSplit> SplitRatings(const RatingsTable& table, double test_fraction, std::uint64_t seed) {
+  if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
+    return InvalidArgument(fmt::format("test fraction {} outside [0, 1)", test_fraction));
+  }
+  const std::size_t n = table.ratings.size();
+  const auto k = static_cast<std::size_t>(std::llround(test_fraction * static_cast<double>(n)));
+  std::vector<std::uint32_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+  SplitMix64 rng(seed);
+  for (std::size_t i = 0; i < k; ++i) std::swap(order[i], order[i + rng.Bounded(n - i)]);
+
+  std::vector<bool> in_test(n, false);
+  for (std::size_t i = 0; i < k; ++i) in_test[order[i]] = true;
+  RatingsSplit split;
+  split.test.reserve(k);
+  split.train.reserve(n - k);
+  for (std::size_t i = 0; i < n; ++i) (in_test[i] ? split.test : split.train).push_back(table.ratings[i]);
+  return split;
+}
+
+}  // namespace stalelearn::data
