@@ -1,0 +1,62 @@
+// Storage of rows of one table: the whole table (a replica) or one memory
+// rank's shard of it (the master). Elements are float32 or int32; rows travel
+// between ranks as raw bytes and deltas are applied with the element type's
+// arithmetic (int32 wraps, so integer merges are exact: I4).
+//
+// Not thread-safe: concurrent calls must touch different rows (the merger
+// updates distinct rows of a batch in parallel).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "framework/model/table_spec.h"
+
+namespace stalelearn::model {
+
+class RowBlock {
+ public:
+  RowBlock(ElementType type, std::int64_t rows, std::int32_t width);
+
+  ElementType type() const { return type_; }
+  std::int64_t rows() const { return rows_; }
+  std::int32_t width() const { return width_; }
+  std::size_t row_bytes() const { return static_cast<std::size_t>(width_) * kElementBytes; }
+  std::size_t size_bytes() const { return row_bytes() * static_cast<std::size_t>(rows_); }
+
+  // Typed access; the type must match (asserted).
+  std::span<float> FloatRow(std::int64_t row);
+  std::span<const float> FloatRow(std::int64_t row) const;
+  std::span<std::int32_t> IntRow(std::int64_t row);
+  std::span<const std::int32_t> IntRow(std::int64_t row) const;
+
+  // Raw bytes of a row and of the whole block (rows in order).
+  std::byte* RowBytes(std::int64_t row);
+  const std::byte* RowBytes(std::int64_t row) const;
+  std::span<std::byte> bytes();
+  std::span<const std::byte> bytes() const;
+
+  // row += delta (delta: row_bytes() bytes of the same element type).
+  void AddDelta(std::int64_t row, const std::byte* delta);
+  // delta_out = row - before (both row_bytes() bytes). Returns false when the
+  // delta is all zeros (nothing to send).
+  bool Difference(std::int64_t row, const std::byte* before, std::byte* delta_out) const;
+
+ private:
+  ElementType type_;
+  std::int64_t rows_;
+  std::int32_t width_;
+  // Exactly one of the two is used, so typed access never aliases.
+  std::vector<float> floats_;
+  std::vector<std::int32_t> ints_;
+};
+
+// One RowBlock per table, in table order.
+using TableSet = std::vector<RowBlock>;
+
+// A full-size TableSet for `tables`, zero-filled.
+TableSet MakeTableSet(const std::vector<TableSpec>& tables);
+
+}  // namespace stalelearn::model

@@ -1,0 +1,42 @@
+// Which memory rank owns which row of a table, and where the row lives inside
+// that rank's shard.
+//
+//   kRange: contiguous blocks of ceil(rows / M) rows (shard 0 gets the first).
+//   kHash:  row r goes to shard r mod M at local index r / M (round-robin; ids
+//           in our datasets are dense, so modulo spreads them evenly).
+//
+// Immutable after construction; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "framework/model/rank_index.h"
+#include "framework/model/table_spec.h"
+
+namespace stalelearn::model {
+
+enum class PartitionScheme : std::uint8_t { kRange, kHash };
+
+class RowPartition {
+ public:
+  RowPartition(std::int64_t rows, int shards, PartitionScheme scheme);
+
+  std::int64_t rows() const { return rows_; }
+  int shards() const { return shards_; }
+
+  MemoryIndex Owner(RowId row) const;
+  // Index of `row` inside its owner's shard.
+  std::int64_t LocalIndex(RowId row) const;
+  // Number of rows shard `shard` holds.
+  std::int64_t ShardRows(MemoryIndex shard) const;
+  // Inverse of (Owner, LocalIndex).
+  RowId GlobalRow(MemoryIndex shard, std::int64_t local) const;
+
+ private:
+  std::int64_t rows_;
+  int shards_;
+  PartitionScheme scheme_;
+  std::int64_t block_;  // kRange: rows per shard (the last may have fewer)
+};
+
+}  // namespace stalelearn::model

@@ -1,0 +1,43 @@
+// Escalating idle wait for polling loops: spin, then yield, then sleep with a
+// doubling period. With more ranks than cores, busy polling starves the ranks
+// doing real work; yielding and sleeping when idle fixed that (FACTS.md: ~5x
+// at 8 ranks on 2 cores). Reset() as soon as there is work again.
+// Not thread-safe: one per polling thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace stalelearn::sync {
+
+class IdleBackoff {
+ public:
+  struct Policy {
+    int spins = 32;
+    int yields = 32;
+    std::chrono::microseconds first_sleep{5};
+    std::chrono::microseconds max_sleep{500};
+  };
+  IdleBackoff() : IdleBackoff(Policy{}) {}
+  explicit IdleBackoff(Policy policy) : policy_(policy) {}
+
+  void Reset() { idle_rounds_ = 0; }
+  // Waits a little longer each call since the last Reset().
+  void Idle();
+
+ private:
+  Policy policy_;
+  std::int64_t idle_rounds_ = 0;
+};
+
+// A deadline for waits that must not hang (STYLE.md 11).
+class Deadline {
+ public:
+  explicit Deadline(std::chrono::nanoseconds timeout) : end_(std::chrono::steady_clock::now() + timeout) {}
+  bool Expired() const { return std::chrono::steady_clock::now() >= end_; }
+
+ private:
+  std::chrono::steady_clock::time_point end_;
+};
+
+}  // namespace stalelearn::sync

@@ -1,0 +1,108 @@
+#include "framework/sync/batch_codec.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "framework/model/hash64.h"
+
+namespace stalelearn::sync {
+namespace {
+
+constexpr std::size_t kChecksummedHeaderBytes = offsetof(BatchHeader, header_checksum);
+
+std::uint64_t HeaderChecksum(const BatchHeader& h) {
+  return model::Hash64(std::span(reinterpret_cast<const std::byte*>(&h), kChecksummedHeaderBytes), 0x5EED);
+}
+
+}  // namespace
+
+BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) : tables_(&tables) {}
+
+std::size_t BatchEncoder::EntryBytes(model::TableId table) const {
+  return kEntryPrefixBytes + (*tables_)[table.value].row_bytes();
+}
+
+void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const std::byte> delta) {
+  const std::size_t at = payload_.size();
+  payload_.resize(at + kEntryPrefixBytes + delta.size());
+  const std::uint32_t zero = 0;
+  std::memcpy(payload_.data() + at, &table.value, 4);
+  std::memcpy(payload_.data() + at + 4, &zero, 4);
+  std::memcpy(payload_.data() + at + 8, &row.value, 8);
+  std::memcpy(payload_.data() + at + kEntryPrefixBytes, delta.data(), delta.size());
+  ++entries_;
+}
+
+std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags) {
+  BatchHeader h;
+  h.flags = flags;
+  h.sequence = sequence;
+  h.clock = clock;
+  h.payload_bytes = payload_.size();
+  h.entry_count = static_cast<std::uint32_t>(entries_);
+  h.payload_checksum = model::Hash64(payload_);
+  h.header_checksum = HeaderChecksum(h);
+  std::vector<std::byte> out(sizeof h + payload_.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  if (!payload_.empty()) std::memcpy(out.data() + sizeof h, payload_.data(), payload_.size());
+  payload_.clear();
+  entries_ = 0;
+  return out;
+}
+
+Result<BatchHeader> DecodeHeader(std::span<const std::byte> bytes) {
+  if (bytes.size() < sizeof(BatchHeader)) return DataLoss("batch shorter than its header");
+  BatchHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.magic != kBatchMagic) return DataLoss(fmt::format("bad batch magic {:#x}", h.magic));
+  if (h.header_checksum != HeaderChecksum(h)) return DataLoss("batch header checksum mismatch");
+  return h;
+}
+
+Result<DecodedBatch> DecodeBatch(std::span<const std::byte> bytes, std::uint64_t expected_sequence,
+                                 const model::ModelLayout& layout, model::MemoryIndex shard) {
+  STALELEARN_ASSIGN_OR_RETURN(BatchHeader h, DecodeHeader(bytes));
+  if (h.sequence != expected_sequence) {
+    return DataLoss(fmt::format("batch sequence {} where {} was expected", h.sequence, expected_sequence));
+  }
+  if (h.payload_bytes > bytes.size() - sizeof h) {
+    return DataLoss(fmt::format("batch payload of {} bytes exceeds its slot ({} bytes)", h.payload_bytes,
+                                bytes.size() - sizeof h));
+  }
+  const std::span<const std::byte> payload = bytes.subspan(sizeof h, h.payload_bytes);
+  if (model::Hash64(payload) != h.payload_checksum) return DataLoss("batch payload checksum mismatch");
+
+  DecodedBatch out{h, {}};
+  out.entries.reserve(h.entry_count);
+  const auto& tables = layout.tables();
+  std::size_t at = 0;
+  while (at < payload.size()) {
+    if (payload.size() - at < kEntryPrefixBytes) return DataLoss("batch entry truncated");
+    std::uint32_t table;
+    std::int64_t row;
+    std::memcpy(&table, payload.data() + at, 4);
+    std::memcpy(&row, payload.data() + at + 8, 8);
+    if (table >= tables.size()) return DataLoss(fmt::format("batch names table {} of {}", table, tables.size()));
+    const model::TableSpec& spec = tables[table];
+    if (row < 0 || row >= spec.rows) {
+      return OutOfRange(fmt::format("batch row {} outside table '{}' ({} rows)", row, spec.name, spec.rows));
+    }
+    const model::TableId tid{table};
+    const model::RowId rid{row};
+    if (layout.partition(tid).Owner(rid) != shard) {
+      return OutOfRange(fmt::format("batch row {} of table '{}' belongs to memory rank {}, not {}", row, spec.name,
+                                    layout.partition(tid).Owner(rid).value, shard.value));
+    }
+    at += kEntryPrefixBytes;
+    if (payload.size() - at < spec.row_bytes()) return DataLoss("batch entry delta truncated");
+    out.entries.push_back({tid, rid, layout.partition(tid).LocalIndex(rid), payload.data() + at});
+    at += spec.row_bytes();
+  }
+  if (out.entries.size() != h.entry_count) {
+    return DataLoss(fmt::format("batch holds {} entries, header says {}", out.entries.size(), h.entry_count));
+  }
+  return out;
+}
+
+}  // namespace stalelearn::sync

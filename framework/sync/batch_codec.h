@@ -1,0 +1,115 @@
+// The wire format of a batch of row deltas (one ring slot), its encoder and
+// its validating decoder.
+//
+//   BatchHeader (64 bytes, little-endian host layout)
+//   payload: entry_count entries of {u32 table, u32 zero, i64 global row,
+//            row_bytes of delta in the table's element type}
+//
+// The header has its own checksum, so a memory rank can trust a header whose
+// payload is corrupt (and still count the batch as rejected).
+//
+//   BatchEncoder enc(layout.tables());
+//   enc.Add(table, row, delta_bytes);
+//   std::vector<std::byte> batch = enc.Seal(sequence, clock, kEndOfClock);
+//
+//   STALELEARN_ASSIGN_OR_RETURN(DecodedBatch b,
+//       DecodeBatch(slot_bytes, expected_sequence, layout, my_shard));
+//
+// Encoder: not thread-safe. DecodeBatch: stateless, thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/model/shard_layout.h"
+
+namespace stalelearn::sync {
+
+inline constexpr std::uint32_t kBatchMagic = 0x31424C53;  // "SLB1"
+inline constexpr std::uint32_t kEndOfClock = 1u << 0;      // last batch of its clock
+
+struct BatchHeader {
+  std::uint32_t magic = kBatchMagic;
+  std::uint32_t flags = 0;
+  std::uint64_t sequence = 0;       // 1, 2, ... per (compute rank, memory rank)
+  std::uint64_t clock = 0;          // the sender's clock that produced it
+  std::uint64_t payload_bytes = 0;
+  std::uint32_t entry_count = 0;
+  std::uint32_t reserved = 0;
+  std::uint64_t payload_checksum = 0;
+  std::uint64_t header_checksum = 0;  // of the bytes above
+  std::uint64_t padding = 0;
+};
+static_assert(sizeof(BatchHeader) == 64);
+
+inline constexpr std::size_t kEntryPrefixBytes = 16;
+
+class BatchEncoder {
+ public:
+  explicit BatchEncoder(const std::vector<model::TableSpec>& tables);
+
+  // Appends one row's delta (row_bytes of the table).
+  void Add(model::TableId table, model::RowId row, std::span<const std::byte> delta);
+  std::size_t entry_count() const { return entries_; }
+  // Header + payload size if sealed now.
+  std::size_t encoded_bytes() const { return sizeof(BatchHeader) + payload_.size(); }
+  // Size an entry of `table` adds.
+  std::size_t EntryBytes(model::TableId table) const;
+
+  // Returns header + payload and starts an empty batch.
+  std::vector<std::byte> Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags);
+
+ private:
+  const std::vector<model::TableSpec>* tables_;
+  std::vector<std::byte> payload_;
+  std::size_t entries_ = 0;
+};
+
+struct DecodedEntry {
+  model::TableId table;
+  model::RowId row;          // global row
+  std::int64_t local_row;    // inside the receiving shard
+  const std::byte* delta;    // points into the decoded bytes
+};
+
+struct DecodedBatch {
+  BatchHeader header;
+  std::vector<DecodedEntry> entries;
+};
+
+// Reads the header only and checks magic and header checksum (kDataLoss).
+Result<BatchHeader> DecodeHeader(std::span<const std::byte> bytes);
+
+// Full validation (I3, I7): header, expected sequence, payload size within
+// `bytes`, payload checksum, every entry's table and row inside `shard`
+// (the merger rejects a row named twice). kDataLoss for corruption,
+// kOutOfRange for foreign rows. Entries point
+// into `bytes`, which must outlive the result.
+Result<DecodedBatch> DecodeBatch(std::span<const std::byte> bytes, std::uint64_t expected_sequence,
+                                 const model::ModelLayout& layout, model::MemoryIndex shard);
+
+// Decodes a batch this rank encoded itself (trusted: replays own deltas for
+// read-your-writes). Calls fn(table, row, delta) per entry.
+template <class Fn>
+void ForEachOwnEntry(std::span<const std::byte> bytes, const std::vector<model::TableSpec>& tables, Fn&& fn);
+
+// ---- implementation ----
+template <class Fn>
+void ForEachOwnEntry(std::span<const std::byte> bytes, const std::vector<model::TableSpec>& tables, Fn&& fn) {
+  std::size_t at = sizeof(BatchHeader);
+  while (at + kEntryPrefixBytes <= bytes.size()) {
+    std::uint32_t table;
+    std::int64_t row;
+    std::memcpy(&table, bytes.data() + at, 4);
+    std::memcpy(&row, bytes.data() + at + 8, 8);
+    at += kEntryPrefixBytes;
+    fn(model::TableId{table}, model::RowId{row}, bytes.data() + at);
+    at += tables[table].row_bytes();
+  }
+}
+
+}  // namespace stalelearn::sync

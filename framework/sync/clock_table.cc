@@ -1,0 +1,55 @@
+#include "framework/sync/clock_table.h"
+
+#include <cstring>
+#include <limits>
+
+namespace stalelearn::sync {
+
+ClockTable::ClockTable(transport::Transport& transport, std::vector<const transport::RemoteRegion*> published,
+                       PublishedGeometry geometry, WaitOptions wait)
+    : transport_(transport), published_(std::move(published)), geometry_(geometry), wait_(wait) {
+  blocks_.assign(published_.size(), std::vector<std::byte>(geometry_.control_bytes()));
+}
+
+Status ClockTable::Refresh() {
+  requests_.clear();
+  for (std::size_t m = 0; m < published_.size(); ++m) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
+                                transport_.Get(blocks_[m].data(), blocks_[m].size(), *published_[m], 0));
+    requests_.push_back(std::move(r));
+  }
+  for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
+  requests_.clear();
+  return Status::Ok();
+}
+
+std::uint64_t ClockTable::Word(model::MemoryIndex m, std::size_t offset) const {
+  std::uint64_t w;
+  std::memcpy(&w, blocks_[m.value].data() + offset, sizeof w);
+  return w;
+}
+
+ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except) const {
+  Slowest slowest{except, std::numeric_limits<std::uint64_t>::max()};
+  for (int c = 0; c < compute_ranks(); ++c) {
+    if (c == except.value) continue;
+    for (int m = 0; m < memory_ranks(); ++m) {
+      const std::uint64_t clock = merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
+      if (clock < slowest.merged_clock) slowest = {model::ComputeIndex{c}, clock};
+    }
+  }
+  return slowest;
+}
+
+std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,
+                                     model::ComputeIndex except) {
+  std::uint64_t min = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& clocks : merged_clock_by_memory) {
+    for (std::size_t c = 0; c < clocks.size(); ++c) {
+      if (static_cast<int>(c) != except.value && clocks[c] < min) min = clocks[c];
+    }
+  }
+  return min;
+}
+
+}  // namespace stalelearn::sync

@@ -1,0 +1,63 @@
+// A compute rank's view of every memory rank's control block, read one-sided
+// (I6): per compute rank the merged clock and included sequence of the latest
+// snapshot, the ring heads, and the latest snapshot generation.
+//
+// Not thread-safe (one compute-rank thread). The transport and the remote
+// regions must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/model/rank_index.h"
+#include "framework/sync/ring_layout.h"
+#include "framework/sync/wait_options.h"
+#include "framework/transport/transport.h"
+
+namespace stalelearn::sync {
+
+class ClockTable {
+ public:
+  // published[m]: memory rank m's published region.
+  ClockTable(transport::Transport& transport, std::vector<const transport::RemoteRegion*> published,
+             PublishedGeometry geometry, WaitOptions wait);
+
+  // Fetches every control block (gets issued together, then awaited). Blocking.
+  Status Refresh();
+
+  int memory_ranks() const { return static_cast<int>(published_.size()); }
+  int compute_ranks() const { return geometry_.compute_ranks; }
+  std::uint64_t latest_generation(model::MemoryIndex m) const { return Word(m, geometry_.latest_generation_offset()); }
+  std::uint64_t head(model::MemoryIndex m, model::ComputeIndex c) const { return Word(m, geometry_.head_offset(c)); }
+  std::uint64_t merged_clock(model::MemoryIndex m, model::ComputeIndex c) const {
+    return Word(m, geometry_.merged_clock_offset(c));
+  }
+  std::uint64_t included(model::MemoryIndex m, model::ComputeIndex c) const {
+    return Word(m, geometry_.included_offset(c));
+  }
+
+  // The compute rank (other than `except`) with the lowest merged clock over
+  // all memory ranks, and that clock. {except, UINT64_MAX} if there is none.
+  struct Slowest {
+    model::ComputeIndex rank;
+    std::uint64_t merged_clock;
+  };
+  Slowest SlowestOther(model::ComputeIndex except) const;
+
+ private:
+  std::uint64_t Word(model::MemoryIndex m, std::size_t offset) const;
+
+  transport::Transport& transport_;
+  std::vector<const transport::RemoteRegion*> published_;
+  PublishedGeometry geometry_;
+  WaitOptions wait_;
+  std::vector<std::vector<std::byte>> blocks_;  // [m] control block bytes
+  std::vector<transport::RequestPtr> requests_;
+};
+
+// Slowest over snapshot metas (what a replica actually installed).
+std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,
+                                     model::ComputeIndex except);
+
+}  // namespace stalelearn::sync

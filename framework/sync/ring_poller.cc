@@ -1,0 +1,84 @@
+#include "framework/sync/ring_poller.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "framework/core/log.h"
+#include "framework/sync/batch_codec.h"
+
+namespace stalelearn::sync {
+
+RingPoller::RingPoller(const model::ModelLayout& layout, model::MemoryIndex me, RingGeometry ring_geometry,
+                       std::vector<transport::MemoryRegion*> rings, transport::MemoryRegion& published,
+                       PublishedGeometry published_geometry, ShardMerger& merger)
+    : layout_(layout),
+      me_(me),
+      ring_geometry_(ring_geometry),
+      published_(published),
+      published_geometry_(published_geometry),
+      merger_(merger),
+      scratch_(ring_geometry.slot_bytes) {
+  for (transport::MemoryRegion* r : rings) rings_.push_back(RingState{r});
+}
+
+bool RingPoller::ConsumeNext(model::ComputeIndex c) {
+  RingState& ring = rings_[c.value];
+  const std::uint64_t sequence = ring.next_sequence;
+  const int slot = ring_geometry_.SlotOf(sequence);
+  const std::byte* base = ring.region->data();
+  if (transport::LoadAcquire64(base + ring_geometry_.commit_word_offset(slot)) != sequence) return false;
+
+  // Copy first, validate the copy: what is checked is what is merged.
+  const std::byte* slot_bytes = base + ring_geometry_.slot_offset(slot);
+  std::memcpy(scratch_.data(), slot_bytes, sizeof(BatchHeader));
+  std::size_t length = ring_geometry_.slot_bytes;
+  if (Result<BatchHeader> header = DecodeHeader(std::span(scratch_.data(), sizeof(BatchHeader))); header.ok()) {
+    length = std::min<std::size_t>(length, sizeof(BatchHeader) + header->payload_bytes);
+  }
+  std::memcpy(scratch_.data(), slot_bytes, length);
+  const std::span<const std::byte> batch(scratch_.data(), length);
+
+  Result<DecodedBatch> decoded = DecodeBatch(batch, sequence, layout_, me_);
+  Status merged = decoded.status();
+  if (decoded.ok()) {
+    Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
+    merged = work.status();
+    if (work.ok() && merge_observer_) merge_observer_(*work);
+  }
+  if (merged.ok()) {
+    ++counters_.batches_merged;
+    counters_.bytes_merged += static_cast<std::int64_t>(length);
+  } else {
+    ++counters_.rejected_batches;
+    log::Warning("memory rank {}: rejected batch {} of compute rank {}: {}", me_.value, sequence, c.value,
+                 merged.ToString());
+  }
+  // A rejected batch whose header is intact still ends its clock: waiting
+  // ranks must not stall on data that will never come.
+  Result<BatchHeader> header = DecodeHeader(batch);
+  if (header.ok() && header->sequence == sequence && (header->flags & kEndOfClock) != 0) {
+    ring.merged_clock = std::max(ring.merged_clock, header->clock + 1);
+  }
+  ++ring.next_sequence;
+  transport::StoreRelease64(published_.data() + published_geometry_.head_offset(c), sequence);
+  return true;
+}
+
+int RingPoller::PollOnce() {
+  int consumed = 0;
+  for (int c = 0; c < compute_ranks(); ++c) {
+    // Bounded by the ring size: a busy ring cannot starve the others.
+    for (int i = 0; i < ring_geometry_.slots && ConsumeNext(model::ComputeIndex{c}); ++i) ++consumed;
+  }
+  return consumed;
+}
+
+bool RingPoller::AllFinished() const {
+  for (const RingState& ring : rings_) {
+    const std::uint64_t finish = transport::LoadAcquire64(ring.region->data() + ring_geometry_.finish_word_offset());
+    if (finish == 0 || ring.next_sequence < finish) return false;
+  }
+  return true;
+}
+
+}  // namespace stalelearn::sync

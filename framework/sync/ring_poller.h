@@ -1,0 +1,79 @@
+// Memory-rank side of the mailbox rings: polls every compute rank's ring for
+// committed batches (acquire load of the commit word), copies each batch out
+// of the ring (so a writer cannot change it between check and use), validates
+// it (sequence, size, checksum, rows inside this shard: I3, I7), merges it or
+// rejects and counts it, then advances that ring's head (published for the
+// writer's backpressure, I5) and the compute rank's merged clock.
+//
+// Exactly once (I4): a batch is consumed only at its expected sequence and
+// the expected sequence then advances, so no batch is merged twice or skipped.
+//
+// Not thread-safe: the memory rank's poll thread. The regions must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "framework/metrics/work_counters.h"
+#include "framework/model/rank_index.h"
+#include "framework/sync/ring_layout.h"
+#include "framework/sync/shard_merger.h"
+#include "framework/transport/transport.h"
+
+namespace stalelearn::sync {
+
+struct MergeCounters {
+  std::int64_t batches_merged = 0;
+  std::int64_t bytes_merged = 0;     // header + payload bytes of merged batches
+  std::int64_t rejected_batches = 0;
+};
+
+class RingPoller {
+ public:
+  // rings[c]: the ring region of compute rank c; `published` receives heads.
+  RingPoller(const model::ModelLayout& layout, model::MemoryIndex me, RingGeometry ring_geometry,
+             std::vector<transport::MemoryRegion*> rings, transport::MemoryRegion& published,
+             PublishedGeometry published_geometry, ShardMerger& merger);
+
+  // Consumes every batch committed so far, ring after ring, in sequence order.
+  // Returns how many batches it consumed (merged or rejected).
+  int PollOnce();
+
+  // Every compute rank has set its finish word and all its batches are consumed.
+  bool AllFinished() const;
+
+  const MergeCounters& counters() const { return counters_; }
+  // Batches of compute rank c consumed so far (= its highest included sequence).
+  std::uint64_t consumed(model::ComputeIndex c) const { return rings_[c.value].next_sequence - 1; }
+  // Clocks of compute rank c whose last batch has been consumed.
+  std::uint64_t merged_clock(model::ComputeIndex c) const { return rings_[c.value].merged_clock; }
+  int compute_ranks() const { return static_cast<int>(rings_.size()); }
+
+  // Called with the work of every merged batch (timing backends charge it).
+  void set_merge_observer(std::function<void(const metrics::WorkCounters&)> observer) {
+    merge_observer_ = std::move(observer);
+  }
+
+ private:
+  struct RingState {
+    transport::MemoryRegion* region;
+    std::uint64_t next_sequence = 1;
+    std::uint64_t merged_clock = 0;
+  };
+  // Consumes the batch in `ring`'s next slot if committed; true if it did.
+  bool ConsumeNext(model::ComputeIndex c);
+
+  const model::ModelLayout& layout_;
+  model::MemoryIndex me_;
+  RingGeometry ring_geometry_;
+  std::vector<RingState> rings_;
+  transport::MemoryRegion& published_;
+  PublishedGeometry published_geometry_;
+  ShardMerger& merger_;
+  MergeCounters counters_;
+  std::vector<std::byte> scratch_;  // private copy of the slot being consumed
+  std::function<void(const metrics::WorkCounters&)> merge_observer_;
+};
+
+}  // namespace stalelearn::sync

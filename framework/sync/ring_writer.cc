@@ -1,0 +1,71 @@
+#include "framework/sync/ring_writer.h"
+
+#include <fmt/format.h>
+
+#include "framework/sync/batch_codec.h"
+
+namespace stalelearn::sync {
+
+RingWriter::RingWriter(transport::Transport& transport, std::unique_ptr<transport::RemoteRegion> ring,
+                       const transport::RemoteRegion& published, model::ComputeIndex me,
+                       RingGeometry ring_geometry, PublishedGeometry published_geometry, WaitOptions wait)
+    : transport_(transport),
+      ring_(std::move(ring)),
+      published_(published),
+      me_(me),
+      ring_geometry_(ring_geometry),
+      published_geometry_(published_geometry),
+      wait_(wait) {}
+
+Status RingWriter::WaitForFreeSlot(std::uint64_t sequence) {
+  const auto slots = static_cast<std::uint64_t>(ring_geometry_.slots);
+  if (sequence <= known_head_ + slots) return Status::Ok();
+  Deadline deadline(wait_.timeout);
+  IdleBackoff backoff(wait_.backoff);
+  while (true) {
+    STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, &head_read_, sizeof head_read_, published_,
+                                                      published_geometry_.head_offset(me_), wait_.timeout));
+    known_head_ = head_read_;
+    if (sequence <= known_head_ + slots) return Status::Ok();
+    if (deadline.Expired()) {
+      return TimeoutError(fmt::format("ring to rank {} full: batch {} waits for the memory rank to consume "
+                                      "batch {} (head {})",
+                                      peer().value, sequence, sequence - slots, known_head_));
+    }
+    transport_.Progress();
+    backoff.Idle();
+  }
+}
+
+Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> batch) {
+  const std::uint64_t sequence = next_sequence_;
+  if (batch.size() > ring_geometry_.slot_bytes) {
+    return InvalidArgument(fmt::format("batch of {} bytes exceeds the slot size {}", batch.size(),
+                                       ring_geometry_.slot_bytes));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  STALELEARN_RETURN_IF_ERROR(WaitForFreeSlot(sequence));
+  const auto waited = std::chrono::steady_clock::now() - start;
+
+  const int slot = ring_geometry_.SlotOf(sequence);
+  STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr payload,
+                              transport_.Put(batch.data(), batch.size(), *ring_, ring_geometry_.slot_offset(slot)));
+  STALELEARN_RETURN_IF_ERROR(transport_.Fence(peer()));  // payload before commit word (I3)
+  commit_value_ = sequence;
+  STALELEARN_ASSIGN_OR_RETURN(
+      transport::RequestPtr commit,
+      transport_.Put(&commit_value_, sizeof commit_value_, *ring_, ring_geometry_.commit_word_offset(slot)));
+  // Completes both puts at the target, so `batch` and commit_value_ may be reused.
+  STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
+  ++next_sequence_;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(waited);
+}
+
+Status RingWriter::Finish() {
+  finish_value_ = next_sequence_;  // batches sent + 1
+  STALELEARN_RETURN_IF_ERROR(transport::PutBlocking(transport_, &finish_value_, sizeof finish_value_, *ring_,
+                                                    ring_geometry_.finish_word_offset(), wait_.timeout));
+  return transport_.Flush(peer(), wait_.timeout);
+}
+
+}  // namespace stalelearn::sync

@@ -1,0 +1,67 @@
+// Compute-rank side of one mailbox ring (one per memory rank): writes sealed
+// batches into slots of the memory rank's registered ring region with
+// one-sided puts (I6), then the slot's commit word.
+//
+// Publication order (I3): payload put -> Fence -> commit-word put -> Flush.
+// The memory rank reads the commit word with an acquire load, so it sees the
+// payload once it sees the commit word; a writer stopped before the commit
+// word never has the batch merged.
+// Backpressure (I5): batch n may be written only when the memory rank has
+// consumed batch n - R (its head, read one-sided from the published region);
+// until then Push waits, progressing the transport.
+//
+// Not thread-safe (the compute rank's trainer thread). The Transport and the
+// published RemoteRegion must outlive the writer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "framework/core/status.h"
+#include "framework/model/rank_index.h"
+#include "framework/sync/ring_layout.h"
+#include "framework/sync/wait_options.h"
+#include "framework/transport/transport.h"
+
+namespace stalelearn::sync {
+
+class RingWriter {
+ public:
+  RingWriter(transport::Transport& transport, std::unique_ptr<transport::RemoteRegion> ring,
+             const transport::RemoteRegion& published, model::ComputeIndex me, RingGeometry ring_geometry,
+             PublishedGeometry published_geometry, WaitOptions wait);
+
+  transport::Rank peer() const { return ring_->owner(); }
+  // Sequence the next batch must be sealed with (1, 2, ...).
+  std::uint64_t next_sequence() const { return next_sequence_; }
+  // Largest batch (header + payload) a slot holds.
+  std::size_t slot_capacity() const { return ring_geometry_.slot_bytes; }
+
+  // Writes `batch`, sealed with next_sequence(). Blocks while the ring is full.
+  // Returns the time spent waiting for a free slot (stall).
+  Result<std::chrono::nanoseconds> Push(std::span<const std::byte> batch);
+
+  // Sets the ring's finish word (batches sent + 1) and flushes. Blocking.
+  Status Finish();
+
+ private:
+  Status WaitForFreeSlot(std::uint64_t sequence);
+
+  transport::Transport& transport_;
+  std::unique_ptr<transport::RemoteRegion> ring_;
+  const transport::RemoteRegion& published_;
+  model::ComputeIndex me_;
+  RingGeometry ring_geometry_;
+  PublishedGeometry published_geometry_;
+  WaitOptions wait_;
+  std::uint64_t next_sequence_ = 1;
+  std::uint64_t known_head_ = 0;  // batches the memory rank has consumed
+  // Sources of small puts; they must stay alive until the Flush.
+  std::uint64_t commit_value_ = 0;
+  std::uint64_t finish_value_ = 0;
+  std::uint64_t head_read_ = 0;
+};
+
+}  // namespace stalelearn::sync

@@ -1,0 +1,111 @@
+#include "framework/sync/snapshot.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace stalelearn::sync {
+
+SnapshotPublisher::SnapshotPublisher(transport::MemoryRegion& published, PublishedGeometry geometry,
+                                     const model::ModelLayout& layout)
+    : published_(published), geometry_(geometry), layout_(layout) {}
+
+void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller& poller) {
+  const std::uint64_t g = ++generation_;
+  const int b = geometry_.BufferOf(g);
+  std::byte* base = published_.data();
+  transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g - 1);
+  // Seqlock writer: the odd version is ordered before the data writes.
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int c = 0; c < geometry_.compute_ranks; ++c) {
+    const model::ComputeIndex ci{c};
+    transport::StoreRelease64(base + geometry_.buffer_merged_clock_offset(b, ci), poller.merged_clock(ci));
+    transport::StoreRelease64(base + geometry_.buffer_included_offset(b, ci), poller.consumed(ci));
+  }
+  layout_.SerializeShard(master, base + geometry_.buffer_data_offset(b));
+  transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g);
+  for (int c = 0; c < geometry_.compute_ranks; ++c) {
+    const model::ComputeIndex ci{c};
+    transport::StoreRelease64(base + geometry_.merged_clock_offset(ci), poller.merged_clock(ci));
+    transport::StoreRelease64(base + geometry_.included_offset(ci), poller.consumed(ci));
+  }
+  transport::StoreRelease64(base + geometry_.latest_generation_offset(), g);
+}
+
+SnapshotReader::SnapshotReader(transport::Transport& transport, const transport::RemoteRegion& published,
+                               PublishedGeometry geometry, WaitOptions wait)
+    : transport_(transport), published_(published), geometry_(geometry), wait_(wait) {
+  header_.resize(geometry_.buffer_header_bytes());
+}
+
+Result<std::uint64_t> SnapshotReader::ReadWord(std::size_t offset) {
+  std::uint64_t word = 0;
+  STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, &word, sizeof word, published_, offset, wait_.timeout));
+  return word;
+}
+
+template <class Body>
+Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_t after, Body&& body) {
+  Deadline deadline(wait_.timeout);
+  IdleBackoff backoff(wait_.backoff);
+  while (true) {
+    STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
+    if (g <= after) return std::optional<std::uint64_t>();
+    const int b = geometry_.BufferOf(g);
+    STALELEARN_ASSIGN_OR_RETURN(std::uint64_t before, ReadWord(geometry_.version_offset(b)));
+    if (before == 2 * g) {
+      STALELEARN_RETURN_IF_ERROR(body(g, b));
+      std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: data before the re-check
+      STALELEARN_ASSIGN_OR_RETURN(std::uint64_t again, ReadWord(geometry_.version_offset(b)));
+      if (again == before) return std::optional<std::uint64_t>(g);
+    }
+    // Buffer b was being rewritten with a newer generation: read the newest.
+    if (deadline.Expired()) {
+      return TimeoutError(fmt::format("no consistent snapshot from rank {} within the wait limit",
+                                      published_.owner().value));
+    }
+    transport_.Progress();
+    backoff.Idle();
+  }
+}
+
+Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t after, std::span<std::byte> shard_bytes) {
+  const auto body = [&](std::uint64_t, int b) -> Status {
+    STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, header_.data(), header_.size(), published_,
+                                                      geometry_.buffer_offset(b), wait_.timeout));
+    if (shard_bytes.empty()) return Status::Ok();
+    return transport::GetBlocking(transport_, shard_bytes.data(), shard_bytes.size(), published_,
+                                  geometry_.buffer_data_offset(b), wait_.timeout);
+  };
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g, ReadConsistent(after, body));
+  if (!g) return std::optional<SnapshotMeta>();
+  SnapshotMeta meta;
+  meta.generation = *g;
+  const auto n = static_cast<std::size_t>(geometry_.compute_ranks);
+  meta.merged_clock.resize(n);
+  meta.included.resize(n);
+  std::memcpy(meta.merged_clock.data(), header_.data() + 8, 8 * n);
+  std::memcpy(meta.included.data(), header_.data() + 8 + 8 * n, 8 * n);
+  return std::optional<SnapshotMeta>(std::move(meta));
+}
+
+Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
+  const auto body = [&](std::uint64_t, int b) -> Status {
+    requests_.clear();
+    const std::size_t data = geometry_.buffer_data_offset(b);
+    for (const RowRead& r : rows) {
+      STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
+                                  transport_.Get(r.destination, r.bytes, published_, data + r.offset));
+      requests_.push_back(std::move(request));
+    }
+    for (transport::RequestPtr& request : requests_) STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout));
+    requests_.clear();
+    return Status::Ok();
+  };
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g, ReadConsistent(0, body));
+  if (!g) return FailedPrecondition(fmt::format("rank {} has published no snapshot yet", published_.owner().value));
+  return *g;
+}
+
+}  // namespace stalelearn::sync
