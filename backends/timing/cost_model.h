@@ -1,0 +1,117 @@
+// Prices of the timing backend: pure functions from work to virtual time,
+// parameterised by validated presets (presets.h). Every price is rounded to
+// whole picoseconds once per component, so sums are exact and runs are
+// deterministic.
+//
+// Formulas (1 GB = 1e9 bytes; element = one 32-bit value, kElementBytes):
+//   link    Serialization(B)  = B / bandwidth
+//           Transfer(B)       = overhead + latency + Serialization(B)        one put
+//           RoundTrip(B)      = overhead + 2 latency + Serialization(B)      one get
+//   merge of a batch of B bytes and N element updates (master read + written:
+//   2 * N * kElementBytes):
+//     upmem     D DPUs, per DPU b = ceil(B/D), n = ceil(N/D);
+//               read = b + n*4, write = n*4 bytes between MRAM and WRAM in DMAs
+//               of at most M bytes:
+//               dma = ceil(read/M)*alpha_r + ceil(write/M)*alpha_w + beta*(read+write) cycles
+//               pipeline = n * instructions_per_op cycles (one instruction per cycle
+//               with >= 11 tasklets; DMA and pipeline overlap)
+//               t = launch + B / host_to_dpu_bw + max(dma, pipeline) / clock
+//     hmc       P = vaults * banks_per_vault RMWs in flight, each atomic_rmw_ns;
+//               t = max(ceil(N/P) * atomic_rmw, (B + 2*N*atomic_request_bytes) / internal_bw)
+//     hbm-pim   E = lanes*lane_bytes/4 elements per column; C = ceil(N/E) columns
+//               over U units: t = mode_switch + B / host_bw
+//                                 + ceil(C/U) * commands_per_column_op * command_spacing
+//     dram      t = (B + 2*N*4) / bandwidth
+//   atomic at the memory: atomic_rmw_ns (all models)
+//   compute of F flops, S bytes, R random row accesses (each one transaction of T bytes):
+//           t = max(F / peak, (S + R*T) / bandwidth, R * latency / outstanding)
+//
+// Each model is monotone: raising a latency, lowering a bandwidth, a clock, a
+// parallelism or a peak never shortens a price, and more work never costs less.
+//
+// Thread-safety: immutable after construction; share freely.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "framework/core/status.h"
+#include "framework/proto/timing_presets.pb.h"
+#include "framework/transport/virtual_time.h"
+
+namespace stalelearn::backends::timing {
+
+using transport::ComputeWork;
+using transport::MergeWork;
+using transport::VirtualDuration;
+
+// Bytes of one element of a master table (float or int32).
+inline constexpr std::uint64_t kElementBytes = 4;
+
+// Rounds non-negative picoseconds to the nearest whole picosecond.
+VirtualDuration Picoseconds(double ps);
+VirtualDuration Nanoseconds(double ns);
+// Time to move `bytes` at `gb_per_s` (1 GB = 1e9 bytes).
+VirtualDuration BytesAt(double bytes, double gb_per_s);
+
+class LinkModel {
+ public:
+  // `preset` must have passed ValidatePreset.
+  explicit LinkModel(const proto::LinkPreset& preset);
+
+  const std::string& name() const { return name_; }
+  VirtualDuration overhead() const { return overhead_; }
+  VirtualDuration latency() const { return latency_; }
+  VirtualDuration Serialization(std::uint64_t bytes) const { return BytesAt(double(bytes), gb_per_s_); }
+  VirtualDuration Transfer(std::uint64_t bytes) const { return overhead_ + latency_ + Serialization(bytes); }
+  VirtualDuration RoundTrip(std::uint64_t bytes) const {
+    return overhead_ + 2 * latency_ + Serialization(bytes);
+  }
+
+ private:
+  std::string name_;
+  VirtualDuration latency_;
+  VirtualDuration overhead_;
+  double gb_per_s_;
+};
+
+class MemoryModel {
+ public:
+  explicit MemoryModel(const proto::MemoryPreset& preset);
+
+  const std::string& name() const { return name_; }
+  VirtualDuration AtomicRmw() const { return atomic_rmw_; }
+  VirtualDuration Merge(const MergeWork& work) const;
+
+ private:
+  VirtualDuration MergeUpmem(const proto::UpmemModel& m, const MergeWork& work) const;
+  VirtualDuration MergeHmc(const proto::HmcModel& m, const MergeWork& work) const;
+  VirtualDuration MergeHbmPim(const proto::HbmPimModel& m, const MergeWork& work) const;
+  VirtualDuration MergeDram(const proto::DramModel& m, const MergeWork& work) const;
+
+  std::string name_;
+  VirtualDuration atomic_rmw_;
+  proto::MemoryPreset preset_;
+};
+
+class ComputeModel {
+ public:
+  explicit ComputeModel(const proto::ComputePreset& preset);
+
+  const std::string& name() const { return name_; }
+  VirtualDuration Compute(const ComputeWork& work) const;
+
+ private:
+  std::string name_;
+  proto::ComputePreset preset_;
+};
+
+// The three models of one run.
+struct HardwareModel {
+  MemoryModel memory;
+  LinkModel link;
+  ComputeModel compute;
+};
+
+}  // namespace stalelearn::backends::timing

@@ -1,0 +1,121 @@
+// Simulated (virtual) time: what the training runtime tells the
+// hardware-timing backend (backends/timing) and what it reads back for the
+// report. The backend's Transport also implements SimulatedTime; every other
+// backend does not, and FindSimulatedTime returns nullptr for it, so the
+// runtime calls these hooks only when timing is on:
+//
+//   SimulatedTime* sim = FindSimulatedTime(transport);          // once
+//   if (sim) sim->StartSchedule();               // after setup (keys imported)
+//   ... per clock on a compute rank:
+//   if (sim) sim->ChargeCompute({.flops = f, .bytes = b, .random_accesses = r});
+//   header.visible_at_ps = sim ? sim->PutVisibleAt(batch_bytes).time_since_epoch().count() : 0;
+//   ... on a memory rank, per batch consumed:
+//   if (sim) { sim->AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)); sim->ChargeMerge({bytes, ops}); }
+//   ... polling that found nothing new:
+//   if (sim) sim->IdleUntilProgress();
+//   if (sim) sim->LeaveSchedule();               // before the final barrier
+//
+// Times are integer picoseconds (deterministic arithmetic, no rounding drift).
+// Thread-safety: a SimulatedTime belongs to one rank; its methods may be called
+// from any thread of that rank, but in deterministic emulation the calls that
+// advance time must come from one thread at a time (the rank's driver thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "framework/transport/transport.h"
+
+namespace stalelearn::transport {
+
+// A clock type for std::chrono: integer picoseconds since the start of the run.
+struct VirtualClock {
+  using rep = std::int64_t;
+  using period = std::pico;
+  using duration = std::chrono::duration<rep, period>;
+  using time_point = std::chrono::time_point<VirtualClock, duration>;
+  static constexpr bool is_steady = true;
+};
+using VirtualDuration = VirtualClock::duration;
+using VirtualTime = VirtualClock::time_point;
+
+inline constexpr VirtualTime VirtualTimeFromPs(std::int64_t ps) { return VirtualTime(VirtualDuration(ps)); }
+inline constexpr double ToSeconds(VirtualDuration d) { return static_cast<double>(d.count()) * 1e-12; }
+
+// Work of one compute step as the app kernels count it (mirrors the runtime's
+// WorkCounters): floating-point operations, bytes streamed, and random
+// (divergent) row accesses, each of which pays a separate memory transaction.
+struct ComputeWork {
+  double flops = 0;
+  double bytes = 0;
+  double random_accesses = 0;
+};
+
+// One batch merged on a memory rank: bytes of the batch (header, indices,
+// values) and element updates (32-bit adds into the master).
+struct MergeWork {
+  std::uint64_t bytes = 0;
+  std::uint64_t ops = 0;
+};
+
+// Where a rank's virtual time went. compute + transfer + merge + wait equals
+// the rank's clock.
+struct TimeBreakdown {
+  VirtualDuration compute{0};
+  VirtualDuration transfer{0};  // issuing operations, waiting for their completion
+  VirtualDuration merge{0};
+  VirtualDuration wait{0};      // stalls: waiting for data or for peers
+  VirtualDuration total() const { return compute + transfer + merge + wait; }
+};
+
+class SimulatedTime {
+ public:
+  virtual ~SimulatedTime() = default;
+
+  // This rank's virtual clock.
+  virtual VirtualTime Now() const = 0;
+  virtual TimeBreakdown breakdown() const = 0;
+
+  // Advance the clock by the compute preset's price of `work` (compute).
+  virtual void ChargeCompute(const ComputeWork& work) = 0;
+  // Advance the clock by the memory preset's price of merging `work` (merge).
+  virtual void ChargeMerge(const MergeWork& work) = 0;
+  // The clock becomes max(clock, t); the difference counts as wait. A reader
+  // calls it with the stamp of data it consumes, so that it never uses data
+  // before the virtual time the data became visible.
+  virtual void AdvanceTo(VirtualTime t) = 0;
+
+  // Stamp for a header: the virtual time at which a Put of `bytes` issued now
+  // by this rank becomes visible at its target (clock + overhead + queueing
+  // behind earlier transfers + latency + bytes / bandwidth). Does not advance
+  // the clock.
+  virtual VirtualTime PutVisibleAt(std::uint64_t bytes) const = 0;
+  // When data published by its owner at `published_at` and fetched with a Get
+  // of `bytes` can have reached this rank: published_at + latency + bytes /
+  // bandwidth. Pass the result to AdvanceTo after the Get.
+  virtual VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const = 0;
+
+  // Deterministic emulation (ranks as threads over an in-process backend):
+  // joins the virtual-time schedule; blocks until every rank has joined. From
+  // then on each call that advances the clock is a scheduling point: it
+  // returns only when this rank has the smallest (time, rank) of the runnable
+  // ranks. A no-op without a scheduler (e.g. under mpirun).
+  virtual void StartSchedule() = 0;
+  // A poll found nothing new: blocks until another rank passed a scheduling
+  // point (without a scheduler: yields the thread). Does not advance the clock.
+  virtual void IdleUntilProgress() = 0;
+  // Leaves the schedule for a blocking collective (e.g. the ALLREDUCE mode's
+  // allreduce) and rejoins after it. Every rank must bracket the same
+  // collectives. Rejoin returns once every rank that left has rejoined.
+  virtual void ExitScheduleForCollective() = 0;
+  virtual void RejoinSchedule() = 0;
+  // Leaves the schedule for good (before the final barrier).
+  virtual void LeaveSchedule() = 0;
+};
+
+// The SimulatedTime behind `transport`, or nullptr if it is not timed.
+inline SimulatedTime* FindSimulatedTime(Transport& transport) {
+  return dynamic_cast<SimulatedTime*>(&transport);
+}
+
+}  // namespace stalelearn::transport
