@@ -1,0 +1,150 @@
+// Ratings TSV reader and the deterministic train/test split.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "framework/data/ratings.h"
+#include "tests/unit/data/test_files.h"
+
+namespace stalelearn::data {
+namespace {
+
+constexpr std::string_view kGood =
+    "userId\tmovieId\trating\ttimestamp\n"
+    "7\t300\t4.5\t1000\n"
+    "3\t100\t0.5\t1001\r\n"
+    "7\t100\t5\t1002\n";
+
+TEST(RatingsTsvTest, ReadsAndRemapsIdsInAscendingOrder) {
+  Result<RatingsTable> table = ParseRatingsTsv(kGood, "r.tsv");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->user_ids, (std::vector<std::int64_t>{3, 7}));
+  EXPECT_EQ(table->item_ids, (std::vector<std::int64_t>{100, 300}));
+  ASSERT_EQ(table->ratings.size(), 3u);
+  const Rating& first = table->ratings[0];  // file order is kept
+  EXPECT_EQ(first.user, UserIndex{1});
+  EXPECT_EQ(first.item, ItemIndex{1});
+  EXPECT_FLOAT_EQ(first.value, 4.5f);
+  EXPECT_EQ(first.timestamp, 1000);
+  EXPECT_EQ(table->ratings[1].user, UserIndex{0});
+  EXPECT_FLOAT_EQ(table->ratings[1].value, 0.5f);  // CRLF stripped
+  EXPECT_EQ(table->ratings[2].timestamp, 1002);
+}
+
+TEST(RatingsTsvTest, TimestampColumnIsOptional) {
+  Result<RatingsTable> table = ParseRatingsTsv("userId\tmovieId\trating\n1\t2\t3\n", "r.tsv");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  ASSERT_EQ(table->ratings.size(), 1u);
+  EXPECT_EQ(table->ratings[0].timestamp, 0);
+}
+
+TEST(RatingsTsvTest, ReadsFromFileAndReportsAMissingOne) {
+  testing::ScratchDir dir;
+  Result<RatingsTable> table = ReadRatingsTsv(dir.Write("r.tsv", kGood));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->ratings.size(), 3u);
+  EXPECT_EQ(ReadRatingsTsv(dir.path() / "absent.tsv").status().code(), StatusCode::kNotFound);
+}
+
+struct MalformedCase {
+  std::string name;
+  std::string text;
+  std::string expected;  // substring of the message, with file:line
+};
+
+class MalformedRatingsTest : public ::testing::TestWithParam<MalformedCase> {};
+
+TEST_P(MalformedRatingsTest, IsRejectedWithFileLineAndReason) {
+  Result<RatingsTable> table = ParseRatingsTsv(GetParam().text, "f.tsv");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(table.status().message().find(GetParam().expected), std::string::npos)
+      << "message: " << table.status().message();
+}
+
+const std::string kHeader = "userId\tmovieId\trating\ttimestamp\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MalformedRatingsTest,
+    ::testing::Values(
+        MalformedCase{"EmptyFile", "", "f.tsv:1: empty file"},
+        MalformedCase{"BadHeader", "user\tmovie\trating\n1\t2\t3\n", "f.tsv:1: expected the header"},
+        MalformedCase{"TooFewFields", kHeader + "1\t2\t3\t4\n1\t2\t3\n", "f.tsv:3: expected 4 tab-separated fields, got 3"},
+        MalformedCase{"TooManyFields", kHeader + "1\t2\t3\t4\t5\n", "f.tsv:2: expected 4 tab-separated fields, got 5"},
+        MalformedCase{"SpaceSeparated", kHeader + "1 2 3 4\n", "f.tsv:2: expected 4 tab-separated fields, got 1"},
+        MalformedCase{"NonNumericUser", kHeader + "u1\t2\t3\t4\n", "f.tsv:2: userId 'u1' is not an integer"},
+        MalformedCase{"FractionalMovie", kHeader + "1\t2.5\t3\t4\n", "f.tsv:2: movieId '2.5' is not an integer"},
+        MalformedCase{"NonNumericRating", kHeader + "1\t2\tgood\t4\n", "f.tsv:2: rating 'good' is not a finite number"},
+        MalformedCase{"NanRating", kHeader + "1\t2\tnan\t4\n", "f.tsv:2: rating 'nan' is not a finite number"},
+        MalformedCase{"RatingTooHigh", kHeader + "1\t2\t5.5\t4\n", "f.tsv:2: rating 5.5 outside [0.5, 5]"},
+        MalformedCase{"RatingTooLow", kHeader + "1\t2\t0\t4\n", "f.tsv:2: rating 0 outside [0.5, 5]"},
+        MalformedCase{"BadTimestamp", kHeader + "1\t2\t3\tyesterday\n", "f.tsv:2: timestamp 'yesterday' is not an integer"},
+        MalformedCase{"DuplicateHeader", kHeader + "1\t2\t3\t4\n" + kHeader, "f.tsv:3: duplicate header line"},
+        MalformedCase{"DuplicatePair", kHeader + "1\t2\t3\t4\n5\t2\t3\t4\n1\t2\t4\t9\n",
+                      "f.tsv:4: duplicate rating of movie 2 by user 1 (first at line 2)"},
+        MalformedCase{"EmptyLine", kHeader + "1\t2\t3\t4\n\n5\t2\t3\t4\n", "f.tsv:3: empty line"}),
+    [](const ::testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
+
+RatingsTable ManyRatings(std::size_t n) {
+  std::string text = kHeader;
+  for (std::size_t i = 0; i < n; ++i) text += std::to_string(i % 37) + "\t" + std::to_string(i) + "\t3\t" + std::to_string(i) + "\n";
+  Result<RatingsTable> table = ParseRatingsTsv(text, "many.tsv");
+  EXPECT_TRUE(table.ok()) << table.status().ToString();
+  return std::move(table).value();
+}
+
+std::vector<std::int64_t> Timestamps(const std::vector<Rating>& ratings) {
+  std::vector<std::int64_t> out;
+  for (const Rating& r : ratings) out.push_back(r.timestamp);
+  return out;
+}
+
+TEST(RatingsSplitTest, SameSeedSameSplitDifferentSeedDifferentSplit) {
+  const RatingsTable table = ManyRatings(1000);
+  Result<RatingsSplit> a = SplitRatings(table, 0.1, 42);
+  Result<RatingsSplit> b = SplitRatings(table, 0.1, 42);
+  Result<RatingsSplit> c = SplitRatings(table, 0.1, 43);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(Timestamps(a->test), Timestamps(b->test));
+  EXPECT_EQ(Timestamps(a->train), Timestamps(b->train));
+  EXPECT_NE(Timestamps(a->test), Timestamps(c->test));
+}
+
+TEST(RatingsSplitTest, FractionIsRespectedAndPartsCoverEverythingOnce) {
+  const RatingsTable table = ManyRatings(1001);
+  for (double fraction : {0.0, 0.1, 0.25, 0.5}) {
+    Result<RatingsSplit> split = SplitRatings(table, fraction, 7);
+    ASSERT_TRUE(split.ok());
+    EXPECT_EQ(split->test.size(), static_cast<std::size_t>(std::llround(fraction * 1001))) << fraction;
+    std::vector<std::int64_t> all = Timestamps(split->train);
+    std::vector<std::int64_t> test = Timestamps(split->test);
+    EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));  // table order kept
+    EXPECT_TRUE(std::is_sorted(test.begin(), test.end()));
+    all.insert(all.end(), test.begin(), test.end());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(all, Timestamps(table.ratings));
+  }
+}
+
+TEST(RatingsSplitTest, TestSetIsSpreadOverTheFile) {
+  const RatingsTable table = ManyRatings(1000);
+  Result<RatingsSplit> split = SplitRatings(table, 0.5, 1);
+  ASSERT_TRUE(split.ok());
+  // A random half has elements in both halves of the file; a prefix would not.
+  const auto in_first_half = std::count_if(split->test.begin(), split->test.end(),
+                                           [](const Rating& r) { return r.timestamp < 500; });
+  EXPECT_GT(in_first_half, 200);
+  EXPECT_LT(in_first_half, 300);
+}
+
+TEST(RatingsSplitTest, FractionOutsideRangeIsRejected) {
+  const RatingsTable table = ManyRatings(10);
+  EXPECT_EQ(SplitRatings(table, 1.0, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SplitRatings(table, -0.1, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SplitRatings(table, std::nan(""), 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stalelearn::data
