@@ -1,11 +1,24 @@
-// Placeholder until the 'ucx' backend lands.
+// Registers the 'ucx' backend: real one-sided RMA over UCX, with any bootstrap
+// (MPI under mpirun, or in-process for ranks as threads).
 #include "backends/ucx/register.h"
 
+#include "backends/ucx/options.h"
+#include "backends/ucx/ucx_transport.h"
+
 namespace stalelearn::backends::ucx {
+namespace {
+
+Result<std::unique_ptr<transport::Transport>> CreateUcxTransport(const transport::BackendContext& context) {
+  STALELEARN_ASSIGN_OR_RETURN(UcxOptions options, ParseUcxOptions(context.options));
+  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<UcxTransport> created, UcxTransport::Create(context.bootstrap, options));
+  return std::unique_ptr<transport::Transport>(std::move(created));
+}
+
+}  // namespace
 
 Status RegisterBackend(transport::BackendRegistry& registry) {
-  (void)registry;
-  return Status::Ok();
+  return registry.Add("ucx", "one-sided RMA over UCX (shared memory within a node, tcp with tls=tcp)",
+                      CreateUcxTransport);
 }
 
 }  // namespace stalelearn::backends::ucx

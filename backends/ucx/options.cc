@@ -1,0 +1,41 @@
+#include "backends/ucx/options.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+namespace stalelearn::backends::ucx {
+namespace {
+
+// Backend option -> UCX configuration name.
+const std::map<std::string, std::string>& KnownOptions() {
+  static const std::map<std::string, std::string> known = {
+      {"net_devices", "NET_DEVICES"},
+      {"tls", "TLS"},
+  };
+  return known;
+}
+
+std::string KnownOptionNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, ucx_name] : KnownOptions()) names.push_back(name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace
+
+Result<UcxOptions> ParseUcxOptions(const std::map<std::string, std::string>& options) {
+  UcxOptions parsed;
+  for (const auto& [name, value] : options) {
+    auto known = KnownOptions().find(name);
+    if (known == KnownOptions().end()) {
+      return InvalidArgument(fmt::format("backend 'ucx': unknown option '{}' (known: {})", name, KnownOptionNames()));
+    }
+    if (value.empty()) return InvalidArgument(fmt::format("backend 'ucx': option '{}' has an empty value", name));
+    parsed.ucx_settings[known->second] = value;
+  }
+  return parsed;
+}
+
+}  // namespace stalelearn::backends::ucx
