@@ -1,0 +1,183 @@
+#include "backends/timing/virtual_time_scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stalelearn::backends::timing {
+
+VirtualTimeScheduler::VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline)
+    : deadline_(deadline), ranks_(static_cast<std::size_t>(std::max(world_size, 0))) {}
+
+Status VirtualTimeScheduler::CheckRank(int rank) const {
+  if (rank < 0 || rank >= world_size()) {
+    return InvalidArgument(fmt::format("virtual-time scheduler: rank {} outside 0..{}", rank, world_size() - 1));
+  }
+  return Status::Ok();
+}
+
+Status VirtualTimeScheduler::CheckRunningLocked(int rank, const char* what) const {
+  if (running_ != rank) {
+    return FailedPrecondition(fmt::format("virtual-time scheduler: rank {} called {} without holding the turn ({})",
+                                          rank, what, DescribeLocked()));
+  }
+  return Status::Ok();
+}
+
+Status VirtualTimeScheduler::Join(int rank, VirtualTime now) {
+  STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
+  std::unique_lock lock(mutex_);
+  RankState& me = ranks_[rank];
+  if (me.state != State::kAbsent) return FailedPrecondition(fmt::format("virtual-time scheduler: rank {} joined twice", rank));
+  me.state = State::kRunnable;
+  me.time = now;
+  ++arrived_;
+  ScheduleLocked();
+  return WaitForTurnLocked(lock, rank);
+}
+
+Status VirtualTimeScheduler::Yield(int rank, VirtualTime now) {
+  STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
+  std::unique_lock lock(mutex_);
+  STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "Yield"));
+  RankState& me = ranks_[rank];
+  me.state = State::kRunnable;
+  me.time = std::max(me.time, now);
+  me.active = true;
+  running_ = -1;
+  NoteProgressLocked(rank);
+  ScheduleLocked();
+  return WaitForTurnLocked(lock, rank);
+}
+
+Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank) {
+  STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
+  std::unique_lock lock(mutex_);
+  STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "IdleUntilProgress"));
+  RankState& me = ranks_[rank];
+  // A segment that did something (it yielded since it last idled) may have
+  // changed what the others wait for; a bare poll did not.
+  if (me.active) NoteProgressLocked(rank);
+  me.state = State::kIdle;
+  me.active = false;
+  running_ = -1;
+  ScheduleLocked();
+  STALELEARN_RETURN_IF_ERROR(WaitForTurnLocked(lock, rank));
+  return me.time;
+}
+
+Status VirtualTimeScheduler::ExitForCollective(int rank) {
+  STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
+  std::unique_lock lock(mutex_);
+  STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "ExitForCollective"));
+  RankState& me = ranks_[rank];
+  me.state = State::kOutside;
+  ++me.collectives;
+  me.active = true;
+  running_ = -1;
+  NoteProgressLocked(rank);
+  ScheduleLocked();
+  return Status::Ok();
+}
+
+Status VirtualTimeScheduler::Rejoin(int rank, VirtualTime now) {
+  STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
+  std::unique_lock lock(mutex_);
+  RankState& me = ranks_[rank];
+  if (me.state != State::kOutside) {
+    return FailedPrecondition(fmt::format("virtual-time scheduler: rank {} rejoined without leaving", rank));
+  }
+  me.state = State::kRunnable;
+  me.time = std::max(me.time, now);
+  ScheduleLocked();
+  return WaitForTurnLocked(lock, rank);
+}
+
+void VirtualTimeScheduler::Leave(int rank) {
+  if (!CheckRank(rank).ok()) return;
+  std::lock_guard lock(mutex_);
+  RankState& me = ranks_[rank];
+  if (me.state == State::kLeft) return;
+  if (me.state == State::kAbsent) ++arrived_;
+  if (running_ == rank) {
+    running_ = -1;
+    NoteProgressLocked(rank);
+  }
+  me.state = State::kLeft;
+  ScheduleLocked();
+}
+
+void VirtualTimeScheduler::NoteProgressLocked(int rank) {
+  const VirtualTime since = ranks_[rank].granted_at;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    RankState& other = ranks_[r];
+    if (static_cast<int>(r) == rank || other.state != State::kIdle) continue;
+    other.state = State::kRunnable;
+    other.time = std::max(other.time, since);
+  }
+}
+
+void VirtualTimeScheduler::ScheduleLocked() {
+  if (running_ != -1 || arrived_ < world_size() || !failure_.empty()) return;
+  int max_collectives = 0;
+  bool someone_outside = false;
+  bool someone_idle = false;
+  for (const RankState& r : ranks_) {
+    if (r.state == State::kLeft) continue;
+    max_collectives = std::max(max_collectives, r.collectives);
+    someone_outside |= r.state == State::kOutside;
+    someone_idle |= r.state == State::kIdle;
+  }
+  int next = -1;
+  for (int r = 0; r < world_size(); ++r) {
+    const RankState& candidate = ranks_[r];
+    if (candidate.state != State::kRunnable) continue;
+    // While a collective is under way only ranks that still have to reach it run.
+    if (someone_outside && candidate.collectives >= max_collectives) continue;
+    if (next == -1 || candidate.time < ranks_[next].time) next = r;  // ties: lower rank
+  }
+  if (next != -1) {
+    running_ = next;
+    ranks_[next].state = State::kRunning;
+    ranks_[next].granted_at = ranks_[next].time;
+    if (tracing_) grants_.push_back({next, ranks_[next].time});
+    changed_.notify_all();
+    return;
+  }
+  if (!someone_outside && someone_idle) {
+    failure_ = fmt::format("virtual-time scheduler: deadlock, every remaining rank waits for progress ({})",
+                           DescribeLocked());
+    changed_.notify_all();
+  }
+}
+
+Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank) {
+  const bool turn = changed_.wait_for(lock, deadline_, [&] { return running_ == rank || !failure_.empty(); });
+  if (running_ == rank) return Status::Ok();
+  if (!failure_.empty()) return FailedPrecondition(failure_);
+  (void)turn;
+  return TimeoutError(fmt::format("virtual-time scheduler: rank {} waited {} ms for its turn ({})", rank,
+                                  deadline_.count(), DescribeLocked()));
+}
+
+std::string VirtualTimeScheduler::DescribeLocked() const {
+  static constexpr const char* kNames[] = {"absent", "runnable", "running", "idle", "outside", "left"};
+  std::vector<std::string> parts;
+  for (int r = 0; r < world_size(); ++r) {
+    parts.push_back(fmt::format("{}:{}@{}ps", r, kNames[static_cast<int>(ranks_[r].state)],
+                                ranks_[r].time.time_since_epoch().count()));
+  }
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+void VirtualTimeScheduler::set_tracing(bool on) {
+  std::lock_guard lock(mutex_);
+  tracing_ = on;
+}
+
+std::vector<VirtualTimeScheduler::Grant> VirtualTimeScheduler::grants() const {
+  std::lock_guard lock(mutex_);
+  return grants_;
+}
+
+}  // namespace stalelearn::backends::timing

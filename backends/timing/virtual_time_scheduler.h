@@ -1,0 +1,109 @@
+// Deterministic emulation: ranks that are threads of one process take turns in
+// virtual-time order (DESIGN.md, "Hardware-timing backend").
+//
+// A rank joins, then runs only while it holds the turn. At each scheduling
+// point (Yield) it reports its clock and gives the turn back; the turn goes to
+// the runnable rank with the smallest (virtual time, rank). So everything a
+// rank does between two scheduling points happens, in real time, after
+// everything the other ranks did at earlier virtual times, whatever the OS
+// scheduler does: same inputs, same interleaving, same timeline.
+//
+//   scheduler.Join(rank, t0);                   // blocks until all ranks joined
+//   loop: ... work ...; scheduler.Yield(rank, clock);
+//   nothing to do:      clock = scheduler.IdleUntilProgress(rank);
+//   scheduler.Leave(rank);
+//
+// Waiting: a rank whose poll found nothing calls IdleUntilProgress. It sleeps
+// until another rank ends a segment (Yield, Exit, Leave, or goes idle after
+// doing something); it then becomes runnable at max(own clock, the time at
+// which that segment started), since nothing it could observe changed earlier.
+// If every remaining rank is idle, each gets kFailedPrecondition (deadlock)
+// instead of hanging; every wait also ends with kTimeout after `deadline`.
+//
+// Collectives (blocking calls outside the schedule, e.g. an allreduce): each
+// rank calls ExitForCollective before and Rejoin after. While a rank is out,
+// only ranks that have not yet reached that collective run; a rank that has
+// rejoined waits until every rank is back, so the order after a collective is
+// deterministic too.
+//
+// Thread-safety: all methods are thread-safe; each rank calls them from one
+// thread at a time. Lifetime: shared (std::shared_ptr) by the ranks' transports.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/transport/virtual_time.h"
+
+namespace stalelearn::backends::timing {
+
+using transport::VirtualTime;
+
+class VirtualTimeScheduler {
+ public:
+  // One turn handed out: the trace of a run (for tests and debugging).
+  struct Grant {
+    int rank;
+    VirtualTime time;
+    friend bool operator==(const Grant&, const Grant&) = default;
+  };
+
+  VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline);
+
+  int world_size() const { return static_cast<int>(ranks_.size()); }
+
+  // Joins at `now` and blocks until every rank has joined (or left) and this
+  // rank holds the turn.
+  Status Join(int rank, VirtualTime now);
+  // Scheduling point: gives the turn back at `now` and blocks until it is this
+  // rank's turn again. Only the rank holding the turn may call it.
+  Status Yield(int rank, VirtualTime now);
+  // Gives the turn back and sleeps until another rank made progress and this
+  // rank holds the turn again; returns this rank's new clock (>= its old one).
+  Result<VirtualTime> IdleUntilProgress(int rank);
+  // Leaves the schedule for a blocking collective; Rejoin after it at `now`.
+  Status ExitForCollective(int rank);
+  Status Rejoin(int rank, VirtualTime now);
+  // Leaves for good. Safe to call in any state (also from a destructor), once.
+  void Leave(int rank);
+
+  // Turns handed out so far, in order, if tracing is on.
+  void set_tracing(bool on);
+  std::vector<Grant> grants() const;
+
+ private:
+  enum class State { kAbsent, kRunnable, kRunning, kIdle, kOutside, kLeft };
+  struct RankState {
+    State state = State::kAbsent;
+    VirtualTime time{};
+    VirtualTime granted_at{};   // clock when it last got the turn
+    int collectives = 0;        // ExitForCollective calls so far
+    bool active = true;         // yielded since it last went idle
+  };
+
+  Status CheckRank(int rank) const;
+  Status CheckRunningLocked(int rank, const char* what) const;
+  // `rank` ended a segment: idle ranks wake at max(own, its grant time).
+  void NoteProgressLocked(int rank);
+  // Hands out the turn if nobody holds it; detects deadlock.
+  void ScheduleLocked();
+  Status WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank);
+  std::string DescribeLocked() const;
+
+  const std::chrono::milliseconds deadline_;
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable changed_;
+  std::vector<RankState> ranks_;
+  int arrived_ = 0;       // ranks that joined or left
+  int running_ = -1;      // rank holding the turn, or -1
+  std::string failure_;   // set on deadlock: every later wait fails with it
+  bool tracing_ = false;
+  std::vector<Grant> grants_;
+};
+
+}  // namespace stalelearn::backends::timing
