@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "backends/ucx/request.h"
 #include "backends/ucx/ucx_status.h"
@@ -109,11 +110,16 @@ Result<Endpoint> Endpoint::Connect(ucp_worker_h worker, std::span<const std::byt
   return Endpoint(worker, endpoint);
 }
 
-Status Endpoint::Close(transport::Timeout timeout) {
-  if (!endpoint_) return Status::Ok();
-  const ucp_worker_h worker = endpoint_.get_deleter().worker;
-  ucp_request_param_t params{};
-  return WaitForUcs(worker, ucp_ep_close_nbx(endpoint_.release(), &params), timeout, "ucp_ep_close_nbx");
+Status Endpoint::CloseAll(std::span<Endpoint> endpoints, transport::Timeout timeout) {
+  if (endpoints.empty()) return Status::Ok();
+  const ucp_worker_h worker = endpoints.front().endpoint_.get_deleter().worker;
+  std::vector<ucs_status_ptr_t> closing;
+  for (Endpoint& endpoint : endpoints) {
+    if (!endpoint.endpoint_) continue;
+    ucp_request_param_t params{};  // no FORCE flag: flush, then close
+    closing.push_back(ucp_ep_close_nbx(endpoint.endpoint_.release(), &params));
+  }
+  return WaitForAllUcs(worker, closing, timeout, "ucp_ep_close_nbx");
 }
 
 // ---- MemoryMapping ----

@@ -91,9 +91,11 @@ class Endpoint {
  public:
   static Result<Endpoint> Connect(ucp_worker_h worker, std::span<const std::byte> peer_address);
   ucp_ep_h get() const { return endpoint_.get(); }
-  // Flushes and closes, progressing the worker until done or `timeout`.
-  // Blocking; the endpoint is released either way.
-  Status Close(transport::Timeout timeout);
+  // Flushes and closes every endpoint of `endpoints` (all of one worker) at
+  // once, progressing the worker until all are closed or `timeout`.
+  // Blocking; the endpoints are released either way (the worker's destruction
+  // reclaims any still closing).
+  static Status CloseAll(std::span<Endpoint> endpoints, transport::Timeout timeout);
 
  private:
   struct Release {

@@ -1,7 +1,9 @@
 #include "backends/ucx/request.h"
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +28,11 @@ bool ProgressUntil(ucp_worker_h worker, transport::Timeout timeout, Done done) {
   }
 }
 
+std::string TimeoutMessage(std::string_view what, transport::Timeout timeout, std::size_t incomplete) {
+  return fmt::format("{}: {} request(s) not complete after {} ms", what, incomplete,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+}
+
 }  // namespace
 
 void PollBackoff::Idle() {
@@ -35,19 +42,36 @@ void PollBackoff::Idle() {
 
 Status WaitForUcs(ucp_worker_h worker, ucs_status_ptr_t request, transport::Timeout timeout,
                   std::string_view what) {
-  if (request == nullptr) return Status::Ok();
-  if (UCS_PTR_IS_ERR(request)) return FromUcs(UCS_PTR_STATUS(request), what);
-  ucs_status_t status = UCS_INPROGRESS;
-  const bool done = ProgressUntil(worker, timeout, [&] {
-    status = ucp_request_check_status(request);
-    return status != UCS_INPROGRESS;
-  });
-  ucp_request_free(request);
-  if (!done) {
-    return TimeoutError(fmt::format("{}: not complete after {} ms", what,
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  return WaitForAllUcs(worker, std::span(&request, 1), timeout, what);
+}
+
+Status WaitForAllUcs(ucp_worker_h worker, std::span<const ucs_status_ptr_t> requests, transport::Timeout timeout,
+                     std::string_view what) {
+  Status first_error;
+  std::vector<void*> pending;
+  for (ucs_status_ptr_t request : requests) {
+    if (UCS_PTR_IS_ERR(request)) {
+      if (first_error.ok()) first_error = FromUcs(UCS_PTR_STATUS(request), what);
+    } else if (request != nullptr) {
+      pending.push_back(request);
+    }
   }
-  return FromUcs(status, what);
+  // Completed requests are freed as they finish; the rest on timeout.
+  ProgressUntil(worker, timeout, [&] {
+    std::erase_if(pending, [&](void* request) {
+      const ucs_status_t status = ucp_request_check_status(request);
+      if (status == UCS_INPROGRESS) return false;
+      if (first_error.ok() && status != UCS_OK) first_error = FromUcs(status, what);
+      ucp_request_free(request);
+      return true;
+    });
+    return pending.empty();
+  });
+  if (!pending.empty()) {
+    for (void* request : pending) ucp_request_free(request);  // UCX finishes and frees them
+    if (first_error.ok()) first_error = TimeoutError(TimeoutMessage(what, timeout, pending.size()));
+  }
+  return first_error;
 }
 
 UcxRequest::~UcxRequest() {
@@ -73,8 +97,7 @@ bool UcxRequest::Test() {
 
 Status UcxRequest::Wait(transport::Timeout timeout) {
   if (request_ != nullptr && !ProgressUntil(worker_, timeout, [this] { return Check(); })) {
-    return TimeoutError(fmt::format("{}: not complete after {} ms", what_,
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+    return TimeoutError(TimeoutMessage(what_, timeout, 1));
   }
   return FromUcs(status_, what_);
 }

@@ -9,6 +9,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <span>
 #include <string_view>
 
 #include "framework/core/status.h"
@@ -20,6 +21,11 @@ namespace stalelearn::backends::ucx {
 // (kTimeout; the request is then released and left to finish). Blocking.
 Status WaitForUcs(ucp_worker_h worker, ucs_status_ptr_t request, transport::Timeout timeout,
                   std::string_view what);
+
+// The same for several requests of one worker with one deadline; returns the
+// first error (or kTimeout) after all completed or the deadline passed.
+Status WaitForAllUcs(ucp_worker_h worker, std::span<const ucs_status_ptr_t> requests, transport::Timeout timeout,
+                     std::string_view what);
 
 // Progress-loop pacing shared by every wait: spin first (latency), then yield
 // so that ranks oversubscribing the cores do not starve each other (FACTS.md).

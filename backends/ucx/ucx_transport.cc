@@ -1,8 +1,6 @@
 #include "backends/ucx/ucx_transport.h"
 
-#include <atomic>
 #include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -20,7 +18,7 @@ using transport::Access;
 using transport::HasAccess;
 using transport::Rank;
 
-constexpr std::chrono::seconds kTeardownTimeout{10};
+constexpr std::chrono::seconds kTeardownTimeout{5};
 constexpr std::size_t kAtomicBytes = sizeof(std::uint64_t);
 
 unsigned ProtectionFor(Access access) {
@@ -31,22 +29,6 @@ unsigned ProtectionFor(Access access) {
   if (HasAccess(access, Access::kRemoteWrite)) prot |= UCP_MEM_MAP_PROT_REMOTE_WRITE;
   return prot;
 }
-
-// Progresses a worker on its own thread while the owner blocks in bootstrap
-// collectives at teardown, so that peers still flushing to us complete.
-class BackgroundProgress {
- public:
-  explicit BackgroundProgress(ucp_worker_h worker)
-      : thread_([worker](std::stop_token stop) {
-          PollBackoff backoff;
-          while (!stop.stop_requested()) {
-            if (ucp_worker_progress(worker) == 0) backoff.Idle();
-          }
-        }) {}
-
- private:
-  std::jthread thread_;  // stops and joins on destruction
-};
 
 }  // namespace
 
@@ -59,7 +41,7 @@ Result<std::unique_ptr<UcxTransport>> UcxTransport::Create(transport::Bootstrap&
   STALELEARN_ASSIGN_OR_RETURN(UcpWorker worker, UcpWorker::Create(context.get()));
   const bool in_process = dynamic_cast<transport::InProcessBootstrap*>(&bootstrap) != nullptr;
   std::unique_ptr<UcxTransport> transport(
-      new UcxTransport(bootstrap, std::move(context), std::move(worker), in_process));
+      new UcxTransport(bootstrap.rank(), std::move(context), std::move(worker), in_process));
 
   STALELEARN_ASSIGN_OR_RETURN(WorkerAddress address, WorkerAddress::Of(transport->worker_.get()));
   STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> addresses,
@@ -72,9 +54,8 @@ Result<std::unique_ptr<UcxTransport>> UcxTransport::Create(transport::Bootstrap&
   return transport;
 }
 
-UcxTransport::UcxTransport(transport::Bootstrap& bootstrap, UcpContext context, UcpWorker worker, bool in_process)
-    : bootstrap_(bootstrap),
-      rank_(bootstrap.rank()),
+UcxTransport::UcxTransport(transport::Rank rank, UcpContext context, UcpWorker worker, bool in_process)
+    : rank_(rank),
       in_process_(in_process),
       context_(std::move(context)),
       worker_(std::move(worker)) {}
@@ -82,17 +63,13 @@ UcxTransport::UcxTransport(transport::Bootstrap& bootstrap, UcpContext context, 
 UcxTransport::~UcxTransport() { Teardown(); }
 
 void UcxTransport::Teardown() {
-  // A Create that failed while connecting never met its peers: no collective.
-  if (endpoints_.size() != static_cast<std::size_t>(bootstrap_.world_size())) return;
-  BackgroundProgress progress(worker_.get());
+  // Local, never collective: complete what this rank issued (peers that must
+  // progress for it get kTeardownTimeout), then close the endpoints. A peer
+  // still holding a key of ours gets errors, not our memory, once we are gone.
   if (Status s = FlushAll(kTeardownTimeout); !s.ok()) log::Warning("ucx teardown: {}", s.message());
-  // After this barrier no peer issues anything more to us.
-  if (Status s = bootstrap_.Barrier(); !s.ok()) log::Warning("ucx teardown, first barrier: {}", s.message());
-  for (auto& endpoint : endpoints_) {
-    if (Status s = endpoint.Close(kTeardownTimeout); !s.ok()) log::Warning("ucx teardown: {}", s.message());
+  if (Status s = Endpoint::CloseAll(endpoints_, kTeardownTimeout); !s.ok()) {
+    log::Warning("ucx teardown: {}", s.message());
   }
-  // Peers may still be closing endpoints to us; keep the worker alive for them.
-  if (Status s = bootstrap_.Barrier(); !s.ok()) log::Warning("ucx teardown, second barrier: {}", s.message());
 }
 
 transport::Capabilities UcxTransport::capabilities() const {

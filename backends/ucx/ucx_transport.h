@@ -10,11 +10,10 @@
 // wait on something) for tcp and for large puts to complete (FACTS.md).
 //
 // Lifetimes: regions, remote regions and requests must be destroyed before the
-// transport; the bootstrap must outlive it. Destruction is collective: every
-// rank's transport is destroyed at about the same time, because teardown
-// flushes, waits at a bootstrap barrier for all peers, closes the endpoints
-// (flushing) and meets the peers again, progressing in the background all the
-// while so that no rank stalls another.
+// transport; the bootstrap must outlive Create. Destruction is local: it
+// completes this rank's operations (peers that must progress for that get a
+// few seconds) and closes the endpoints; peers must have stopped using this
+// rank's regions by then (e.g. after a barrier that progresses).
 #pragma once
 
 #include <memory>
@@ -65,7 +64,7 @@ class UcxTransport final : public transport::Transport {
   void Progress() override;
 
  private:
-  UcxTransport(transport::Bootstrap& bootstrap, UcpContext context, UcpWorker worker, bool in_process);
+  UcxTransport(transport::Rank rank, UcpContext context, UcpWorker worker, bool in_process);
 
   // The remote region behind `region` if it was imported by this transport,
   // `bytes` at `offset` lie inside it and its key grants `needed`.
@@ -78,7 +77,6 @@ class UcxTransport final : public transport::Transport {
   Status CheckPeer(transport::Rank peer, const char* operation) const;
   void Teardown();
 
-  transport::Bootstrap& bootstrap_;
   const transport::Rank rank_;
   const bool in_process_;
   // Declared in dependency order: destroyed endpoints, then worker, then context.
