@@ -3,6 +3,8 @@
 #include <cassert>
 #include <cstring>
 
+#include "framework/model/hash64.h"
+
 namespace stalelearn::model {
 
 RowBlock::RowBlock(ElementType type, std::int64_t rows, std::int32_t width)
@@ -90,6 +92,12 @@ TableSet MakeTableSet(const std::vector<TableSpec>& tables) {
   set.reserve(tables.size());
   for (const TableSpec& t : tables) set.emplace_back(t.type, t.rows, t.width);
   return set;
+}
+
+std::uint64_t ModelChecksum(const TableSet& tables) {
+  Hasher hasher(0xC0FFEE);
+  for (const RowBlock& block : tables) hasher.Update(block.bytes());
+  return hasher.Finish();
 }
 
 }  // namespace stalelearn::model

@@ -59,4 +59,8 @@ using TableSet = std::vector<RowBlock>;
 // A full-size TableSet for `tables`, zero-filled.
 TableSet MakeTableSet(const std::vector<TableSpec>& tables);
 
+// Hash of every element's bits, table by table in row order (the report's
+// model_checksum): equal models give equal checksums on every rank layout.
+std::uint64_t ModelChecksum(const TableSet& tables);
+
 }  // namespace stalelearn::model

@@ -25,12 +25,14 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   }
   layout_.SerializeShard(master, base + geometry_.buffer_data_offset(b));
   transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g);
+  // Latest generation first, then the control copies of its clocks: a reader
+  // that saw a clock in the control block then finds a snapshot holding it.
+  transport::StoreRelease64(base + geometry_.latest_generation_offset(), g);
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.merged_clock_offset(ci), poller.merged_clock(ci));
     transport::StoreRelease64(base + geometry_.included_offset(ci), poller.consumed(ci));
   }
-  transport::StoreRelease64(base + geometry_.latest_generation_offset(), g);
 }
 
 SnapshotReader::SnapshotReader(transport::Transport& transport, const transport::RemoteRegion& published,

@@ -1,0 +1,67 @@
+// A Transport decorator that counts what a rank sends and fetches (report
+// fields bytes_put, bytes_get, puts, gets, atomics). It forwards every call to
+// the wrapped transport unchanged, so backends stay free of bookkeeping.
+//
+// Thread-safe like the wrapped transport (relaxed atomic counters). The
+// wrapped transport must outlive the decorator.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "framework/transport/transport.h"
+
+namespace stalelearn::metrics {
+
+struct TransportCounters {
+  std::int64_t bytes_put = 0;
+  std::int64_t bytes_get = 0;
+  std::int64_t puts = 0;
+  std::int64_t gets = 0;
+  std::int64_t atomics = 0;
+};
+
+class CountingTransport final : public transport::Transport {
+ public:
+  explicit CountingTransport(transport::Transport& inner) : inner_(inner) {}
+
+  TransportCounters counters() const;
+
+  transport::Rank rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  transport::Capabilities capabilities() const override { return inner_.capabilities(); }
+  const char* name() const override { return inner_.name(); }
+  Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override {
+    return inner_.Register(bytes, access);
+  }
+  Result<std::unique_ptr<transport::RemoteRegion>> Import(transport::Rank owner,
+                                                          std::span<const std::byte> key) override {
+    return inner_.Import(owner, key);
+  }
+  Result<transport::RequestPtr> Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
+                                    std::uint64_t offset) override;
+  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                    std::uint64_t offset) override;
+  Result<transport::RequestPtr> AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                          std::uint64_t value) override;
+  Result<transport::RequestPtr> FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                         std::uint64_t value, std::uint64_t* old) override;
+  Result<transport::RequestPtr> CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                            std::uint64_t expected, std::uint64_t desired,
+                                            std::uint64_t* old) override;
+  Status Fence(transport::Rank peer) override { return inner_.Fence(peer); }
+  Status Flush(transport::Rank peer, transport::Timeout timeout) override { return inner_.Flush(peer, timeout); }
+  Status FlushAll(transport::Timeout timeout) override { return inner_.FlushAll(timeout); }
+  void Progress() override { inner_.Progress(); }
+
+ private:
+  transport::Transport& inner_;
+  std::atomic<std::int64_t> bytes_put_{0};
+  std::atomic<std::int64_t> bytes_get_{0};
+  std::atomic<std::int64_t> puts_{0};
+  std::atomic<std::int64_t> gets_{0};
+  std::atomic<std::int64_t> atomics_{0};
+};
+
+}  // namespace stalelearn::metrics

@@ -1,0 +1,51 @@
+// Setting up the one-sided data plane (DESIGN.md data flow): memory ranks
+// register one ring region per compute rank (remote-writable) and one
+// published region (remote-read-only) and put their keys in the bootstrap
+// store; after the collective Sync, compute rank c imports only ring c of each
+// memory rank and every published region (I7). After this, compute and memory
+// ranks talk through put/get only (I6).
+//
+// Lifetimes: endpoints must be destroyed before the Transport that made them.
+// Not thread-safe (the rank's main thread; Sync is collective).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/model/shard_layout.h"
+#include "framework/runtime/roles.h"
+#include "framework/sync/ring_layout.h"
+#include "framework/transport/bootstrap.h"
+#include "framework/transport/transport.h"
+
+namespace stalelearn::runtime {
+
+struct DataPlaneGeometry {
+  sync::RingGeometry ring;
+  std::vector<sync::PublishedGeometry> published;  // [memory index]: shard sizes differ
+};
+
+DataPlaneGeometry MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
+                                        std::size_t slot_bytes);
+
+struct MemoryEndpoints {
+  std::vector<std::unique_ptr<transport::MemoryRegion>> rings;  // [compute index]
+  std::unique_ptr<transport::MemoryRegion> published;
+};
+
+struct ComputeEndpoints {
+  std::vector<std::unique_ptr<transport::RemoteRegion>> rings;      // [memory index]: my ring there
+  std::vector<std::unique_ptr<transport::RemoteRegion>> published;  // [memory index]
+};
+
+// Memory rank: registers its regions and stores their keys (before Sync).
+Result<MemoryEndpoints> RegisterMemoryEndpoints(transport::Transport& transport, transport::Bootstrap& bootstrap,
+                                                const RoleMap& roles, model::MemoryIndex me,
+                                                const DataPlaneGeometry& geometry);
+
+// Compute rank: imports its rings and the published regions (after Sync).
+Result<ComputeEndpoints> ImportComputeEndpoints(transport::Transport& transport, transport::Bootstrap& bootstrap,
+                                                const RoleMap& roles, model::ComputeIndex me);
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,48 @@
+// Ships a compute rank's deltas of one clock to the memory ranks: routes each
+// touched row's delta to the memory rank owning the row, packs batches that
+// fit a ring slot, seals the last batch of every memory rank with the
+// end-of-clock flag (also when empty, so every memory rank's merged clock
+// advances), pushes them through the rings and hands each batch to the
+// refresher as pending (read-your-writes).
+//
+// Not thread-safe (the compute rank's trainer thread).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "framework/model/replica.h"
+#include "framework/runtime/replica_refresher.h"
+#include "framework/sync/batch_codec.h"
+#include "framework/sync/ring_writer.h"
+
+namespace stalelearn::runtime {
+
+class DeltaPusher {
+ public:
+  DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
+              ReplicaRefresher* refresher);
+
+  // Drains `replica`'s deltas as clock `clock` and pushes them. Returns the
+  // time spent waiting for ring slots (backpressure stall).
+  Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock);
+  // Sequence of the last batch pushed to memory rank m (0 if none).
+  std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
+  // Tells every memory rank this compute rank is done.
+  Status Finish();
+
+ private:
+  const model::ModelLayout& layout_;
+  std::vector<std::unique_ptr<sync::RingWriter>> writers_;  // [m]
+  ReplicaRefresher* refresher_;                              // may be null (no replay needed)
+  std::vector<sync::BatchEncoder> encoders_;                 // [m]
+  struct Sealed {
+    int memory;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Sealed> sealed_;
+  std::vector<std::uint64_t> sealed_count_;  // [m] sealed this clock, not yet pushed
+};
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,45 @@
+// The memory-rank role (the "PIM"): holds the master shard, consumes the
+// compute ranks' rings, merges, and publishes snapshots until every compute
+// rank has finished. Sends nothing to compute ranks: they read its published
+// region one-sided (DESIGN.md).
+//
+//   MemoryRank memory(env, std::move(endpoints), geometry);
+//   memory.PublishInitial();        // before the start barrier
+//   auto result = memory.Run();     // returns when all compute ranks finished
+//
+// Not thread-safe: the rank's main thread.
+#pragma once
+
+#include <memory>
+
+#include "framework/runtime/data_plane.h"
+#include "framework/runtime/rank_env.h"
+#include "framework/sync/ring_poller.h"
+#include "framework/sync/shard_merger.h"
+#include "framework/sync/snapshot.h"
+
+namespace stalelearn::runtime {
+
+struct MemoryRankResult {
+  sync::MergeCounters counters;
+  std::uint64_t snapshots = 0;
+};
+
+class MemoryRank {
+ public:
+  MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
+
+  // Initializes the master from the app and publishes it as generation 1.
+  void PublishInitial();
+  Result<MemoryRankResult> Run();
+
+ private:
+  const RankEnv& env_;
+  model::MemoryIndex me_;
+  MemoryEndpoints endpoints_;
+  sync::ShardMerger merger_;
+  std::unique_ptr<sync::RingPoller> poller_;
+  sync::SnapshotPublisher publisher_;
+};
+
+}  // namespace stalelearn::runtime

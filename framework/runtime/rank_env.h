@@ -1,0 +1,61 @@
+// Everything one rank's role code needs, resolved once at start-up and passed
+// down (STYLE.md 10), plus the test hooks.
+//
+// Lifetimes: every reference outlives the rank's run. Hooks are called from
+// the rank's own thread; with ranks as threads they run concurrently on
+// several ranks, so they must be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "framework/metrics/progress.h"
+#include "framework/model/shard_layout.h"
+#include "framework/proto/config.pb.h"
+#include "framework/runtime/app.h"
+#include "framework/runtime/compute_cost_sink.h"
+#include "framework/runtime/roles.h"
+#include "framework/sync/wait_options.h"
+#include "framework/transport/bootstrap.h"
+#include "framework/transport/transport.h"
+
+namespace stalelearn::runtime {
+
+// What a compute rank saw when it started a clock (kept per clock for tests
+// and traces).
+struct ClockRecord {
+  model::ComputeIndex rank;
+  std::int64_t clock = 0;
+  // Clocks merged of the slowest other compute rank in the installed model.
+  std::uint64_t min_merged_of_others = 0;
+  // clock - min_merged_of_others (0 if ahead): how many clocks of others'
+  // updates may be missing. The SSP bound keeps it <= s (I1).
+  std::int64_t observed_staleness = 0;
+  double stall_seconds = 0;  // waited before this clock (gate + full ring)
+};
+
+struct RuntimeHooks {
+  // Wraps the rank's transport (fault injection in tests); identity if unset.
+  std::function<std::unique_ptr<transport::Transport>(transport::Transport& inner)> wrap_transport;
+  // After a compute rank refreshed its replica for a clock (I2 tests).
+  std::function<void(const ClockRecord&, const TableSet& replica)> after_refresh;
+  // While it returns true, memory rank m consumes nothing (I5 tests).
+  std::function<bool(model::MemoryIndex)> merging_paused;
+};
+
+struct RankEnv {
+  const proto::Config& config;
+  const App& app;
+  const model::ModelLayout& layout;
+  const RoleMap& roles;
+  transport::Transport& transport;  // counting decorator over the backend
+  transport::Bootstrap& bootstrap;
+  ComputeCostSink* cost_sink;       // nullptr unless the backend simulates time
+  const RuntimeHooks& hooks;
+  sync::WaitOptions wait;
+  metrics::ProgressPrinter progress;
+};
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,80 @@
+#include "framework/runtime/run_report.h"
+
+#include <algorithm>
+
+#include "framework/core/config_loader.h"
+
+namespace stalelearn::runtime {
+
+proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerResult* trainer,
+                                 const sync::MergeCounters* merged, const metrics::TransportCounters& counters) {
+  proto::RankReport r;
+  r.set_rank(rank.value);
+  r.set_role(RoleName(role));
+  if (trainer != nullptr) {
+    r.set_samples(trainer->samples);
+    r.set_clocks(trainer->clocks);
+    r.set_stall_seconds(trainer->stall_seconds);
+    r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
+  }
+  if (merged != nullptr) {
+    r.set_batches_merged(merged->batches_merged);
+    r.set_bytes_merged(merged->bytes_merged);
+    r.set_rejected_batches(merged->rejected_batches);
+  }
+  r.set_bytes_put(counters.bytes_put);
+  r.set_bytes_get(counters.bytes_get);
+  r.set_puts(counters.puts);
+  r.set_gets(counters.gets);
+  r.set_atomics(counters.atomics);
+  return r;
+}
+
+int ReportedStaleness(const proto::Config& config) {
+  switch (config.consistency().mode()) {
+    case proto::BSP:
+    case proto::ALLREDUCE:
+      return 0;
+    case proto::ASP:
+    case proto::DIRECT:
+      return -1;
+    default:
+      return config.consistency().staleness();
+  }
+}
+
+Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto::Config& config, const App& app,
+                                   const RoleMap& roles, const char* backend, const proto::Report& partial) {
+  std::string mine;
+  partial.SerializeToString(&mine);
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> all,
+                              bootstrap.AllGather("stalelearn/report", std::as_bytes(std::span(mine))));
+  proto::Report report;
+  report.set_name(config.name());
+  report.set_app(app.name());
+  report.set_dataset(app.dataset());
+  report.set_mode(config::ModeName(config.consistency().mode()));
+  report.set_staleness(ReportedStaleness(config));
+  report.set_backend(backend);
+  report.set_compute_ranks(roles.compute_ranks());
+  report.set_memory_ranks(roles.memory_ranks());
+  report.set_epochs(config.training().epochs());
+  report.set_seed(config.seed());
+  for (const transport::Bytes& bytes : all) {
+    proto::Report part;
+    if (!part.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return Internal("a rank sent an unreadable partial report");
+    }
+    for (const proto::RankReport& r : part.ranks()) *report.add_ranks() = r;
+    if (part.has_final()) {
+      *report.mutable_final() = part.final();
+      *report.mutable_curve() = part.curve();
+      report.set_model_checksum(part.model_checksum());
+      report.set_wall_seconds(part.wall_seconds());
+    }
+  }
+  std::ranges::sort(*report.mutable_ranks(), {}, [](const proto::RankReport& r) { return r.rank(); });
+  return report;
+}
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,34 @@
+// Building the run report: each rank fills a partial report (its RankReport;
+// the evaluating rank also the curve, final metric, checksum and wall time);
+// the partials are all-gathered and merged identically on every rank.
+// Stateless functions; thread-safe.
+#pragma once
+
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/metrics/counting_transport.h"
+#include "framework/proto/config.pb.h"
+#include "framework/proto/report.pb.h"
+#include "framework/runtime/app.h"
+#include "framework/runtime/roles.h"
+#include "framework/runtime/trainer_result.h"
+#include "framework/sync/ring_poller.h"
+#include "framework/transport/bootstrap.h"
+
+namespace stalelearn::runtime {
+
+// The per-rank part of the report.
+proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerResult* trainer,
+                                 const sync::MergeCounters* merged, const metrics::TransportCounters& counters);
+
+// The staleness the report prints for a config: s for SSP, 0 for BSP and
+// ALLREDUCE, -1 (no bound) for ASP and DIRECT.
+int ReportedStaleness(const proto::Config& config);
+
+// All-gathers every rank's `partial` and merges them under the run's header
+// fields. Collective.
+Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto::Config& config, const App& app,
+                                   const RoleMap& roles, const char* backend, const proto::Report& partial);
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,60 @@
+#include "framework/runtime/sample_schedule.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace stalelearn::runtime {
+
+std::uint64_t SplitMix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+namespace {
+
+void Shuffle(std::vector<std::int64_t>& v, std::uint64_t seed) {
+  std::uint64_t state = seed;
+  for (std::size_t i = v.size(); i > 1; --i) {
+    const std::size_t j = SplitMix64(state) % i;  // modulo bias is irrelevant for a training order
+    std::swap(v[i - 1], v[j]);
+  }
+}
+
+}  // namespace
+
+SampleSchedule::SampleSchedule(std::int64_t total_samples, int compute_ranks, int compute_index,
+                               std::int64_t samples_per_clock, std::uint64_t seed)
+    : samples_per_clock_(samples_per_clock), seed_(seed), compute_index_(compute_index) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(total_samples));
+  std::iota(all.begin(), all.end(), 0);
+  Shuffle(all, seed ^ 0xD1B54A32D192ED03ull);
+  const std::int64_t base = total_samples / compute_ranks;
+  const std::int64_t extra = total_samples % compute_ranks;
+  const auto share_of = [&](int c) { return base + (c < extra ? 1 : 0); };
+  std::int64_t begin = 0;
+  for (int c = 0; c < compute_index; ++c) begin += share_of(c);
+  mine_.assign(all.begin() + begin, all.begin() + begin + share_of(compute_index));
+  const std::int64_t largest = share_of(0);
+  clocks_per_epoch_ = std::max<std::int64_t>(1, (largest + samples_per_clock - 1) / samples_per_clock);
+}
+
+std::vector<std::int64_t> SampleSchedule::EpochOrder(int epoch) const {
+  std::vector<std::int64_t> order = mine_;
+  std::uint64_t state = seed_ + 0x1000193ull * static_cast<std::uint64_t>(epoch + 1) +
+                        0x9E37ull * static_cast<std::uint64_t>(compute_index_ + 1);
+  Shuffle(order, SplitMix64(state));
+  return order;
+}
+
+std::span<const std::int64_t> SampleSchedule::ClockSamples(std::span<const std::int64_t> order,
+                                                           std::int64_t clock_in_epoch) const {
+  const auto size = static_cast<std::int64_t>(order.size());
+  const std::int64_t begin = std::min(size, clock_in_epoch * samples_per_clock_);
+  const std::int64_t end = std::min(size, begin + samples_per_clock_);
+  return order.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
+}
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,38 @@
+// Which training samples a compute rank processes in which clock. Samples are
+// dealt to compute ranks by a seeded permutation (contiguous shares of it);
+// each epoch a rank visits its share in a fresh seeded order. Every rank runs
+// the same number of clocks per epoch (ceil(largest share / samples per
+// clock)), so clocks line up across ranks as SSP requires.
+// Immutable after construction; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace stalelearn::runtime {
+
+class SampleSchedule {
+ public:
+  SampleSchedule(std::int64_t total_samples, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
+                 std::uint64_t seed);
+
+  std::int64_t clocks_per_epoch() const { return clocks_per_epoch_; }
+  std::int64_t share() const { return static_cast<std::int64_t>(mine_.size()); }
+  // This rank's samples in epoch `epoch`'s visiting order.
+  std::vector<std::int64_t> EpochOrder(int epoch) const;
+  // The samples of clock `clock_in_epoch` within `order` (may be empty).
+  std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch) const;
+
+ private:
+  std::vector<std::int64_t> mine_;
+  std::int64_t samples_per_clock_;
+  std::int64_t clocks_per_epoch_;
+  std::uint64_t seed_;
+  int compute_index_;
+};
+
+// SplitMix64 step: a small, portable PRNG for seeding and shuffles.
+std::uint64_t SplitMix64(std::uint64_t& state);
+
+}  // namespace stalelearn::runtime

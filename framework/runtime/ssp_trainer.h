@@ -1,0 +1,59 @@
+// The compute-rank role under SSP (BSP with s = 0, ASP unbounded): the
+// StaleLearn path. Per clock t:
+//   1. wait until every other compute rank has clocks 0..t-s-1 merged (I1),
+//   2. refresh the replica: newer snapshots + own unmerged deltas (I2),
+//   3. run the app kernel on this clock's samples (straggler delay applied),
+//   4. push the deltas of touched rows through the rings (backpressure, I5).
+// Compute rank 0 also evaluates the merged model at each epoch end.
+//
+// Not thread-safe: the rank's main thread. The endpoints live in the trainer.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "framework/model/replica.h"
+#include "framework/runtime/data_plane.h"
+#include "framework/runtime/delta_pusher.h"
+#include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/replica_refresher.h"
+#include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/trainer_result.h"
+#include "framework/sync/staleness_gate.h"
+
+namespace stalelearn::runtime {
+
+// Links of a compute rank to the memory ranks, shared by SSP and DIRECT.
+struct ComputeLinks {
+  ComputeLinks(const RankEnv& env, ComputeEndpoints endpoints, const DataPlaneGeometry& geometry,
+               bool keep_pending);
+  ComputeEndpoints endpoints;  // declared first: destroyed last
+  sync::ClockTable clocks;
+  ReplicaRefresher refresher;
+  DeltaPusher pusher;
+};
+
+class SspTrainer {
+ public:
+  SspTrainer(const RankEnv& env, ComputeEndpoints endpoints, const DataPlaneGeometry& geometry,
+             sync::StalenessBound bound, EpochEvaluator* evaluator);
+
+  Result<TrainerResult> Run();
+  // The merged model (latest snapshots), e.g. for the final evaluation.
+  Status ReadMergedModel(TableSet& model) { return links_.refresher.ReadMergedModel(model); }
+
+ private:
+  // Steps 1-2; returns the record of the clock so far.
+  Result<ClockRecord> GateAndRefresh(std::int64_t clock);
+
+  const RankEnv& env_;
+  model::ComputeIndex me_;
+  ComputeLinks links_;
+  sync::StalenessGate gate_;
+  SampleSchedule schedule_;
+  Straggler straggler_;
+  EpochEvaluator* evaluator_;  // null except on the evaluating rank
+  model::Replica replica_;
+};
+
+}  // namespace stalelearn::runtime

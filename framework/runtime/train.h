@@ -1,0 +1,38 @@
+// One rank's whole training run: creates the backend, takes its role from the
+// rank (framework/runtime/roles.h), sets up the data plane, trains under the
+// configured consistency mode, and assembles the run report on every rank.
+//
+//   RunRanks(4, [&](Bootstrap& bootstrap) {        // or MakeMpiBootstrap()
+//     RankRun run = ValueOrThrow(TrainRank(inputs, bootstrap));
+//     if (bootstrap.rank().value == 0) WriteReportFile(run.report, "r.json");
+//   });
+//
+// Collective: every rank of the bootstrap calls it with the same config.
+// Thread-safety: one call per rank; with ranks as threads the calls run
+// concurrently and share `inputs` read-only (hooks must be thread-safe).
+#pragma once
+
+#include <vector>
+
+#include "framework/proto/report.pb.h"
+#include "framework/runtime/rank_env.h"
+#include "framework/transport/registry.h"
+
+namespace stalelearn::runtime {
+
+struct TrainInputs {
+  const proto::Config& config;  // resolved (config_loader); backend.name set
+  const App& app;
+  const transport::BackendRegistry& backends;
+  RuntimeHooks hooks;
+  sync::WaitOptions wait;
+};
+
+struct RankRun {
+  proto::Report report;              // the whole run's report (same on every rank)
+  std::vector<ClockRecord> records;  // this rank's per-clock record (compute ranks)
+};
+
+Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& bootstrap);
+
+}  // namespace stalelearn::runtime

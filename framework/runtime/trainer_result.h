@@ -1,0 +1,29 @@
+// What a compute rank's trainer returns: its counters, the per-clock record
+// (I1 tests read it), and on the evaluating rank the learning curve.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/proto/report.pb.h"
+#include "framework/runtime/rank_env.h"
+
+namespace stalelearn::runtime {
+
+struct TrainerResult {
+  std::int64_t samples = 0;
+  std::int64_t clocks = 0;
+  double stall_seconds = 0;
+  std::int64_t max_observed_staleness = 0;
+  std::vector<ClockRecord> records;
+  std::vector<proto::CurvePoint> curve;  // evaluating rank only
+
+  void Add(const ClockRecord& record) {
+    ++clocks;
+    stall_seconds += record.stall_seconds;
+    if (record.observed_staleness > max_observed_staleness) max_observed_staleness = record.observed_staleness;
+    records.push_back(record);
+  }
+};
+
+}  // namespace stalelearn::runtime
