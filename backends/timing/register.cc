@@ -1,11 +1,70 @@
-// Placeholder until the 'timing' backend lands.
+// Registration of the 'timing' backend: wraps the inner backend named by the
+// options, prices it with the presets, and, when the ranks are threads of one
+// process, shares one VirtualTimeScheduler among them through the in-process
+// group.
 #include "backends/timing/register.h"
 
+#include <fmt/format.h>
+
+#include "backends/timing/presets.h"
+#include "backends/timing/timing_options.h"
+#include "backends/timing/timing_transport.h"
+#include "framework/transport/inprocess_bootstrap.h"
+
 namespace stalelearn::backends::timing {
+namespace {
+
+Result<HardwareModel> LoadHardwareModel(const TimingOptions& options) {
+  const std::filesystem::path dir = options.preset_dir.empty() ? DefaultPresetDir() : options.preset_dir;
+  STALELEARN_ASSIGN_OR_RETURN(proto::MemoryPreset memory, LoadMemoryPreset(dir, options.memory));
+  STALELEARN_ASSIGN_OR_RETURN(proto::LinkPreset link, LoadLinkPreset(dir, options.link));
+  STALELEARN_ASSIGN_OR_RETURN(proto::ComputePreset compute, LoadComputePreset(dir, options.compute));
+  return HardwareModel{MemoryModel(memory), LinkModel(link), ComputeModel(compute)};
+}
+
+// The job's scheduler, shared by its ranks, or null without deterministic emulation.
+Result<std::shared_ptr<VirtualTimeScheduler>> JobScheduler(const TimingOptions& options,
+                                                           const transport::BackendContext& context,
+                                                           const transport::Transport& inner) {
+  auto* in_process = dynamic_cast<transport::InProcessBootstrap*>(&context.bootstrap);
+  const bool can_schedule = in_process != nullptr && inner.capabilities().in_process;
+  if (options.schedule == ScheduleMode::kNone) return std::shared_ptr<VirtualTimeScheduler>();
+  if (!can_schedule) {
+    if (options.schedule == ScheduleMode::kVirtualTime) {
+      return InvalidArgument(fmt::format(
+          "timing backend option schedule=virtual-time needs ranks as threads of one process over an "
+          "in-process inner backend; inner '{}' is not",
+          options.inner));
+    }
+    return std::shared_ptr<VirtualTimeScheduler>();
+  }
+  transport::InProcessGroup& group = in_process->group();
+  auto scheduler = group.GetOrCreateShared<VirtualTimeScheduler>("timing/virtual-time-scheduler", [&] {
+    return std::make_shared<VirtualTimeScheduler>(group.world_size(), group.deadline());
+  });
+  if (scheduler == nullptr) return Internal("timing: the in-process group holds another object as scheduler");
+  return scheduler;
+}
+
+Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transport::BackendContext& context) {
+  STALELEARN_ASSIGN_OR_RETURN(TimingOptions options, ParseTimingOptions(context.options));
+  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options));
+  const transport::BackendContext inner_context{context.bootstrap, options.inner_options, context.registry};
+  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> inner,
+                              context.registry.Create(options.inner, inner_context));
+  STALELEARN_ASSIGN_OR_RETURN(std::shared_ptr<VirtualTimeScheduler> scheduler,
+                              JobScheduler(options, context, *inner));
+  return std::unique_ptr<transport::Transport>(
+      std::make_unique<TimingTransport>(std::move(inner), std::move(model), std::move(scheduler)));
+}
+
+}  // namespace
 
 Status RegisterBackend(transport::BackendRegistry& registry) {
-  (void)registry;
-  return Status::Ok();
+  return registry.Add("timing",
+                      "simulated PIM, link and compute latencies in virtual time over another backend "
+                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule)",
+                      CreateTimingTransport);
 }
 
 }  // namespace stalelearn::backends::timing

@@ -1,18 +1,21 @@
 // Simulated (virtual) time: what the training runtime tells the
 // hardware-timing backend (backends/timing) and what it reads back for the
-// report. The backend's Transport also implements SimulatedTime; every other
+// report. (The runtime's ComputeCostSink, framework/runtime/compute_cost_sink.h,
+// is implemented by the same transport and forwards to the Charge* methods.)
+// The backend's Transport also implements SimulatedTime; every other
 // backend does not, and FindSimulatedTime returns nullptr for it, so the
 // runtime calls these hooks only when timing is on:
 //
 //   SimulatedTime* sim = FindSimulatedTime(transport);          // once
-//   if (sim) sim->StartSchedule();               // after setup (keys imported)
+//   if (sim) ThrowIfError(sim->StartSchedule());  // after setup (keys imported)
 //   ... per clock on a compute rank:
-//   if (sim) sim->ChargeCompute({.flops = f, .bytes = b, .random_accesses = r});
+//   if (sim) STALELEARN_RETURN_IF_ERROR(sim->ChargeComputeWork({.flops = f, .bytes = b, .random_accesses = r}));
 //   header.visible_at_ps = sim ? sim->PutVisibleAt(batch_bytes).time_since_epoch().count() : 0;
 //   ... on a memory rank, per batch consumed:
-//   if (sim) { sim->AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)); sim->ChargeMerge({bytes, ops}); }
+//   if (sim) STALELEARN_RETURN_IF_ERROR(sim->AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)));
+//   merge ...; if (sim) STALELEARN_RETURN_IF_ERROR(sim->ChargeMergeWork({bytes, ops}));
 //   ... polling that found nothing new:
-//   if (sim) sim->IdleUntilProgress();
+//   if (sim) STALELEARN_RETURN_IF_ERROR(sim->IdleUntilProgress());
 //   if (sim) sim->LeaveSchedule();               // before the final barrier
 //
 // Times are integer picoseconds (deterministic arithmetic, no rounding drift).
@@ -23,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "framework/transport/transport.h"
 
@@ -68,6 +72,15 @@ struct TimeBreakdown {
   VirtualDuration total() const { return compute + transfer + merge + wait; }
 };
 
+// Names of the presets a run is priced with (for the report).
+struct SimulatedPresets {
+  std::string memory;
+  std::string link;
+  std::string compute;
+};
+
+// Methods that advance the clock are scheduling points in deterministic
+// emulation; they return the scheduler's error (deadlock, timeout) if any.
 class SimulatedTime {
  public:
   virtual ~SimulatedTime() = default;
@@ -75,15 +88,19 @@ class SimulatedTime {
   // This rank's virtual clock.
   virtual VirtualTime Now() const = 0;
   virtual TimeBreakdown breakdown() const = 0;
+  virtual SimulatedPresets presets() const = 0;
+  // True when ranks run under the virtual-time scheduler (same timeline on
+  // every run); false e.g. under mpirun.
+  virtual bool deterministic() const = 0;
 
   // Advance the clock by the compute preset's price of `work` (compute).
-  virtual void ChargeCompute(const ComputeWork& work) = 0;
+  virtual Status ChargeComputeWork(const ComputeWork& work) = 0;
   // Advance the clock by the memory preset's price of merging `work` (merge).
-  virtual void ChargeMerge(const MergeWork& work) = 0;
+  virtual Status ChargeMergeWork(const MergeWork& work) = 0;
   // The clock becomes max(clock, t); the difference counts as wait. A reader
   // calls it with the stamp of data it consumes, so that it never uses data
   // before the virtual time the data became visible.
-  virtual void AdvanceTo(VirtualTime t) = 0;
+  virtual Status AdvanceTo(VirtualTime t) = 0;
 
   // Stamp for a header: the virtual time at which a Put of `bytes` issued now
   // by this rank becomes visible at its target (clock + overhead + queueing
@@ -97,19 +114,23 @@ class SimulatedTime {
 
   // Deterministic emulation (ranks as threads over an in-process backend):
   // joins the virtual-time schedule; blocks until every rank has joined. From
-  // then on each call that advances the clock is a scheduling point: it
-  // returns only when this rank has the smallest (time, rank) of the runnable
-  // ranks. A no-op without a scheduler (e.g. under mpirun).
-  virtual void StartSchedule() = 0;
-  // A poll found nothing new: blocks until another rank passed a scheduling
-  // point (without a scheduler: yields the thread). Does not advance the clock.
-  virtual void IdleUntilProgress() = 0;
+  // then on each call that advances the clock (the charges above, AdvanceTo,
+  // and every transport operation) is a scheduling point: it returns only when
+  // this rank has the smallest (time, rank) of the runnable ranks. Without a
+  // scheduler (e.g. under mpirun) these calls only keep the clock.
+  virtual Status StartSchedule() = 0;
+  // A poll found nothing new: blocks until another rank made progress; the
+  // clock may jump to when that happened (counted as wait). Without a
+  // scheduler: yields the thread.
+  virtual Status IdleUntilProgress() = 0;
   // Leaves the schedule for a blocking collective (e.g. the ALLREDUCE mode's
   // allreduce) and rejoins after it. Every rank must bracket the same
-  // collectives. Rejoin returns once every rank that left has rejoined.
-  virtual void ExitScheduleForCollective() = 0;
-  virtual void RejoinSchedule() = 0;
-  // Leaves the schedule for good (before the final barrier).
+  // collectives; after Rejoin the caller sets the clock with AdvanceTo (e.g.
+  // to the maximum over ranks plus the collective's cost).
+  virtual Status ExitScheduleForCollective() = 0;
+  virtual Status RejoinSchedule() = 0;
+  // Leaves the schedule for good (before the final barrier). Idempotent; the
+  // transport's destructor calls it too.
   virtual void LeaveSchedule() = 0;
 };
 

@@ -1,0 +1,53 @@
+#include "backends/timing/timing_options.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace stalelearn::backends::timing {
+namespace {
+
+constexpr std::string_view kInnerPrefix = "inner.";
+constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, inner.<key>";
+
+}  // namespace
+
+Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string>& options) {
+  TimingOptions parsed;
+  for (const auto& [key, value] : options) {
+    if (key.starts_with(kInnerPrefix) && key.size() > kInnerPrefix.size()) {
+      parsed.inner_options[key.substr(kInnerPrefix.size())] = value;
+    } else if (key == "inner") {
+      if (value == "timing") return InvalidArgument("timing backend option inner: cannot wrap itself");
+      parsed.inner = value;
+    } else if (key == "memory") {
+      parsed.memory = value;
+    } else if (key == "link") {
+      parsed.link = value;
+    } else if (key == "compute") {
+      parsed.compute = value;
+    } else if (key == "preset_dir") {
+      parsed.preset_dir = value;
+    } else if (key == "schedule") {
+      if (value == "auto") parsed.schedule = ScheduleMode::kAuto;
+      else if (value == "virtual-time") parsed.schedule = ScheduleMode::kVirtualTime;
+      else if (value == "none") parsed.schedule = ScheduleMode::kNone;
+      else return InvalidArgument(fmt::format("timing backend option schedule: '{}' is not auto, virtual-time or none", value));
+    } else {
+      return InvalidArgument(fmt::format("timing backend: unknown option '{}' (known: {})", key, kKnownKeys));
+    }
+  }
+  return parsed;
+}
+
+void AddTimingConfig(const proto::TimingConfig& timing, std::map<std::string, std::string>& options) {
+  auto add = [&](const char* key, const std::string& value) {
+    if (!value.empty()) options.emplace(key, value);  // emplace keeps an explicit option
+  };
+  add("memory", timing.memory());
+  add("link", timing.link());
+  add("compute", timing.compute());
+  add("preset_dir", timing.preset_dir());
+}
+
+}  // namespace stalelearn::backends::timing

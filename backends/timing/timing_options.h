@@ -1,0 +1,41 @@
+// Options of the 'timing' backend (config.backend.options, plus config.timing
+// merged in by AddTimingConfig). Keys:
+//   inner       backend to wrap: "local" (default) or "ucx"; never "timing"
+//   memory      memory-side preset (default "hmc2")
+//   link        link preset (default "pcie4-x16")
+//   compute     compute preset (default "gpu-gtx580")
+//   preset_dir  directory of presets (default: the source tree's backends/timing/presets)
+//   schedule    "auto" (default: virtual-time when the ranks are threads of one
+//               process), "virtual-time" (required; error otherwise) or "none"
+//   inner.KEY   passed to the inner backend as KEY
+// An unknown key is an error naming it and the known ones.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "framework/core/status.h"
+#include "framework/proto/config.pb.h"
+
+namespace stalelearn::backends::timing {
+
+enum class ScheduleMode { kAuto, kVirtualTime, kNone };
+
+struct TimingOptions {
+  std::string inner = "local";
+  std::string memory = "hmc2";
+  std::string link = "pcie4-x16";
+  std::string compute = "gpu-gtx580";
+  std::filesystem::path preset_dir;  // empty: DefaultPresetDir()
+  ScheduleMode schedule = ScheduleMode::kAuto;
+  std::map<std::string, std::string> inner_options;
+};
+
+Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string>& options);
+
+// Copies the non-empty fields of config.timing (memory, link, compute,
+// preset_dir) into `options` where the key is not set already.
+void AddTimingConfig(const proto::TimingConfig& timing, std::map<std::string, std::string>& options);
+
+}  // namespace stalelearn::backends::timing

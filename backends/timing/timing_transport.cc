@@ -1,0 +1,303 @@
+#include "backends/timing/timing_transport.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "framework/core/log.h"
+
+namespace stalelearn::backends::timing {
+namespace {
+
+using transport::Rank;
+using transport::RequestPtr;
+
+constexpr std::uint64_t kAtomicBytes = 8;
+
+// An inner request whose completion moves the owner's clock to `done`, once.
+class TimedRequest final : public transport::Request {
+ public:
+  TimedRequest(RequestPtr inner, TimingTransport& owner, VirtualTime done)
+      : inner_(std::move(inner)), owner_(owner), done_(done) {}
+
+  bool Test() override {
+    if (!inner_->Test()) return false;
+    // A scheduler failure surfaces at the rank's next timed call.
+    (void)Complete();
+    return true;
+  }
+  Status Wait(transport::Timeout timeout) override {
+    STALELEARN_RETURN_IF_ERROR(inner_->Wait(timeout));
+    return Complete();
+  }
+
+ private:
+  Status Complete() {
+    if (completed_) return Status::Ok();
+    completed_ = true;
+    return owner_.CompleteAt(done_);
+  }
+
+  RequestPtr inner_;
+  TimingTransport& owner_;
+  const VirtualTime done_;
+  bool completed_ = false;
+};
+
+}  // namespace
+
+transport::MergeWork MergeWorkOf(const metrics::WorkCounters& work) {
+  const double ops = std::max(0.0, work.flops);
+  const double batch_bytes = std::max(0.0, work.bytes - 2.0 * double(kElementBytes) * ops);
+  return {.bytes = static_cast<std::uint64_t>(std::llround(batch_bytes)),
+          .ops = static_cast<std::uint64_t>(std::llround(ops))};
+}
+
+transport::ComputeWork ComputeWorkOf(const metrics::WorkCounters& work) {
+  return {.flops = work.flops, .bytes = work.bytes, .random_accesses = double(work.random_row_accesses)};
+}
+
+TimingTransport::TimingTransport(std::unique_ptr<transport::Transport> inner, HardwareModel model,
+                                 std::shared_ptr<VirtualTimeScheduler> scheduler)
+    : inner_(std::move(inner)),
+      model_(std::move(model)),
+      scheduler_(std::move(scheduler)),
+      acked_(static_cast<std::size_t>(inner_->world_size())) {}
+
+TimingTransport::~TimingTransport() { LeaveSchedule(); }
+
+Result<std::unique_ptr<transport::MemoryRegion>> TimingTransport::Register(std::size_t bytes,
+                                                                           transport::Access access) {
+  return inner_->Register(bytes, access);
+}
+
+Result<std::unique_ptr<transport::RemoteRegion>> TimingTransport::Import(Rank owner,
+                                                                         std::span<const std::byte> key) {
+  return inner_->Import(owner, key);
+}
+
+Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
+                                        std::uint64_t offset) {
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, dst, offset));
+  const VirtualTime left = IssueOneWay(bytes);
+  NoteAck(dst.owner(), left + 2 * model_.link.latency());
+  STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
+  return Timed(std::move(request), left);
+}
+
+Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                        std::uint64_t offset) {
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, src, offset));
+  const VirtualTime issued = Now();
+  AdvanceClockTo(issued + model_.link.overhead(), Category::kTransfer);
+  const VirtualTime done = issued + model_.link.RoundTrip(bytes);
+  NoteAck(src.owner(), done);
+  STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
+  return Timed(std::move(request), done);
+}
+
+Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                              std::uint64_t value) {
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->AtomicAdd(dst, offset, value));
+  const VirtualTime left = IssueOneWay(kAtomicBytes);
+  NoteAck(dst.owner(), left + 2 * model_.link.latency() + model_.memory.AtomicRmw());
+  STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
+  return Timed(std::move(request), left);
+}
+
+Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                             std::uint64_t value, std::uint64_t* old) {
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(dst, offset, value, old));
+  const VirtualTime issued = Now();
+  AdvanceClockTo(issued + model_.link.overhead(), Category::kTransfer);
+  const VirtualTime done = issued + model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw();
+  NoteAck(dst.owner(), done);
+  STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
+  return Timed(std::move(request), done);
+}
+
+Result<RequestPtr> TimingTransport::CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                                std::uint64_t expected, std::uint64_t desired,
+                                                std::uint64_t* old) {
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(dst, offset, expected, desired, old));
+  const VirtualTime issued = Now();
+  AdvanceClockTo(issued + model_.link.overhead(), Category::kTransfer);
+  const VirtualTime done = issued + model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw();
+  NoteAck(dst.owner(), done);
+  STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
+  return Timed(std::move(request), done);
+}
+
+Status TimingTransport::Flush(Rank peer, transport::Timeout timeout) {
+  STALELEARN_RETURN_IF_ERROR(inner_->Flush(peer, timeout));
+  VirtualTime acked;
+  {
+    std::lock_guard lock(clock_mutex_);
+    if (peer.value < 0 || peer.value >= static_cast<int>(acked_.size())) return Status::Ok();
+    acked = acked_[peer.value];
+  }
+  if (AdvanceClockTo(acked, Category::kTransfer)) return SchedulingPoint();
+  return Status::Ok();
+}
+
+Status TimingTransport::FlushAll(transport::Timeout timeout) {
+  STALELEARN_RETURN_IF_ERROR(inner_->FlushAll(timeout));
+  VirtualTime acked;
+  {
+    std::lock_guard lock(clock_mutex_);
+    acked = acked_.empty() ? now_ : *std::max_element(acked_.begin(), acked_.end());
+  }
+  if (AdvanceClockTo(acked, Category::kTransfer)) return SchedulingPoint();
+  return Status::Ok();
+}
+
+Status TimingTransport::CompleteAt(VirtualTime done) {
+  if (AdvanceClockTo(done, Category::kTransfer)) return SchedulingPoint();
+  return Status::Ok();
+}
+
+// ---- SimulatedTime ----
+
+VirtualTime TimingTransport::Now() const {
+  std::lock_guard lock(clock_mutex_);
+  return now_;
+}
+
+TimeBreakdown TimingTransport::breakdown() const {
+  std::lock_guard lock(clock_mutex_);
+  return breakdown_;
+}
+
+SimulatedPresets TimingTransport::presets() const {
+  return {model_.memory.name(), model_.link.name(), model_.compute.name()};
+}
+
+void TimingTransport::ChargeCompute(const metrics::WorkCounters& work) {
+  Remember(ChargeComputeWork(ComputeWorkOf(work)));
+}
+
+void TimingTransport::ChargeMerge(const metrics::WorkCounters& work) { Remember(ChargeMergeWork(MergeWorkOf(work))); }
+
+Status TimingTransport::ChargeComputeWork(const transport::ComputeWork& work) {
+  if (!(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0)) {
+    return InvalidArgument("ChargeCompute: work counters must be >= 0");
+  }
+  AdvanceClockTo(Now() + model_.compute.Compute(work), Category::kCompute);
+  return SchedulingPoint();
+}
+
+Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
+  AdvanceClockTo(Now() + model_.memory.Merge(work), Category::kMerge);
+  return SchedulingPoint();
+}
+
+Status TimingTransport::AdvanceTo(VirtualTime t) {
+  if (AdvanceClockTo(t, Category::kWait)) return SchedulingPoint();
+  return Status::Ok();
+}
+
+VirtualTime TimingTransport::PutVisibleAt(std::uint64_t bytes) const {
+  std::lock_guard lock(clock_mutex_);
+  const VirtualTime start = std::max(now_ + model_.link.overhead(), nic_free_);
+  return start + model_.link.Serialization(bytes) + model_.link.latency();
+}
+
+VirtualTime TimingTransport::GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const {
+  return published_at + model_.link.latency() + model_.link.Serialization(bytes);
+}
+
+Status TimingTransport::StartSchedule() {
+  if (scheduler_ == nullptr) return Status::Ok();
+  std::lock_guard lock(schedule_mutex_);
+  if (scheduled_) return FailedPrecondition("timing: StartSchedule called twice");
+  STALELEARN_RETURN_IF_ERROR(scheduler_->Join(rank().value, Now()));
+  scheduled_ = true;
+  return Status::Ok();
+}
+
+Status TimingTransport::IdleUntilProgress() {
+  std::unique_lock lock(schedule_mutex_);
+  if (!scheduled_) {
+    lock.unlock();
+    std::this_thread::yield();
+    return Status::Ok();
+  }
+  STALELEARN_ASSIGN_OR_RETURN(VirtualTime woke, scheduler_->IdleUntilProgress(rank().value));
+  AdvanceClockTo(woke, Category::kWait);
+  return Status::Ok();
+}
+
+Status TimingTransport::ExitScheduleForCollective() {
+  std::lock_guard lock(schedule_mutex_);
+  if (!scheduled_) return Status::Ok();
+  return scheduler_->ExitForCollective(rank().value);
+}
+
+Status TimingTransport::RejoinSchedule() {
+  std::lock_guard lock(schedule_mutex_);
+  if (!scheduled_) return Status::Ok();
+  return scheduler_->Rejoin(rank().value, Now());
+}
+
+void TimingTransport::LeaveSchedule() {
+  std::lock_guard lock(schedule_mutex_);
+  if (!scheduled_) return;
+  scheduler_->Leave(rank().value);
+  scheduled_ = false;
+}
+
+// ---- private ----
+
+bool TimingTransport::AdvanceClockTo(VirtualTime t, Category category) {
+  std::lock_guard lock(clock_mutex_);
+  if (t <= now_) return false;
+  const VirtualDuration gap = t - now_;
+  switch (category) {
+    case Category::kCompute: breakdown_.compute += gap; break;
+    case Category::kTransfer: breakdown_.transfer += gap; break;
+    case Category::kMerge: breakdown_.merge += gap; break;
+    case Category::kWait: breakdown_.wait += gap; break;
+  }
+  now_ = t;
+  return true;
+}
+
+VirtualTime TimingTransport::IssueOneWay(std::uint64_t bytes) {
+  std::lock_guard lock(clock_mutex_);
+  const VirtualDuration overhead = model_.link.overhead();
+  now_ += overhead;
+  breakdown_.transfer += overhead;
+  const VirtualTime start = std::max(now_, nic_free_);
+  nic_free_ = start + model_.link.Serialization(bytes);
+  return nic_free_;
+}
+
+void TimingTransport::NoteAck(Rank peer, VirtualTime acked) {
+  std::lock_guard lock(clock_mutex_);
+  if (peer.value < 0 || peer.value >= static_cast<int>(acked_.size())) return;
+  acked_[peer.value] = std::max(acked_[peer.value], acked);
+}
+
+RequestPtr TimingTransport::Timed(RequestPtr inner, VirtualTime done) {
+  return std::make_unique<TimedRequest>(std::move(inner), *this, done);
+}
+
+Status TimingTransport::SchedulingPoint() {
+  std::lock_guard lock(schedule_mutex_);
+  if (!failure_.ok()) return failure_;
+  if (!scheduled_) return Status::Ok();
+  Status status = scheduler_->Yield(rank().value, Now());
+  if (!status.ok()) failure_ = status;
+  return status;
+}
+
+void TimingTransport::Remember(const Status& status) {
+  if (status.ok()) return;
+  std::lock_guard lock(schedule_mutex_);
+  if (failure_.ok()) {
+    log::Error("timing: {}", status.ToString());
+    failure_ = status;
+  }
+}
+
+}  // namespace stalelearn::backends::timing

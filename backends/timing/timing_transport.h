@@ -1,0 +1,151 @@
+// The 'timing' backend: a Transport decorator that keeps this rank's virtual
+// clock and charges every operation by the link and memory presets, over any
+// inner backend (local, ucx). Data moves through the inner backend unchanged;
+// only time is simulated.
+//
+// Charging (L = link latency, O = per-operation overhead, S(B) = B/bandwidth,
+// A = memory atomic RMW; one injection queue per rank: a transfer starts when
+// the previous one has left, "nic"):
+//   Put(B)        clock += O; start = max(clock, nic); nic = start + S(B)
+//                 completes locally at nic; visible at target at nic + L;
+//                 the origin learns it (Flush) at nic + 2L
+//   Get(B)        completes at clock + O + 2L + S(B)           (RoundTrip)
+//   AtomicAdd     like Put(8), plus A at the target
+//   FetchAdd/CAS  completes at clock + O + 2L + S(8) + A
+//   Request::Wait / Test() == true: clock = max(clock, completion)  (transfer)
+//   Flush(peer)   clock = max(clock, when the origin learns every earlier
+//                 operation to peer completed)                       (transfer)
+//   Fence, Progress, Register, Import: free.
+// Visibility in virtual time is enforced by stamps (virtual_time.h): the
+// writer puts PutVisibleAt(bytes) in the batch header, the reader calls
+// AdvanceTo(stamp) before using the batch, so its clock never runs behind the
+// data it consumes. Under the virtual-time scheduler each clock advance is
+// also a scheduling point, so real-time order follows virtual-time order.
+//
+// Thread-safety: as the Transport contract (any thread of the rank); the
+// clock is guarded by a mutex. Scheduling points of one rank are serialised;
+// determinism needs the rank's timed calls to come from one thread.
+// Lifetimes: owns the inner transport; Requests must be completed or dropped
+// before the TimingTransport is destroyed. The destructor leaves the schedule.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/timing/cost_model.h"
+#include "backends/timing/virtual_time_scheduler.h"
+#include "framework/metrics/work_counters.h"
+#include "framework/runtime/compute_cost_sink.h"
+#include "framework/transport/transport.h"
+#include "framework/transport/virtual_time.h"
+
+namespace stalelearn::backends::timing {
+
+using transport::SimulatedPresets;
+using transport::TimeBreakdown;
+using transport::VirtualDuration;
+using transport::VirtualTime;
+
+// The merge work of the runtime's counters: `flops` element updates and
+// `bytes` = batch bytes read + master bytes read and written (ShardMerger
+// counts 3 x 4 bytes per element), so the batch is bytes - 2 * 4 * flops.
+transport::MergeWork MergeWorkOf(const metrics::WorkCounters& work);
+transport::ComputeWork ComputeWorkOf(const metrics::WorkCounters& work);
+
+class TimingTransport final : public transport::Transport,
+                              public transport::SimulatedTime,
+                              public runtime::ComputeCostSink {
+ public:
+  // `scheduler` may be null (no deterministic emulation, e.g. under mpirun).
+  TimingTransport(std::unique_ptr<transport::Transport> inner, HardwareModel model,
+                  std::shared_ptr<VirtualTimeScheduler> scheduler);
+  ~TimingTransport() override;
+  TimingTransport(const TimingTransport&) = delete;
+  TimingTransport& operator=(const TimingTransport&) = delete;
+
+  const HardwareModel& model() const { return model_; }
+  transport::Transport& inner() { return *inner_; }
+
+  // ---- Transport ----
+  transport::Rank rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  transport::Capabilities capabilities() const override { return inner_->capabilities(); }
+  const char* name() const override { return "timing"; }
+  Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override;
+  Result<std::unique_ptr<transport::RemoteRegion>> Import(transport::Rank owner,
+                                                          std::span<const std::byte> key) override;
+  Result<transport::RequestPtr> Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
+                                    std::uint64_t offset) override;
+  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                    std::uint64_t offset) override;
+  Result<transport::RequestPtr> AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                          std::uint64_t value) override;
+  Result<transport::RequestPtr> FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                         std::uint64_t value, std::uint64_t* old) override;
+  Result<transport::RequestPtr> CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                            std::uint64_t expected, std::uint64_t desired,
+                                            std::uint64_t* old) override;
+  Status Fence(transport::Rank peer) override { return inner_->Fence(peer); }
+  Status Flush(transport::Rank peer, transport::Timeout timeout) override;
+  Status FlushAll(transport::Timeout timeout) override;
+  void Progress() override { inner_->Progress(); }
+
+  // ---- SimulatedTime ----
+  VirtualTime Now() const override;
+  TimeBreakdown breakdown() const override;
+  SimulatedPresets presets() const override;
+  bool deterministic() const override { return scheduler_ != nullptr; }
+  Status ChargeComputeWork(const transport::ComputeWork& work) override;
+  Status ChargeMergeWork(const transport::MergeWork& work) override;
+  Status AdvanceTo(VirtualTime t) override;
+  VirtualTime PutVisibleAt(std::uint64_t bytes) const override;
+  VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const override;
+  Status StartSchedule() override;
+  Status IdleUntilProgress() override;
+  Status ExitScheduleForCollective() override;
+  Status RejoinSchedule() override;
+  void LeaveSchedule() override;
+
+  // ---- runtime::ComputeCostSink (no Status: a scheduler error is logged
+  // and returned by this rank's next timed call) ----
+  void ChargeCompute(const metrics::WorkCounters& work) override;
+  void ChargeMerge(const metrics::WorkCounters& work) override;
+
+  // A Request of this transport finished at virtual time `done` (transfer).
+  Status CompleteAt(VirtualTime done);
+
+ private:
+  enum class Category { kCompute, kTransfer, kMerge, kWait };
+
+  // Moves the clock to max(clock, t), booking the gap to `category`. Returns
+  // whether the clock moved. Takes clock_mutex_.
+  bool AdvanceClockTo(VirtualTime t, Category category);
+  // Books a one-way transfer of `bytes` issued now (overhead, then the
+  // injection queue); returns when it has left this rank. Takes clock_mutex_.
+  VirtualTime IssueOneWay(std::uint64_t bytes);
+  // The origin learns at `acked` that an operation to `peer` completed.
+  void NoteAck(transport::Rank peer, VirtualTime acked);
+  // Wraps an inner request so that completing it advances the clock to `done`.
+  transport::RequestPtr Timed(transport::RequestPtr inner, VirtualTime done);
+  // Gives the turn back if scheduled; returns (and keeps) a scheduler failure.
+  Status SchedulingPoint();
+  // Keeps the first failure of a call that cannot return it.
+  void Remember(const Status& status);
+
+  std::unique_ptr<transport::Transport> inner_;
+  const HardwareModel model_;
+  const std::shared_ptr<VirtualTimeScheduler> scheduler_;
+
+  std::mutex schedule_mutex_;  // serialises this rank's scheduling points
+  bool scheduled_ = false;     // joined and not left; guarded by schedule_mutex_
+  Status failure_;             // first scheduler failure; guarded by schedule_mutex_
+
+  mutable std::mutex clock_mutex_;  // guards the members below; never held while yielding
+  VirtualTime now_{};
+  VirtualTime nic_free_{};
+  TimeBreakdown breakdown_;
+  std::vector<VirtualTime> acked_;  // per peer
+};
+
+}  // namespace stalelearn::backends::timing

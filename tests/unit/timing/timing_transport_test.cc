@@ -1,0 +1,181 @@
+// TimingTransport over the local backend: each operation advances the
+// virtual clock by exactly the documented price, the runtime's cost sink
+// charges compute and merges, options are checked, and stamps enforce
+// visibility in virtual time.
+#include "backends/timing/timing_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/local/register.h"
+#include "backends/timing/register.h"
+#include "backends/timing/timing_options.h"
+#include "framework/core/error.h"
+#include "framework/transport/inprocess_bootstrap.h"
+
+namespace stalelearn::backends::timing {
+namespace {
+
+using namespace std::chrono_literals;
+using transport::Access;
+using transport::Bootstrap;
+using transport::Bytes;
+using transport::Rank;
+using transport::VirtualTimeFromPs;
+
+using Options = std::map<std::string, std::string>;
+
+transport::BackendRegistry Registry() {
+  transport::BackendRegistry registry;
+  ThrowIfError(local::RegisterBackend(registry));
+  ThrowIfError(RegisterBackend(registry));
+  return registry;
+}
+
+std::unique_ptr<TimingTransport> MakeTiming(const transport::BackendRegistry& registry, Bootstrap& bootstrap,
+                                            const Options& options) {
+  auto created = ValueOrThrow(registry.Create("timing", {bootstrap, options, registry}));
+  return std::unique_ptr<TimingTransport>(static_cast<TimingTransport*>(created.release()));
+}
+
+const Options kIbUpmem = {{"link", "infiniband-hdr"}, {"memory", "upmem"}, {"compute", "gpu-a100"}};
+
+// Two ranks: rank 1 operates on a region of rank 0; `check` runs on rank 1.
+void WithPeerRegion(const Options& options,
+                    const std::function<void(TimingTransport&, transport::RemoteRegion&, std::byte*)>& check) {
+  const auto registry = Registry();
+  transport::RunRanks(2, [&](Bootstrap& bootstrap) {
+    auto timing = MakeTiming(registry, bootstrap, options);
+    auto region = ValueOrThrow(timing->Register(1 << 20, Access::kAll));
+    std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+    if (bootstrap.rank().value == 1) {
+      auto remote = ValueOrThrow(timing->Import(Rank{0}, keys[0]));
+      check(*timing, *remote, region->data());
+    }
+    ThrowIfError(bootstrap.Barrier());
+  });
+}
+
+TEST(TimingTransport, PutCostsOverheadThenBytesOverBandwidthThenLatency) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion& remote, std::byte*) {
+    const LinkModel& link = t.model().link;
+    constexpr std::uint64_t kBytes = 65'536;
+    std::vector<std::byte> payload(kBytes, std::byte{7});
+    const VirtualTime visible = t.PutVisibleAt(kBytes);
+    EXPECT_EQ(visible.time_since_epoch(), link.Transfer(kBytes));  // O + L + S(B) from an idle start
+
+    auto put = ValueOrThrow(t.Put(payload.data(), kBytes, remote, 0));
+    EXPECT_EQ(t.Now().time_since_epoch(), link.overhead());          // issuing costs the overhead
+    ThrowIfError(put->Wait(1s));
+    EXPECT_EQ(t.Now().time_since_epoch(), link.overhead() + link.Serialization(kBytes));  // left the rank
+    ThrowIfError(t.Flush(Rank{0}, 1s));
+    // The origin learns completion one more latency after the target saw it.
+    EXPECT_EQ(t.Now(), visible + link.latency());
+    EXPECT_EQ(t.breakdown().transfer, t.Now().time_since_epoch());
+    EXPECT_EQ(t.breakdown().total(), t.Now().time_since_epoch());
+  });
+}
+
+TEST(TimingTransport, BackToBackPutsQueueBehindEachOther) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion& remote, std::byte*) {
+    const LinkModel& link = t.model().link;
+    std::vector<std::byte> payload(1 << 20);
+    auto first = ValueOrThrow(t.Put(payload.data(), payload.size(), remote, 0));
+    // The second transfer starts when the first has left (S(1 MiB) >> overhead).
+    const VirtualTime expected = VirtualTimeFromPs(0) + link.overhead() + 2 * link.Serialization(payload.size()) +
+                                 link.latency();
+    EXPECT_EQ(t.PutVisibleAt(payload.size()), expected);
+    auto second = ValueOrThrow(t.Put(payload.data(), payload.size(), remote, 0));
+    ThrowIfError(t.FlushAll(1s));
+    EXPECT_EQ(t.Now(), expected + link.latency());
+  });
+}
+
+TEST(TimingTransport, GetAndFetchingAtomicsCostARoundTrip) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion& remote, std::byte* mine) {
+    (void)mine;
+    const HardwareModel& m = t.model();
+    std::vector<std::byte> into(4096);
+    ThrowIfError(transport::GetBlocking(t, into.data(), into.size(), remote, 0, 1s));
+    EXPECT_EQ(t.Now().time_since_epoch(), m.link.RoundTrip(4096));
+    const VirtualTime before = t.Now();
+    EXPECT_EQ(ValueOrThrow(transport::FetchAddBlocking(t, remote, 8, 5, 1s)), 0u);
+    EXPECT_EQ(ValueOrThrow(transport::FetchAddBlocking(t, remote, 8, 1, 1s)), 5u);  // data still moves
+    EXPECT_EQ(t.Now() - before, 2 * (m.link.RoundTrip(8) + m.memory.AtomicRmw()));
+  });
+}
+
+TEST(TimingTransport, CostSinkChargesComputeAndMergeByThePresets) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion&, std::byte*) {
+    runtime::ComputeCostSink* sink = runtime::FindComputeCostSink(t);
+    ASSERT_NE(sink, nullptr);
+    const metrics::WorkCounters kernel{.flops = 1e6, .bytes = 4e5, .random_row_accesses = 2000};
+    sink->ChargeCompute(kernel);
+    EXPECT_EQ(t.breakdown().compute, t.model().compute.Compute({.flops = 1e6, .bytes = 4e5, .random_accesses = 2000}));
+    // ShardMerger's counters for 100 rows of width 20: 2000 adds, 3 x 4 bytes each.
+    const metrics::WorkCounters merged{.flops = 2000, .bytes = 3 * 2000 * 4};
+    EXPECT_EQ(MergeWorkOf(merged).bytes, 2000u * 4);
+    EXPECT_EQ(MergeWorkOf(merged).ops, 2000u);
+    sink->ChargeMerge(merged);
+    EXPECT_EQ(t.breakdown().merge, t.model().memory.Merge({.bytes = 8000, .ops = 2000}));
+    EXPECT_EQ(t.Now().time_since_epoch(), t.breakdown().compute + t.breakdown().merge);
+  });
+}
+
+TEST(TimingTransport, AdvanceToCountsAsWaitAndNeverGoesBack) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion&, std::byte*) {
+    ThrowIfError(t.AdvanceTo(VirtualTimeFromPs(5000)));
+    ThrowIfError(t.AdvanceTo(VirtualTimeFromPs(10)));
+    EXPECT_EQ(t.Now(), VirtualTimeFromPs(5000));
+    EXPECT_EQ(t.breakdown().wait, VirtualDuration(5000));
+    EXPECT_EQ(t.GetVisibleAt(VirtualTimeFromPs(5000), 1000),
+              VirtualTimeFromPs(5000) + t.model().link.latency() + t.model().link.Serialization(1000));
+  });
+}
+
+TEST(TimingTransport, IsFoundAsSimulatedTimeAndReportsItsPresets) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion&, std::byte*) {
+    transport::SimulatedTime* sim = transport::FindSimulatedTime(t);
+    ASSERT_NE(sim, nullptr);
+    EXPECT_TRUE(sim->deterministic());  // ranks are threads over 'local'
+    EXPECT_EQ(sim->presets().memory, "upmem");
+    EXPECT_EQ(sim->presets().link, "infiniband-hdr");
+    EXPECT_EQ(sim->presets().compute, "gpu-a100");
+    EXPECT_STREQ(t.name(), "timing");
+    EXPECT_TRUE(t.capabilities().in_process);
+  });
+}
+
+TEST(TimingTransport, BadOptionsAreOneLineErrors) {
+  const auto registry = Registry();
+  auto error_of = [&](const Options& options) {
+    std::string message;
+    transport::RunRanks(1, [&](Bootstrap& bootstrap) {
+      auto created = registry.Create("timing", {bootstrap, options, registry});
+      EXPECT_FALSE(created.ok());
+      if (!created.ok()) message = created.status().message();
+    });
+    return message;
+  };
+  EXPECT_NE(error_of({{"lnk", "pcie4-x16"}}).find("unknown option 'lnk'"), std::string::npos);
+  EXPECT_NE(error_of({{"inner", "timing"}}).find("cannot wrap itself"), std::string::npos);
+  EXPECT_NE(error_of({{"link", "token-ring"}}).find("infiniband-hdr"), std::string::npos);
+  EXPECT_NE(error_of({{"inner", "nosuch"}}).find("unknown backend 'nosuch'"), std::string::npos);
+  EXPECT_NE(error_of({{"schedule", "sometimes"}}).find("schedule"), std::string::npos);
+}
+
+TEST(TimingOptions, ConfigFillsOnlyUnsetKeys) {
+  proto::TimingConfig config;
+  config.set_memory("upmem");
+  config.set_link("cxl2");
+  Options options = {{"link", "100gbe"}};
+  AddTimingConfig(config, options);
+  const TimingOptions parsed = ValueOrThrow(ParseTimingOptions(options));
+  EXPECT_EQ(parsed.memory, "upmem");
+  EXPECT_EQ(parsed.link, "100gbe");
+  EXPECT_EQ(parsed.compute, "gpu-gtx580");
+}
+
+}  // namespace
+}  // namespace stalelearn::backends::timing
