@@ -34,8 +34,9 @@ Result<std::size_t> ParseHeader(std::string_view line, std::string_view source) 
   bool ok = count >= kRequiredColumns && count <= kColumns.size();
   for (std::size_t i = 0; ok && i < count; ++i) ok = fields[i] == kColumns[i];
   if (!ok) {
-    return LineError(source, 1,
-                     fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}'", line));
+    constexpr std::size_t kShown = 60;
+    return LineError(source, 1, fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}{}'",
+                                            line.substr(0, kShown), line.size() > kShown ? "..." : ""));
   }
   return count;
 }

@@ -128,6 +128,26 @@ TEST(RUnserializeTest, EveryTruncationIsAnErrorNotACrash) {
   }
 }
 
+TEST(RUnserializeTest, FlippedBytesGiveAnObjectOrAnErrorNeverACrash) {
+  const std::vector<std::uint8_t> bytes = testing::SerializeFixtureFrame(3);
+  const UnserializeLimits small{.max_depth = 64, .max_expanded_elements = 1000};
+  int errors = 0;
+  for (std::size_t i = 2; i < bytes.size(); ++i) {
+    for (std::uint8_t mask : {0x01, 0x80, 0xff}) {
+      std::vector<std::uint8_t> corrupt = bytes;
+      corrupt[i] ^= mask;
+      Result<RObjectPtr> object = Unserialize(corrupt, small);
+      if (!object.ok()) {
+        ++errors;
+        EXPECT_TRUE(object.status().code() == StatusCode::kDataLoss ||
+                    object.status().code() == StatusCode::kUnimplemented)
+            << object.status().ToString();
+      }
+    }
+  }
+  EXPECT_GT(errors, 0);
+}
+
 TEST(RUnserializeTest, DanglingReferenceIsRejected) {
   XdrWriter w(2);
   w.Int(255 | (7 << 8));  // REFSXP to reference 7: none exist
