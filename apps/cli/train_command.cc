@@ -1,8 +1,139 @@
-// `stalelearn train`: placeholder until training lands.
+// `stalelearn train --config FILE [--set k=v]... [--report FILE] [--ranks C:M]`
+//
+// Under mpirun (or srun) every process is one rank: MPI bootstrap, default
+// backend "ucx". With --ranks C:M the same code runs C compute and M memory
+// ranks as threads of this process on the in-process bootstrap, default
+// backend "local" (single-node emulation without mpirun).
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "apps/cli/commands.h"
+#include "apps/mf/register.h"
+#include "backends/builtin.h"
+#include "framework/core/config_loader.h"
+#include "framework/core/error.h"
+#include "framework/data/catalog.h"
+#include "framework/metrics/report_writer.h"
+#include "framework/runtime/app_registry.h"
+#include "framework/runtime/train.h"
+#include "framework/transport/inprocess_bootstrap.h"
+#include "framework/transport/mpi_bootstrap.h"
 
 namespace stalelearn::cli {
+namespace {
 
-void AddTrainCommand(CLI::App& app) { app.add_subcommand("train", "(not built yet)"); }
+struct TrainOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string report_path;
+  std::string ranks;  // "C:M"
+  bool quiet = false;
+};
+
+struct RankCounts {
+  int compute = 0;
+  int memory = 0;
+};
+
+Result<RankCounts> ParseRanks(const std::string& text) {
+  const auto colon = text.find(':');
+  RankCounts counts;
+  const auto parse = [](std::string_view s, int& out) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && end == s.data() + s.size();
+  };
+  if (colon == std::string::npos || !parse(std::string_view(text).substr(0, colon), counts.compute) ||
+      !parse(std::string_view(text).substr(colon + 1), counts.memory) || counts.compute < 1 || counts.memory < 0) {
+    return InvalidArgument(fmt::format("--ranks must be C:M with C >= 1 compute and M >= 0 memory ranks, got '{}'",
+                                       text));
+  }
+  return counts;
+}
+
+std::optional<std::string_view> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string_view(value);
+}
+
+void PrintSummary(const proto::Report& report, const std::string& report_path) {
+  std::fprintf(stderr, "[stalelearn] done: %s %s %.4f after %d epochs in %.2f s (mode %s, backend %s)\n",
+               report.app().c_str(), report.final().metric().c_str(), report.final().value(), report.epochs(),
+               report.wall_seconds(), report.mode().c_str(), report.backend().c_str());
+  if (!report_path.empty()) std::fprintf(stderr, "[stalelearn] report: %s\n", report_path.c_str());
+}
+
+// Runs one rank; rank 0 writes the report.
+void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& bootstrap,
+                  const std::string& report_path) {
+  runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, bootstrap));
+  if (bootstrap.rank().value != 0) return;
+  if (!report_path.empty()) ThrowIfError(metrics::WriteReportFile(run.report, report_path));
+  if (!inputs.config.output().quiet()) PrintSummary(run.report, report_path);
+}
+
+void RunTrain(const TrainOptions& options) {
+  std::optional<RankCounts> emulated;
+  std::vector<std::string> overrides = options.overrides;
+  if (!options.ranks.empty()) {
+    emulated = ValueOrThrow(ParseRanks(options.ranks));
+    overrides.push_back(fmt::format("cluster.memory_ranks={}", std::max(emulated->memory, 1)));
+  }
+  proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides));
+  if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
+  if (options.quiet) config.mutable_output()->set_quiet(true);
+  const std::string report_path = options.report_path.empty() ? config.output().report() : options.report_path;
+  if (emulated && emulated->memory == 0 && config.consistency().mode() != proto::ALLREDUCE) {
+    throw Error(InvalidArgument("--ranks C:0 needs consistency.mode=ALLREDUCE (other modes need memory ranks)"));
+  }
+
+  runtime::AppRegistry apps;
+  ThrowIfError(apps::mf::RegisterApp(apps));
+  const runtime::AppContext app_context{config, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME"))};
+  const std::unique_ptr<runtime::App> app = ValueOrThrow(apps.Create(config.app().name(), app_context));
+  const runtime::TrainInputs inputs{config, *app, backends::BuiltinRegistry(), {}, {}};
+
+  if (emulated) {
+    transport::RunRanks(emulated->compute + emulated->memory,
+                        [&](transport::Bootstrap& bootstrap) { TrainOneRank(inputs, bootstrap, report_path); });
+    return;
+  }
+  if (!transport::LaunchedByMpiLauncher()) {
+    throw Error(InvalidArgument("not started by mpirun/srun: run under mpirun, or pass --ranks C:M for "
+                                "single-process emulation"));
+  }
+  std::unique_ptr<transport::MpiSession> session = ValueOrThrow(transport::MpiSession::Start(nullptr, nullptr));
+  try {
+    std::unique_ptr<transport::Bootstrap> bootstrap = ValueOrThrow(transport::MakeMpiBootstrap());
+    TrainOneRank(inputs, *bootstrap, report_path);
+  } catch (const Error& e) {
+    // One failing rank must not leave the others waiting in a collective.
+    std::fprintf(stderr, "stalelearn: error on rank %d: %s\n", session->rank(), e.status().message().c_str());
+    transport::MpiSession::Abort(e.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
+  }
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& app) {
+  auto options = std::make_shared<TrainOptions>();
+  CLI::App* train = app.add_subcommand(
+      "train", "Train an app: under mpirun (one rank per process) or with --ranks C:M (ranks as threads)");
+  train->add_option("--config", options->config_path, "Run configuration (protobuf text format)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  train->add_option("--set", options->overrides, "Override a config field: field.path=value (repeatable)");
+  train->add_option("--report", options->report_path, "Write the JSON report here (default: output.report)");
+  train->add_option("--ranks", options->ranks,
+                    "Single-process emulation: C compute and M memory ranks as threads (default backend local)");
+  train->add_flag("--quiet", options->quiet, "No progress on stderr");
+  train->callback([options] { RunTrain(*options); });
+}
 
 }  // namespace stalelearn::cli

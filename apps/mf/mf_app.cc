@@ -1,0 +1,109 @@
+#include "apps/mf/mf_app.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace stalelearn::apps::mf {
+namespace {
+
+constexpr float kMinRating = 0.5f;
+constexpr float kMaxRating = 5.0f;
+
+// A uniform number in [-1, 1) from (seed, table, row, column): initial values
+// must be a pure function of the row (every rank computes them alone).
+float UnitNoise(std::uint64_t seed, std::uint32_t table, std::int64_t row, int column) {
+  std::uint64_t z = seed ^ (std::uint64_t{table} << 56) ^ (static_cast<std::uint64_t>(row) << 16) ^
+                    static_cast<std::uint64_t>(column);
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+}  // namespace
+
+MfApp::MfApp(std::string dataset, std::size_t users, std::size_t items, std::vector<data::Rating> train,
+             std::vector<data::Rating> test, MfParams params)
+    : dataset_(std::move(dataset)),
+      users_(users),
+      items_(items),
+      train_(std::move(train)),
+      test_(std::move(test)),
+      params_(params) {
+  double sum = 0;
+  for (const data::Rating& r : train_) sum += r.value;
+  mean_ = train_.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(train_.size()));
+}
+
+std::vector<runtime::TableSpec> MfApp::Tables() const {
+  return {{"user", runtime::ElementType::kFloat32, static_cast<std::int64_t>(users_), params_.rank + 1},
+          {"item", runtime::ElementType::kFloat32, static_cast<std::int64_t>(items_), params_.rank + 1}};
+}
+
+void MfApp::InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const {
+  // Uniform(-a, a) with a = sqrt(3) * scale has standard deviation `scale`.
+  const float a = std::sqrt(3.0f) * params_.init_scale;
+  for (int f = 0; f < params_.rank; ++f) values[f] = a * UnitNoise(params_.seed, table.value, row.value, f);
+  values[params_.rank] = 0.0f;  // bias
+}
+
+void MfApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const {
+  const data::Rating& r = train_[static_cast<std::size_t>(sample)];
+  rows.push_back({kUsers, runtime::RowId{static_cast<std::int64_t>(r.user)}});
+  rows.push_back({kItems, runtime::RowId{static_cast<std::int64_t>(r.item)}});
+}
+
+void MfApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::WorkCounters& work) const {
+  const data::Rating& r = train_[static_cast<std::size_t>(sample)];
+  const std::span<float> p = model.FloatRow(kUsers, runtime::RowId{static_cast<std::int64_t>(r.user)});
+  const std::span<float> q = model.FloatRow(kItems, runtime::RowId{static_cast<std::int64_t>(r.item)});
+  const int k = params_.rank;
+  float prediction = mean_ + p[k] + q[k];
+  for (int f = 0; f < k; ++f) prediction += p[f] * q[f];
+  const float error = r.value - prediction;
+  const float lr = params_.learning_rate;
+  const float lambda = params_.regularization;
+  p[k] += lr * (error - lambda * p[k]);
+  q[k] += lr * (error - lambda * q[k]);
+  for (int f = 0; f < k; ++f) {
+    const float pf = p[f];
+    p[f] += lr * (error * q[f] - lambda * pf);
+    q[f] += lr * (error * pf - lambda * q[f]);
+  }
+  work.flops += 8.0 * k + 12;
+  work.bytes += 4.0 * (k + 1) * 4;  // two rows read and written
+  work.random_row_accesses += 2;
+}
+
+runtime::Evaluation MfApp::Evaluate(const runtime::TableSet& model) const {
+  const int k = params_.rank;
+  double squared = 0;
+  for (const data::Rating& r : test_) {
+    const std::span<const float> p = model[kUsers.value].FloatRow(static_cast<std::int64_t>(r.user));
+    const std::span<const float> q = model[kItems.value].FloatRow(static_cast<std::int64_t>(r.item));
+    float prediction = mean_ + p[k] + q[k];
+    for (int f = 0; f < k; ++f) prediction += p[f] * q[f];
+    prediction = std::clamp(prediction, kMinRating, kMaxRating);
+    const double e = static_cast<double>(r.value) - prediction;
+    squared += e * e;
+  }
+  const double rmse = test_.empty() ? 0.0 : std::sqrt(squared / static_cast<double>(test_.size()));
+  return {"test_rmse", rmse};
+}
+
+Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std::filesystem::path& ratings_file) {
+  STALELEARN_ASSIGN_OR_RETURN(data::RatingsTable table, data::ReadRatingsTsv(ratings_file));
+  STALELEARN_ASSIGN_OR_RETURN(data::RatingsSplit split,
+                              data::SplitRatings(table, config.data().test_fraction(), config.data().split_seed()));
+  if (split.train.empty()) return InvalidArgument(fmt::format("{}: no training ratings", ratings_file.string()));
+  const proto::MfConfig& mf = config.app().mf();
+  const MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed()};
+  const std::string dataset = config.data().name().empty() ? "movielens" : config.data().name();
+  return std::make_unique<MfApp>(dataset, table.num_users(), table.num_items(), std::move(split.train),
+                                 std::move(split.test), params);
+}
+
+}  // namespace stalelearn::apps::mf

@@ -1,0 +1,61 @@
+// Biased matrix factorization trained by SGD (the StaleLearn paper's MF):
+//   r(u, i) ~ mu + b_u + b_i + <p_u, q_i>
+// Tables: "user" and "item", one row per user / item of width k + 1 (k
+// factors, then the bias). Samples are the training ratings; the evaluation
+// is test RMSE (predictions clipped to the rating range).
+//
+// Immutable after construction; Update/Evaluate are const and thread-safe
+// (the app API's rules, framework/runtime/app.h).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/data/ratings.h"
+#include "framework/proto/config.pb.h"
+#include "framework/runtime/app.h"
+
+namespace stalelearn::apps::mf {
+
+struct MfParams {
+  int rank = 20;
+  float learning_rate = 0.01f;
+  float regularization = 0.05f;
+  float init_scale = 0.1f;
+  std::uint64_t seed = 1;
+};
+
+class MfApp final : public runtime::App {
+ public:
+  MfApp(std::string dataset, std::size_t users, std::size_t items, std::vector<data::Rating> train,
+        std::vector<data::Rating> test, MfParams params);
+
+  std::string name() const override { return "mf"; }
+  std::string dataset() const override { return dataset_; }
+  std::vector<runtime::TableSpec> Tables() const override;
+  void InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const override;
+  std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
+  void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
+  void Update(std::int64_t sample, runtime::ModelView& model, runtime::WorkCounters& work) const override;
+  runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
+
+  float global_mean() const { return mean_; }
+
+ private:
+  static constexpr runtime::TableId kUsers{0};
+  static constexpr runtime::TableId kItems{1};
+
+  std::string dataset_;
+  std::size_t users_;
+  std::size_t items_;
+  std::vector<data::Rating> train_;
+  std::vector<data::Rating> test_;
+  MfParams params_;
+  float mean_ = 0;  // of the training ratings
+};
+
+// Reads the ratings file, splits it (data.test_fraction, data.split_seed)
+// and builds the app from config.app.mf.
+Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std::filesystem::path& ratings_file);
+
+}  // namespace stalelearn::apps::mf
