@@ -156,7 +156,7 @@ void XdrWriter::Factor(const std::vector<std::int32_t>& codes, const std::vector
 
 std::vector<std::uint8_t> SerializeFixtureFrame(int version) {
   XdrWriter w(version);
-  const std::vector<std::string> names = {"userId", "movieId", "rating", "genre", "title", "n"};
+  const std::vector<std::string> names = {"userId", "movieId", "rating", "genre", "title", "timestamp"};
   RValue row_names = version == 3 ? RValue([](XdrWriter& x) { x.CompactIntSeq(5, 1); })
                                   : RValue([](XdrWriter& x) { x.Integers({kNa, -5}); });
   w.List(
@@ -175,7 +175,7 @@ std::vector<std::uint8_t> SerializeFixtureFrame(int version) {
 }
 
 std::string FixtureFrameTsv() {
-  return "userId\tmovieId\trating\tgenre\ttitle\tn\n"
+  return "userId\tmovieId\trating\tgenre\ttitle\ttimestamp\n"
          "1\t10\t2.5\tDrama|War\tHeat\t0\n"
          "1\t20\t3\tComedy\tUp\t-3\n"
          "2\t10\t0.5\tNA\tNA\tNA\n"

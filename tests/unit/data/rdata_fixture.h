@@ -55,10 +55,11 @@ class XdrWriter {
 };
 
 // The test data.frame: columns userId, movieId (int), rating (double), genre
-// (factor with an NA), title (character with an NA), n (int); row.names as
+// (factor with an NA), title (character with an NA), timestamp (int, with an
+// NA); row.names as
 // compact_intseq ALTREP (version 3) or the compact c(NA, -n) form (version 2).
 std::vector<std::uint8_t> SerializeFixtureFrame(int version);
-// Its TSV export with columns userId, movieId, rating, genre, title.
+// Its TSV export, all columns.
 std::string FixtureFrameTsv();
 
 std::vector<std::uint8_t> Zlib(const std::vector<std::uint8_t>& bytes);

@@ -20,7 +20,7 @@ namespace {
 using testing::ScratchDir;
 using testing::XdrWriter;
 
-const std::vector<std::string> kAllColumns = {"userId", "movieId", "rating", "genre", "title", "n"};
+const std::vector<std::string> kAllColumns = {"userId", "movieId", "rating", "genre", "title", "timestamp"};
 
 class FixtureFrameTest : public ::testing::TestWithParam<int> {};
 
@@ -67,10 +67,10 @@ TEST(RDataFrameTest, ExportsColumnsInTheRequestedOrder) {
 TEST(RDataFrameTest, UnknownColumnListsTheColumnsThereAre) {
   Result<RObjectPtr> frame = Unserialize(testing::SerializeFixtureFrame(3));
   ASSERT_TRUE(frame.ok());
-  Result<std::string> tsv = DataFrameToTsv(**frame, std::vector<std::string>{"userId", "timestamp"});
+  Result<std::string> tsv = DataFrameToTsv(**frame, std::vector<std::string>{"userId", "year"});
   ASSERT_FALSE(tsv.ok());
   EXPECT_EQ(tsv.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(tsv.status().message().find("no column 'timestamp' (it has: userId, movieId"), std::string::npos)
+  EXPECT_NE(tsv.status().message().find("no column 'year' (it has: userId, movieId"), std::string::npos)
       << tsv.status().message();
 }
 
