@@ -55,6 +55,29 @@ struct RawRating {
   std::int64_t timestamp;
 };
 
+// One data line, already split into `num_columns` fields. The error message
+// is the reason only; the caller adds file:line.
+Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& fields, std::size_t num_columns,
+                                    const RatingsReadOptions& options) {
+  auto integer = [&](std::size_t column, std::int64_t& out) -> Status {
+    std::optional<std::int64_t> value = ParseInt64(fields[column]);
+    if (!value) return InvalidArgument(fmt::format("{} '{}' is not an integer", kColumns[column], fields[column]));
+    out = *value;
+    return Status::Ok();
+  };
+  RawRating r{};
+  STALELEARN_RETURN_IF_ERROR(integer(0, r.user_id));
+  STALELEARN_RETURN_IF_ERROR(integer(1, r.item_id));
+  std::optional<double> value = ParseFiniteDouble(fields[2]);
+  if (!value) return InvalidArgument(fmt::format("rating '{}' is not a finite number", fields[2]));
+  if (*value < options.min_rating || *value > options.max_rating) {
+    return InvalidArgument(fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating, options.max_rating));
+  }
+  r.value = static_cast<float>(*value);
+  if (num_columns > 3) STALELEARN_RETURN_IF_ERROR(integer(3, r.timestamp));
+  return r;
+}
+
 // Index of every distinct id, ascending.
 std::vector<std::int64_t> SortedDistinct(std::vector<std::int64_t> ids) {
   std::sort(ids.begin(), ids.end());
@@ -83,27 +106,13 @@ Result<RatingsTable> ParseRatingsTsv(std::string_view text, std::string_view sou
     const std::size_t n = cursor.line_number();
     if (line.empty()) return LineError(source, n, "empty line");
     std::size_t count = SplitTabs(line, fields);
+    if (fields[0] == kColumns[0]) return LineError(source, n, "duplicate header line");
     if (count != num_columns) {
-      if (fields[0] == kColumns[0]) return LineError(source, n, "duplicate header line");
       return LineError(source, n, fmt::format("expected {} tab-separated fields, got {}", num_columns, count));
     }
-    RawRating r{};
-    for (std::size_t c = 0; c < num_columns; ++c) {
-      if (c == 2) continue;
-      std::optional<std::int64_t> v = ParseInt64(fields[c]);
-      if (!v) {
-        if (c == 0 && fields[0] == kColumns[0]) return LineError(source, n, "duplicate header line");
-        return LineError(source, n, fmt::format("{} '{}' is not an integer", kColumns[c], fields[c]));
-      }
-      (c == 0 ? r.user_id : c == 1 ? r.item_id : r.timestamp) = *v;
-    }
-    std::optional<double> value = ParseFiniteDouble(fields[2]);
-    if (!value) return LineError(source, n, fmt::format("rating '{}' is not a finite number", fields[2]));
-    if (*value < options.min_rating || *value > options.max_rating) {
-      return LineError(source, n, fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating,
-                                              options.max_rating));
-    }
-    r.value = static_cast<float>(*value);
+    Result<RawRating> parsed = ParseRatingFields(fields, num_columns, options);
+    if (!parsed.ok()) return LineError(source, n, parsed.status().message());
+    const RawRating& r = *parsed;
     auto [it, inserted] = seen.emplace(IdPair{r.user_id, r.item_id}, n);
     if (!inserted) {
       return LineError(source, n, fmt::format("duplicate rating of movie {} by user {} (first at line {})",

@@ -108,6 +108,49 @@ TEST(RUnserializeTest, CompactIntSeqExpandsToPlainIntegers) {
   EXPECT_EQ((*object)->integers, (std::vector<std::int32_t>{7, 8, 9, 10}));
 }
 
+TEST(RUnserializeTest, EnvironmentsEnterTheReferenceTable) {
+  // list(env, env) where env's enclosure is itself: R writes the environment
+  // once and REFSXP 1 for every later mention.
+  XdrWriter w(2);
+  w.Flags(19);
+  w.Int(2);
+  w.Flags(4);            // ENVSXP, becomes reference 1
+  w.Int(0);              // not locked
+  w.Int(255 | 1 << 8);   // enclosure: itself
+  w.Nil();               // frame
+  w.Nil();               // hash table
+  w.Nil();               // attributes
+  w.Int(255 | 1 << 8);   // second element: the same environment
+  Result<RObjectPtr> object = Unserialize(w.bytes());
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  ASSERT_EQ((*object)->elements.size(), 2u);
+  EXPECT_EQ((*object)->elements[0]->type, SexpType::kEnvironment);
+  EXPECT_EQ((*object)->elements[0], (*object)->elements[1]);
+}
+
+TEST(RUnserializeTest, WrapperAltrepUnwrapsAndKeepsAttributes) {
+  XdrWriter w(3);
+  w.Flags(238);  // ALTREP wrap_real(c(1.5, 2), metadata) with names attribute
+  w.Flags(2);
+  w.Symbol("wrap_real");
+  w.Flags(2);
+  w.Symbol("base");
+  w.Flags(2);
+  w.Integers({14});
+  w.Nil();
+  w.Flags(2);  // state: pairlist(wrapped, metadata)
+  w.Reals({1.5, 2});
+  w.Flags(2);
+  w.Integers({0, 0});
+  w.Nil();
+  w.Attributes({{"names", [](XdrWriter& x) { x.Strings({"a", "b"}); }}});
+  Result<RObjectPtr> object = Unserialize(w.bytes());
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  EXPECT_EQ((*object)->reals, (std::vector<double>{1.5, 2}));
+  ASSERT_NE((*object)->Attribute("names"), nullptr);
+  EXPECT_EQ((*object)->Attribute("names")->strings[1], "b");
+}
+
 TEST(RUnserializeTest, BadMagicIsDataLoss) {
   std::vector<std::uint8_t> bytes = testing::SerializeFixtureFrame(3);
   bytes[0] = 'A';
