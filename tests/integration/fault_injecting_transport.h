@@ -1,0 +1,105 @@
+// A Transport decorator for tests that breaks puts on purpose (I3 tests):
+// a policy decides per put whether it passes, fails (the writer "stops" at
+// that point: nothing lands) or lands with its last byte flipped (a corrupted
+// batch). Everything else is forwarded unchanged. Test hooks live here, not in
+// the backends.
+//
+// Thread-safe like the wrapped transport (the policy is called under a lock).
+// The wrapped transport must outlive the decorator.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "framework/transport/transport.h"
+
+namespace stalelearn::testing {
+
+struct PutCall {
+  transport::Rank target;
+  std::uint64_t offset = 0;
+  std::size_t bytes = 0;
+  std::int64_t index = 0;  // puts issued through this decorator before this one
+};
+
+enum class PutFault { kNone, kFail, kCorrupt };
+using PutPolicy = std::function<PutFault(const PutCall&)>;
+
+class FaultInjectingTransport final : public transport::Transport {
+ public:
+  FaultInjectingTransport(transport::Transport& inner, PutPolicy policy)
+      : inner_(inner), policy_(std::move(policy)) {}
+
+  std::int64_t faults_injected() const {
+    std::lock_guard lock(mutex_);
+    return faults_;
+  }
+
+  transport::Rank rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  transport::Capabilities capabilities() const override { return inner_.capabilities(); }
+  const char* name() const override { return inner_.name(); }
+  Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override {
+    return inner_.Register(bytes, access);
+  }
+  Result<std::unique_ptr<transport::RemoteRegion>> Import(transport::Rank owner,
+                                                          std::span<const std::byte> key) override {
+    return inner_.Import(owner, key);
+  }
+  Result<transport::RequestPtr> Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
+                                    std::uint64_t offset) override {
+    const void* source = src;
+    {
+      std::lock_guard lock(mutex_);
+      const PutFault fault = policy_ ? policy_(PutCall{dst.owner(), offset, bytes, puts_++}) : PutFault::kNone;
+      if (fault == PutFault::kFail) {
+        ++faults_;
+        return Unavailable("injected fault: the writer stopped before this put");
+      }
+      if (fault == PutFault::kCorrupt && bytes > 0) {
+        ++faults_;
+        // Kept alive for the life of the decorator: the put may complete later.
+        auto& copy = corrupted_.emplace_back(static_cast<const std::byte*>(src),
+                                             static_cast<const std::byte*>(src) + bytes);
+        copy.back() ^= std::byte{0x5A};
+        source = copy.data();
+      }
+    }
+    return inner_.Put(source, bytes, dst, offset);
+  }
+  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                    std::uint64_t offset) override {
+    return inner_.Get(dst, bytes, src, offset);
+  }
+  Result<transport::RequestPtr> AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                          std::uint64_t value) override {
+    return inner_.AtomicAdd(dst, offset, value);
+  }
+  Result<transport::RequestPtr> FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                         std::uint64_t value, std::uint64_t* old) override {
+    return inner_.FetchAdd(dst, offset, value, old);
+  }
+  Result<transport::RequestPtr> CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
+                                            std::uint64_t expected, std::uint64_t desired,
+                                            std::uint64_t* old) override {
+    return inner_.CompareSwap(dst, offset, expected, desired, old);
+  }
+  Status Fence(transport::Rank peer) override { return inner_.Fence(peer); }
+  Status Flush(transport::Rank peer, transport::Timeout timeout) override { return inner_.Flush(peer, timeout); }
+  Status FlushAll(transport::Timeout timeout) override { return inner_.FlushAll(timeout); }
+  void Progress() override { inner_.Progress(); }
+
+ private:
+  transport::Transport& inner_;
+  PutPolicy policy_;
+  mutable std::mutex mutex_;
+  std::int64_t puts_ = 0;
+  std::int64_t faults_ = 0;
+  std::deque<std::vector<std::byte>> corrupted_;
+};
+
+}  // namespace stalelearn::testing

@@ -1,0 +1,136 @@
+// framework/model: partitioning, replica touch tracking and deltas, shard
+// layout round trips, hashing.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "framework/model/hash64.h"
+#include "framework/model/replica.h"
+#include "framework/model/row_partition.h"
+#include "framework/model/shard_layout.h"
+
+namespace stalelearn::model {
+namespace {
+
+class PartitionTest : public ::testing::TestWithParam<std::tuple<PartitionScheme, std::int64_t, int>> {};
+
+TEST_P(PartitionTest, EveryRowHasExactlyOneOwnerAndLocalSlot) {
+  const auto [scheme, rows, shards] = GetParam();
+  RowPartition p(rows, shards, scheme);
+  std::int64_t total = 0;
+  for (int m = 0; m < shards; ++m) total += p.ShardRows(MemoryIndex{m});
+  EXPECT_EQ(total, rows);
+  std::set<std::pair<int, std::int64_t>> seen;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const MemoryIndex owner = p.Owner(RowId{r});
+    const std::int64_t local = p.LocalIndex(RowId{r});
+    ASSERT_GE(local, 0);
+    ASSERT_LT(local, p.ShardRows(owner)) << "row " << r;
+    EXPECT_EQ(p.GlobalRow(owner, local), RowId{r});
+    EXPECT_TRUE(seen.insert({owner.value, local}).second) << "two rows share a slot";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schemes, PartitionTest,
+                         ::testing::Combine(::testing::Values(PartitionScheme::kRange, PartitionScheme::kHash),
+                                            ::testing::Values<std::int64_t>(1, 7, 100),
+                                            ::testing::Values(1, 2, 3, 8)));
+
+std::vector<TableSpec> TwoTables() {
+  return {{"f", ElementType::kFloat32, 10, 3}, {"i", ElementType::kInt32, 5, 2}};
+}
+
+TEST(Replica, DeltasCoverOnlyChangedTouchedRows) {
+  Replica replica(TwoTables());
+  replica.mutable_tables()[0].FloatRow(4)[1] = 2.0f;  // initial value, not a delta
+  replica.FloatRow(TableId{0}, RowId{4})[1] += 0.5f;
+  replica.FloatRow(TableId{0}, RowId{4})[1] += 0.25f;  // second touch keeps the first "before"
+  (void)replica.FloatRow(TableId{0}, RowId{7});        // touched, unchanged: no delta
+  replica.IntRow(TableId{1}, RowId{2})[0] -= 3;
+  EXPECT_EQ(replica.touched_rows(), 3u);
+
+  std::map<std::pair<std::uint32_t, std::int64_t>, std::vector<std::byte>> deltas;
+  replica.DrainDeltas([&](TableId t, RowId r, std::span<const std::byte> d) {
+    deltas[{t.value, r.value}].assign(d.begin(), d.end());
+  });
+  ASSERT_EQ(deltas.size(), 2u);
+  float f[3];
+  std::memcpy(f, deltas[{0, 4}].data(), sizeof f);
+  EXPECT_FLOAT_EQ(f[0], 0.0f);
+  EXPECT_FLOAT_EQ(f[1], 0.75f);
+  std::int32_t i[2];
+  std::memcpy(i, deltas[{1, 2}].data(), sizeof i);
+  EXPECT_EQ(i[0], -3);
+  EXPECT_EQ(i[1], 0);
+  EXPECT_EQ(replica.touched_rows(), 0u);
+
+  // After draining, the next clock's delta starts from the new value.
+  replica.FloatRow(TableId{0}, RowId{4})[1] += 1.0f;
+  int calls = 0;
+  replica.DrainDeltas([&](TableId, RowId, std::span<const std::byte> d) {
+    std::memcpy(f, d.data(), sizeof f);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_FLOAT_EQ(f[1], 1.0f);
+}
+
+TEST(RowBlock, IntegerDeltasWrapExactly) {
+  RowBlock block(ElementType::kInt32, 1, 1);
+  block.IntRow(0)[0] = 2147483647;
+  const std::int32_t one = 1;
+  block.AddDelta(0, reinterpret_cast<const std::byte*>(&one));
+  EXPECT_EQ(block.IntRow(0)[0], -2147483647 - 1);
+  const std::int32_t minus_one = -1;
+  block.AddDelta(0, reinterpret_cast<const std::byte*>(&minus_one));
+  EXPECT_EQ(block.IntRow(0)[0], 2147483647);
+}
+
+TEST(ModelLayout, SerializeThenInstallRestoresEveryShardsRows) {
+  for (PartitionScheme scheme : {PartitionScheme::kRange, PartitionScheme::kHash}) {
+    const ModelLayout layout(TwoTables(), 3, scheme);
+    TableSet original = MakeTableSet(layout.tables());
+    for (std::int64_t r = 0; r < 10; ++r) {
+      for (int c = 0; c < 3; ++c) original[0].FloatRow(r)[c] = static_cast<float>(r * 10 + c);
+    }
+    for (std::int64_t r = 0; r < 5; ++r) original[1].IntRow(r)[1] = static_cast<std::int32_t>(r + 100);
+
+    TableSet rebuilt = MakeTableSet(layout.tables());
+    for (int m = 0; m < 3; ++m) {
+      const MemoryIndex shard{m};
+      TableSet rows = layout.MakeShard(shard);
+      for (std::size_t t = 0; t < rows.size(); ++t) {
+        for (std::int64_t local = 0; local < rows[t].rows(); ++local) {
+          const RowId global = layout.partition(TableId{static_cast<std::uint32_t>(t)}).GlobalRow(shard, local);
+          std::memcpy(rows[t].RowBytes(local), original[t].RowBytes(global.value), rows[t].row_bytes());
+          EXPECT_EQ(layout.RowOffset(TableId{static_cast<std::uint32_t>(t)}, global),
+                    layout.TableOffset(shard, TableId{static_cast<std::uint32_t>(t)}) + local * rows[t].row_bytes());
+        }
+      }
+      std::vector<std::byte> bytes(layout.ShardBytes(shard));
+      layout.SerializeShard(rows, bytes.data());
+      layout.InstallShard(shard, bytes.data(), rebuilt);
+    }
+    EXPECT_EQ(ModelChecksum(rebuilt), ModelChecksum(original));
+    EXPECT_EQ(rebuilt[0].FloatRow(9)[2], 92.0f);
+  }
+}
+
+TEST(Hash64, DependsOnEveryByteAndLength) {
+  std::vector<std::byte> a(37, std::byte{7});
+  const std::uint64_t h = Hash64(a);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::vector<std::byte> b = a;
+    b[i] ^= std::byte{1};
+    EXPECT_NE(Hash64(b), h) << "byte " << i;
+  }
+  std::vector<std::byte> longer = a;
+  longer.push_back(std::byte{0});
+  EXPECT_NE(Hash64(longer), h);
+  EXPECT_EQ(HexDigest(0xABCull), "0000000000000abc");
+}
+
+}  // namespace
+}  // namespace stalelearn::model

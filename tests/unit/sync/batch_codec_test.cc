@@ -1,0 +1,119 @@
+// The batch wire format: round trip, and every kind of bad batch is refused
+// with a reason (I3, I7).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "framework/sync/batch_codec.h"
+#include "framework/sync/shard_merger.h"
+#include "framework/sync/staleness_gate.h"
+
+namespace stalelearn::sync {
+namespace {
+
+using model::MemoryIndex;
+
+class BatchCodecTest : public ::testing::Test {
+ protected:
+  // Rows 0..4 on shard 0, 5..9 on shard 1.
+  model::ModelLayout layout_{{{"w", model::ElementType::kFloat32, 10, 3}}, 2, model::PartitionScheme::kRange};
+
+  std::vector<std::byte> Encode(std::vector<std::int64_t> rows, std::uint64_t sequence = 7) {
+    BatchEncoder encoder(layout_.tables());
+    for (std::int64_t r : rows) {
+      const float delta[3] = {static_cast<float>(r), 1.0f, -1.0f};
+      encoder.Add(model::TableId{0}, model::RowId{r}, std::as_bytes(std::span(delta)));
+    }
+    return encoder.Seal(sequence, /*clock=*/3, kEndOfClock);
+  }
+};
+
+TEST_F(BatchCodecTest, RoundTripKeepsHeaderAndEntries) {
+  const std::vector<std::byte> bytes = Encode({1, 4, 2});
+  Result<DecodedBatch> batch = DecodeBatch(bytes, 7, layout_, MemoryIndex{0});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->header.sequence, 7u);
+  EXPECT_EQ(batch->header.clock, 3u);
+  EXPECT_EQ(batch->header.flags, kEndOfClock);
+  ASSERT_EQ(batch->entries.size(), 3u);
+  EXPECT_EQ(batch->entries[1].row, model::RowId{4});
+  EXPECT_EQ(batch->entries[1].local_row, 4);
+  float delta[3];
+  std::memcpy(delta, batch->entries[1].delta, sizeof delta);
+  EXPECT_EQ(delta[0], 4.0f);
+  EXPECT_EQ(delta[2], -1.0f);
+}
+
+TEST_F(BatchCodecTest, EmptyBatchIsValid) {
+  const std::vector<std::byte> bytes = Encode({});
+  Result<DecodedBatch> batch = DecodeBatch(bytes, 7, layout_, MemoryIndex{1});
+  ASSERT_TRUE(batch.ok());
+  EXPECT_TRUE(batch->entries.empty());
+}
+
+TEST_F(BatchCodecTest, WrongSequenceIsDataLoss) {
+  const std::vector<std::byte> bytes = Encode({1});
+  EXPECT_EQ(DecodeBatch(bytes, 8, layout_, MemoryIndex{0}).status().code(), StatusCode::kDataLoss);
+}
+
+TEST_F(BatchCodecTest, AnyFlippedPayloadByteIsDataLoss) {
+  const std::vector<std::byte> good = Encode({0, 3});
+  for (std::size_t i = sizeof(BatchHeader); i < good.size(); ++i) {
+    std::vector<std::byte> bad = good;
+    bad[i] ^= std::byte{0x10};
+    EXPECT_EQ(DecodeBatch(bad, 7, layout_, MemoryIndex{0}).status().code(), StatusCode::kDataLoss) << "byte " << i;
+  }
+}
+
+TEST_F(BatchCodecTest, FlippedHeaderByteIsDataLoss) {
+  const std::vector<std::byte> good = Encode({0});
+  for (std::size_t i = 0; i < offsetof(BatchHeader, padding); ++i) {
+    std::vector<std::byte> bad = good;
+    bad[i] ^= std::byte{0x01};
+    EXPECT_FALSE(DecodeBatch(bad, 7, layout_, MemoryIndex{0}).ok()) << "byte " << i;
+  }
+}
+
+TEST_F(BatchCodecTest, TruncatedBatchIsDataLoss) {
+  std::vector<std::byte> bytes = Encode({0, 1});
+  bytes.resize(bytes.size() - 4);
+  EXPECT_EQ(DecodeBatch(bytes, 7, layout_, MemoryIndex{0}).status().code(), StatusCode::kDataLoss);
+}
+
+TEST_F(BatchCodecTest, RowOfAnotherShardIsOutOfRangeAndNamed) {
+  const std::vector<std::byte> bytes = Encode({2, 6});
+  const Status status = DecodeBatch(bytes, 7, layout_, MemoryIndex{0}).status();
+  EXPECT_EQ(status.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(status.message().find("row 6"), std::string::npos) << status.message();
+}
+
+TEST_F(BatchCodecTest, MergerRejectsARowNamedTwiceAndAppliesNothing) {
+  ShardMerger merger(layout_, MemoryIndex{0}, 2);
+  const std::vector<std::byte> bytes = Encode({1, 2, 1});
+  Result<DecodedBatch> batch = DecodeBatch(bytes, 7, layout_, MemoryIndex{0});
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(merger.Merge(*batch).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(merger.master()[0].FloatRow(2)[1], 0.0f);
+  // The same rows in separate batches are fine.
+  const std::vector<std::byte> ok = Encode({1, 2});
+  Result<DecodedBatch> good = DecodeBatch(ok, 7, layout_, MemoryIndex{0});
+  ASSERT_TRUE(merger.Merge(*good).ok());
+  ASSERT_TRUE(merger.Merge(*good).ok());
+  EXPECT_EQ(merger.master()[0].FloatRow(2)[1], 2.0f);
+}
+
+TEST(StalenessBound, AllowsExactlyWhenClocksUpToTMinusSMinus1AreMerged) {
+  const StalenessBound s2 = StalenessBound::Of(2);
+  EXPECT_TRUE(s2.Allows(0, 0));
+  EXPECT_TRUE(s2.Allows(2, 0));
+  EXPECT_FALSE(s2.Allows(3, 0));
+  EXPECT_TRUE(s2.Allows(5, 3));
+  EXPECT_FALSE(s2.Allows(5, 2));
+  const StalenessBound bsp = StalenessBound::Of(0);
+  EXPECT_TRUE(bsp.Allows(4, 4));
+  EXPECT_FALSE(bsp.Allows(4, 3));
+  EXPECT_TRUE(StalenessBound::Unbounded().Allows(1000, 0));
+}
+
+}  // namespace
+}  // namespace stalelearn::sync

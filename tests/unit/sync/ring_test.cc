@@ -1,0 +1,117 @@
+// Mailbox rings on the local backend: exactly once (I4), nothing torn (I3),
+// rejected batches (I7), backpressure (I5), clock bookkeeping.
+#include <gtest/gtest.h>
+
+#include "tests/unit/sync/ring_fixture.h"
+
+namespace stalelearn::sync {
+namespace {
+
+using testing::RingFixture;
+
+TEST(Ring, EveryCommittedBatchIsMergedExactlyOnce) {
+  RingFixture f(/*slots=*/4);
+  std::int64_t pushed = 0;
+  for (int n = 1; n <= 23; ++n) {  // wraps the 4-slot ring several times
+    const std::vector<std::byte> batch = f.Batch({n % 16, (n + 5) % 16}, n, /*clock=*/n - 1);
+    ASSERT_TRUE(f.writer().Push(batch).ok());
+    pushed += 2 * n;
+    if (n % 3 == 0) f.poller().PollOnce();  // the memory rank lags behind
+  }
+  while (f.poller().PollOnce() > 0) {
+  }
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(f.poller().PollOnce(), 0) << "a consumed batch came back";
+  EXPECT_EQ(f.MasterSum(), pushed);
+  EXPECT_EQ(f.poller().counters().batches_merged, 23);
+  EXPECT_EQ(f.poller().counters().rejected_batches, 0);
+  EXPECT_EQ(f.poller().consumed(model::ComputeIndex{0}), 23u);
+  EXPECT_EQ(f.poller().merged_clock(model::ComputeIndex{0}), 23u);
+}
+
+TEST(Ring, WriterStoppedBeforeTheCommitWordNeverHasItsBatchMerged) {
+  RingFixture f;
+  ASSERT_TRUE(f.writer().Push(f.Batch({1}, 10)).ok());
+  // Batch 2: its payload lands, then the writer stops before its commit word.
+  f.set_policy([&](const testing::PutCall& c) { return f.IsCommitWord(c) ? testing::PutFault::kFail : testing::PutFault::kNone; });
+  EXPECT_FALSE(f.writer().Push(f.Batch({2}, 20)).ok());
+
+  // The payload really is in slot 1: only the missing commit word keeps it out.
+  const std::byte* slot = f.ring_region().data() + f.ring_geometry().slot_offset(1);
+  Result<BatchHeader> header = DecodeHeader(std::span(slot, sizeof(BatchHeader)));
+  ASSERT_TRUE(header.ok());
+  EXPECT_EQ(header->sequence, 2u);
+
+  for (int i = 0; i < 100; ++i) f.poller().PollOnce();
+  EXPECT_EQ(f.Master(1), 10);
+  EXPECT_EQ(f.Master(2), 0) << "a batch without its commit word was merged";
+  EXPECT_EQ(f.poller().consumed(model::ComputeIndex{0}), 1u);
+  EXPECT_EQ(f.poller().counters().batches_merged, 1);
+  EXPECT_EQ(f.poller().counters().rejected_batches, 0);
+}
+
+TEST(Ring, CorruptedBatchIsRejectedAndCountedAndLaterBatchesStillMerge) {
+  RingFixture f;
+  const std::int64_t payload_size_floor = sizeof(BatchHeader);
+  int payload_puts = 0;
+  f.set_policy([&](const testing::PutCall& c) {
+    if (static_cast<std::int64_t>(c.bytes) <= payload_size_floor) return testing::PutFault::kNone;
+    return ++payload_puts == 2 ? testing::PutFault::kCorrupt : testing::PutFault::kNone;
+  });
+  ASSERT_TRUE(f.writer().Push(f.Batch({1}, 1, 0)).ok());
+  ASSERT_TRUE(f.writer().Push(f.Batch({2}, 2, 1)).ok());  // lands corrupted
+  ASSERT_TRUE(f.writer().Push(f.Batch({3}, 3, 2)).ok());
+  while (f.poller().PollOnce() > 0) {
+  }
+  EXPECT_EQ(f.poller().counters().rejected_batches, 1);
+  EXPECT_EQ(f.poller().counters().batches_merged, 2);
+  EXPECT_EQ(f.Master(1), 1);
+  EXPECT_EQ(f.Master(2), 0);
+  EXPECT_EQ(f.Master(3), 3);
+  EXPECT_EQ(f.poller().consumed(model::ComputeIndex{0}), 3u);
+  // Its header was intact, so its clock still counts as done.
+  EXPECT_EQ(f.poller().merged_clock(model::ComputeIndex{0}), 3u);
+}
+
+TEST(Ring, RowOutsideTheShardIsRejected) {
+  RingFixture f(/*slots=*/4, /*memory_ranks=*/2);  // shard 0 holds rows 0..7
+  ASSERT_TRUE(f.writer().Push(f.Batch({12}, 5)).ok());
+  ASSERT_TRUE(f.writer().Push(f.Batch({3}, 6)).ok());
+  while (f.poller().PollOnce() > 0) {
+  }
+  EXPECT_EQ(f.poller().counters().rejected_batches, 1);
+  EXPECT_EQ(f.poller().counters().batches_merged, 1);
+  EXPECT_EQ(f.Master(3), 6);
+}
+
+TEST(Ring, FullRingMakesTheWriterWaitAndNothingIsOverwritten) {
+  RingFixture f(/*slots=*/4);
+  const std::size_t region_bytes = f.ring_region().size();
+  for (int n = 1; n <= 4; ++n) {
+    Result<std::chrono::nanoseconds> stalled = f.writer().Push(f.Batch({n}, 1));
+    ASSERT_TRUE(stalled.ok());
+  }
+  // The memory rank merges nothing: batch 5 has no free slot.
+  Result<std::chrono::nanoseconds> blocked = f.writer().Push(f.Batch({5}, 1));
+  EXPECT_EQ(blocked.status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(f.CommitWord(0), 1u) << "batch 5 overwrote unconsumed batch 1";
+  EXPECT_EQ(f.writer().next_sequence(), 5u);
+  EXPECT_EQ(f.ring_region().size(), region_bytes);
+
+  EXPECT_EQ(f.poller().PollOnce(), 4);
+  ASSERT_TRUE(f.writer().Push(f.Batch({5}, 1)).ok());
+  EXPECT_EQ(f.poller().PollOnce(), 1);
+  EXPECT_EQ(f.MasterSum(), 5);
+}
+
+TEST(Ring, FinishWordEndsTheRingOnlyAfterEveryBatchIsConsumed) {
+  RingFixture f;
+  ASSERT_TRUE(f.writer().Push(f.Batch({1}, 1)).ok());
+  EXPECT_FALSE(f.poller().AllFinished());
+  ASSERT_TRUE(f.writer().Finish().ok());
+  EXPECT_FALSE(f.poller().AllFinished()) << "finished with a batch still in the ring";
+  f.poller().PollOnce();
+  EXPECT_TRUE(f.poller().AllFinished());
+}
+
+}  // namespace
+}  // namespace stalelearn::sync
