@@ -206,37 +206,47 @@ VirtualTime TimingTransport::GetVisibleAt(VirtualTime published_at, std::uint64_
   return published_at + model_.link.latency() + model_.link.Serialization(bytes);
 }
 
+bool TimingTransport::deterministic() const {
+  std::lock_guard lock(schedule_mutex_);
+  return joined_once_;
+}
+
 Status TimingTransport::StartSchedule() {
   if (scheduler_ == nullptr) return Status::Ok();
   std::lock_guard lock(schedule_mutex_);
-  if (scheduled_) return FailedPrecondition("timing: StartSchedule called twice");
-  STALELEARN_RETURN_IF_ERROR(scheduler_->Join(rank().value, Now()));
+  if (joined_once_) return FailedPrecondition("timing: StartSchedule called twice");
+  STALELEARN_RETURN_IF_ERROR(KeepLocked(scheduler_->Join(rank().value, Now())));
   scheduled_ = true;
+  joined_once_ = true;
   return Status::Ok();
 }
 
 Status TimingTransport::IdleUntilProgress() {
   std::unique_lock lock(schedule_mutex_);
+  if (!failure_.ok()) return failure_;
   if (!scheduled_) {
     lock.unlock();
     std::this_thread::yield();
     return Status::Ok();
   }
-  STALELEARN_ASSIGN_OR_RETURN(VirtualTime woke, scheduler_->IdleUntilProgress(rank().value));
-  AdvanceClockTo(woke, Category::kWait);
+  Result<VirtualTime> woke = scheduler_->IdleUntilProgress(rank().value);
+  STALELEARN_RETURN_IF_ERROR(KeepLocked(woke.status()));
+  AdvanceClockTo(*woke, Category::kWait);
   return Status::Ok();
 }
 
 Status TimingTransport::ExitScheduleForCollective() {
   std::lock_guard lock(schedule_mutex_);
+  if (!failure_.ok()) return failure_;
   if (!scheduled_) return Status::Ok();
-  return scheduler_->ExitForCollective(rank().value);
+  return KeepLocked(scheduler_->ExitForCollective(rank().value));
 }
 
 Status TimingTransport::RejoinSchedule() {
   std::lock_guard lock(schedule_mutex_);
+  if (!failure_.ok()) return failure_;
   if (!scheduled_) return Status::Ok();
-  return scheduler_->Rejoin(rank().value, Now());
+  return KeepLocked(scheduler_->Rejoin(rank().value, Now()));
 }
 
 void TimingTransport::LeaveSchedule() {
@@ -286,18 +296,19 @@ Status TimingTransport::SchedulingPoint() {
   std::lock_guard lock(schedule_mutex_);
   if (!failure_.ok()) return failure_;
   if (!scheduled_) return Status::Ok();
-  Status status = scheduler_->Yield(rank().value, Now());
-  if (!status.ok()) failure_ = status;
+  return KeepLocked(scheduler_->Yield(rank().value, Now()));
+}
+
+Status TimingTransport::KeepLocked(const Status& status) {
+  if (!status.ok() && failure_.ok()) failure_ = status;
   return status;
 }
 
 void TimingTransport::Remember(const Status& status) {
   if (status.ok()) return;
   std::lock_guard lock(schedule_mutex_);
-  if (failure_.ok()) {
-    log::Error("timing: {}", status.ToString());
-    failure_ = status;
-  }
+  if (failure_.ok()) log::Error("timing: {}", status.ToString());
+  (void)KeepLocked(status);
 }
 
 }  // namespace stalelearn::backends::timing

@@ -95,7 +95,8 @@ class TimingTransport final : public transport::Transport,
   VirtualTime Now() const override;
   TimeBreakdown breakdown() const override;
   SimulatedPresets presets() const override;
-  bool deterministic() const override { return scheduler_ != nullptr; }
+  // True once this rank joined the virtual-time schedule (StartSchedule).
+  bool deterministic() const override;
   Status ChargeComputeWork(const transport::ComputeWork& work) override;
   Status ChargeMergeWork(const transport::MergeWork& work) override;
   Status AdvanceTo(VirtualTime t) override;
@@ -130,15 +131,19 @@ class TimingTransport final : public transport::Transport,
   transport::RequestPtr Timed(transport::RequestPtr inner, VirtualTime done);
   // Gives the turn back if scheduled; returns (and keeps) a scheduler failure.
   Status SchedulingPoint();
-  // Keeps the first failure of a call that cannot return it.
+  // Keeps the first failure of a call that cannot return it (and logs it).
   void Remember(const Status& status);
+  // Keeps `status` as the sticky failure if it is the first; returns it.
+  // Requires schedule_mutex_.
+  Status KeepLocked(const Status& status);
 
   std::unique_ptr<transport::Transport> inner_;
   const HardwareModel model_;
   const std::shared_ptr<VirtualTimeScheduler> scheduler_;
 
-  std::mutex schedule_mutex_;  // serialises this rank's scheduling points
+  mutable std::mutex schedule_mutex_;  // serialises this rank's scheduling points
   bool scheduled_ = false;     // joined and not left; guarded by schedule_mutex_
+  bool joined_once_ = false;   // StartSchedule succeeded; guarded by schedule_mutex_
   Status failure_;             // first scheduler failure; guarded by schedule_mutex_
 
   mutable std::mutex clock_mutex_;  // guards the members below; never held while yielding

@@ -111,6 +111,7 @@ Timeline RunOnce() {
       Produce(t, *consumer, me);
     }
     t.LeaveSchedule();
+    EXPECT_TRUE(t.deterministic());
     timeline.final_clock_ps[me] = t.Now().time_since_epoch().count();
     EXPECT_EQ(t.breakdown().total(), t.Now().time_since_epoch()) << "rank " << me;
     ThrowIfError(bootstrap.Barrier());

@@ -138,7 +138,7 @@ TEST(TimingTransport, IsFoundAsSimulatedTimeAndReportsItsPresets) {
   WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion&, std::byte*) {
     transport::SimulatedTime* sim = transport::FindSimulatedTime(t);
     ASSERT_NE(sim, nullptr);
-    EXPECT_TRUE(sim->deterministic());  // ranks are threads over 'local'
+    EXPECT_FALSE(sim->deterministic());  // not before it joins the schedule
     EXPECT_EQ(sim->presets().memory, "upmem");
     EXPECT_EQ(sim->presets().link, "infiniband-hdr");
     EXPECT_EQ(sim->presets().compute, "gpu-a100");
