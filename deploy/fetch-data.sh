@@ -51,7 +51,8 @@ unpack_deb() {
     [ -n "$deb" ] || die "no ${pkg}_*.deb in STALELEARN_DEB_DIR=$STALELEARN_DEB_DIR"
   else
     if ! (cd "$WORK" && apt-get download "$pkg") >"$WORK/apt.log" 2>&1; then
-      die "apt-get download $pkg failed ($(grep -E '^(E|W):' "$WORK/apt.log" | tail -n1 || true); is there network, and was apt-get update run?)"
+      die "apt-get download $pkg failed ($(grep -E '^(E|W):' "$WORK/apt.log" | tail -n1 || true);" \
+        "is there network, and was apt-get update run?)"
     fi
     deb=$(ls "$WORK/${pkg}"_*.deb 2>/dev/null | head -n1 || true)
     [ -n "$deb" ] || die "apt-get download $pkg produced no .deb file"

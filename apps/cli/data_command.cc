@@ -1,7 +1,7 @@
 // `stalelearn data ...`: inspect fetched data sets and convert R data.
 //   data list                      known data sets, their paths, fetched or not
 //   data info NAME [--path FILE]   rows, columns, nonzeros of a fetched data set
-//   data convert-rdata --rdb-dir DIR --object NAME --columns a,b --out FILE
+//   data convert-rdata --rdb-dir DIR --object NAME [--columns a,b] --out FILE
 //                                  export a data.frame of an R lazy-load
 //                                  database as TSV (used by deploy/fetch-data.sh)
 // The data directory is resolved here, at the program's boundary, from
@@ -66,7 +66,12 @@ void RunConvertRdata(const DataOptions& options) {
   const data::rdata::LazyLoadDb db =
       ValueOrThrow(data::rdata::LazyLoadDb::Open(std::filesystem::path(options.rdb_dir) / options.db_name));
   const data::rdata::RObjectPtr object = ValueOrThrow(db.Load(options.object));
-  Result<std::string> tsv = data::rdata::DataFrameToTsv(*object, options.columns);
+  std::vector<std::string> columns = options.columns;
+  if (columns.empty()) {  // all of them
+    Result<data::rdata::DataFrameShape> shape = data::rdata::InspectDataFrame(*object);
+    if (shape.ok()) columns = shape->column_names;
+  }
+  Result<std::string> tsv = data::rdata::DataFrameToTsv(*object, columns);
   if (!tsv.ok()) throw Error(tsv.status().WithContext(fmt::format("object '{}'", options.object)));
   ThrowIfError(data::WriteFileAtomically(options.out, *tsv));
 }
@@ -96,7 +101,7 @@ void AddDataCommand(CLI::App& app) {
   convert->add_option("--rdb-dir", options->rdb_dir, "Directory holding the .rdx and .rdb files")->required();
   convert->add_option("--db", options->db_name, "Database name without extension")->capture_default_str();
   convert->add_option("--object", options->object, "Name of the data.frame object")->required();
-  convert->add_option("--columns", options->columns, "Columns to export, in order")->required()->delimiter(',');
+  convert->add_option("--columns", options->columns, "Columns to export, in order (default: all)")->delimiter(',');
   convert->add_option("--out", options->out, "Output TSV file (written atomically)")->required();
   convert->callback([options] { RunConvertRdata(*options); });
 }

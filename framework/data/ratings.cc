@@ -35,8 +35,9 @@ Result<std::size_t> ParseHeader(std::string_view line, std::string_view source) 
   for (std::size_t i = 0; ok && i < count; ++i) ok = fields[i] == kColumns[i];
   if (!ok) {
     constexpr std::size_t kShown = 60;
-    return LineError(source, 1, fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}{}'",
-                                            line.substr(0, kShown), line.size() > kShown ? "..." : ""));
+    return LineError(source, 1,
+                     fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}{}'",
+                                 line.substr(0, kShown), line.size() > kShown ? "..." : ""));
   }
   return count;
 }
@@ -71,7 +72,8 @@ Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& field
   std::optional<double> value = ParseFiniteDouble(fields[2]);
   if (!value) return InvalidArgument(fmt::format("rating '{}' is not a finite number", fields[2]));
   if (*value < options.min_rating || *value > options.max_rating) {
-    return InvalidArgument(fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating, options.max_rating));
+    return InvalidArgument(
+        fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating, options.max_rating));
   }
   r.value = static_cast<float>(*value);
   if (num_columns > 3) STALELEARN_RETURN_IF_ERROR(integer(3, r.timestamp));

@@ -194,7 +194,9 @@ Result<MutableObject> XdrUnserializer::Vector(SexpType type, std::size_t depth) 
       STALELEARN_ASSIGN_OR_RETURN(std::size_t n, Length(8 * per_element));
       STALELEARN_ASSIGN_OR_RETURN(auto bytes, Bytes(static_cast<std::int64_t>(n * per_element * 8)));
       object->reals.resize(n * per_element);
-      for (std::size_t i = 0; i < object->reals.size(); ++i) object->reals[i] = std::bit_cast<double>(BigEndian(bytes, i, 8));
+      for (std::size_t i = 0; i < object->reals.size(); ++i) {
+        object->reals[i] = std::bit_cast<double>(BigEndian(bytes, i, 8));
+      }
       break;
     }
     case SexpType::kString: {

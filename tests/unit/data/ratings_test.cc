@@ -71,7 +71,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         MalformedCase{"EmptyFile", "", "f.tsv:1: empty file"},
         MalformedCase{"BadHeader", "user\tmovie\trating\n1\t2\t3\n", "f.tsv:1: expected the header"},
-        MalformedCase{"TooFewFields", kHeader + "1\t2\t3\t4\n1\t2\t3\n", "f.tsv:3: expected 4 tab-separated fields, got 3"},
+        MalformedCase{"TooFewFields", kHeader + "1\t2\t3\t4\n1\t2\t3\n",
+                      "f.tsv:3: expected 4 tab-separated fields, got 3"},
         MalformedCase{"TooManyFields", kHeader + "1\t2\t3\t4\t5\n", "f.tsv:2: expected 4 tab-separated fields, got 5"},
         MalformedCase{"SpaceSeparated", kHeader + "1 2 3 4\n", "f.tsv:2: expected 4 tab-separated fields, got 1"},
         MalformedCase{"NonNumericUser", kHeader + "u1\t2\t3\t4\n", "f.tsv:2: userId 'u1' is not an integer"},
@@ -80,7 +81,8 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"NanRating", kHeader + "1\t2\tnan\t4\n", "f.tsv:2: rating 'nan' is not a finite number"},
         MalformedCase{"RatingTooHigh", kHeader + "1\t2\t5.5\t4\n", "f.tsv:2: rating 5.5 outside [0.5, 5]"},
         MalformedCase{"RatingTooLow", kHeader + "1\t2\t0\t4\n", "f.tsv:2: rating 0 outside [0.5, 5]"},
-        MalformedCase{"BadTimestamp", kHeader + "1\t2\t3\tyesterday\n", "f.tsv:2: timestamp 'yesterday' is not an integer"},
+        MalformedCase{"BadTimestamp", kHeader + "1\t2\t3\tyesterday\n",
+                      "f.tsv:2: timestamp 'yesterday' is not an integer"},
         MalformedCase{"DuplicateHeader", kHeader + "1\t2\t3\t4\n" + kHeader, "f.tsv:3: duplicate header line"},
         MalformedCase{"DuplicatePair", kHeader + "1\t2\t3\t4\n5\t2\t3\t4\n1\t2\t4\t9\n",
                       "f.tsv:4: duplicate rating of movie 2 by user 1 (first at line 2)"},
@@ -89,7 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 RatingsTable ManyRatings(std::size_t n) {
   std::string text = kHeader;
-  for (std::size_t i = 0; i < n; ++i) text += std::to_string(i % 37) + "\t" + std::to_string(i) + "\t3\t" + std::to_string(i) + "\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    text += std::to_string(i % 37) + "\t" + std::to_string(i) + "\t3\t" + std::to_string(i) + "\n";
+  }
   Result<RatingsTable> table = ParseRatingsTsv(text, "many.tsv");
   EXPECT_TRUE(table.ok()) << table.status().ToString();
   return std::move(table).value();

@@ -43,7 +43,8 @@ TEST_P(FixtureFrameTest, LazyLoadDbExportsTheExpectedTsv) {
   ScratchDir dir;
   testing::XdrWriter other(GetParam());
   other.Reals({1.0, 2.0});
-  testing::WriteLazyLoadDb(dir.path(), {{"other", other.bytes()}, {"ratings", testing::SerializeFixtureFrame(GetParam())}});
+  testing::WriteLazyLoadDb(dir.path(),
+                           {{"other", other.bytes()}, {"ratings", testing::SerializeFixtureFrame(GetParam())}});
   Result<LazyLoadDb> db = LazyLoadDb::Open(dir.path() / "Rdata");
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   EXPECT_EQ(db->ObjectNames(), (std::vector<std::string>{"other", "ratings"}));
