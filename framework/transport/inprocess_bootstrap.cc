@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <thread>
 
 #include "framework/core/error.h"
@@ -88,20 +89,24 @@ Result<std::vector<Bytes>> InProcessGroup::Exchange(Rank rank, std::uint64_t rou
   return all;
 }
 
-void InProcessGroup::Publish(Rank rank, std::map<std::string, Bytes, std::less<>> values) {
+void InProcessGroup::Publish(Rank rank, std::uint64_t sync, std::map<std::string, Bytes, std::less<>> values) {
   std::lock_guard lock(mutex_);
-  for (auto& [key, value] : values) store_[rank.value][key] = std::move(value);
+  for (auto& [key, value] : values) store_[rank.value][key][sync] = std::move(value);
 }
 
-Result<Bytes> InProcessGroup::Lookup(Rank owner, std::string_view key) const {
+Result<Bytes> InProcessGroup::Lookup(Rank owner, std::string_view key, std::uint64_t syncs_done) const {
   if (owner.value < 0 || owner.value >= world_size_) {
     return InvalidArgument(fmt::format("rank {} outside 0..{}", owner.value, world_size_ - 1));
   }
   std::lock_guard lock(mutex_);
   const auto& values = store_[owner.value];
   auto it = values.find(key);
-  if (it == values.end()) return NotFound(fmt::format("bootstrap key '{}' of rank {} not found", key, owner.value));
-  return it->second;
+  if (it != values.end()) {
+    // The newest version published by a Sync the reader has completed.
+    auto version = it->second.lower_bound(syncs_done);
+    if (version != it->second.begin()) return std::prev(version)->second;
+  }
+  return NotFound(fmt::format("bootstrap key '{}' of rank {} not found", key, owner.value));
 }
 
 // ---- InProcessBootstrap ----
@@ -150,11 +155,15 @@ Status InProcessBootstrap::Put(std::string_view key, std::span<const std::byte> 
   return Status::Ok();
 }
 
-Result<Bytes> InProcessBootstrap::Get(Rank owner, std::string_view key) { return group_->Lookup(owner, key); }
+Result<Bytes> InProcessBootstrap::Get(Rank owner, std::string_view key) {
+  return group_->Lookup(owner, key, syncs_done_);
+}
 
 Status InProcessBootstrap::Sync() {
-  group_->Publish(rank_, std::exchange(pending_, {}));
-  return Round("sync", {}).status();
+  group_->Publish(rank_, syncs_done_, std::exchange(pending_, {}));
+  STALELEARN_RETURN_IF_ERROR(Round("sync", {}).status());
+  ++syncs_done_;
+  return Status::Ok();
 }
 
 Result<std::vector<Bytes>> InProcessBootstrap::AllGather(std::string_view key, std::span<const std::byte> mine) {

@@ -74,9 +74,12 @@ class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
   Result<std::vector<Bytes>> Exchange(Rank rank, std::uint64_t round, const std::string& what,
                                       Bytes contribution);
 
-  // Bootstrap store: publish `rank`'s pending puts; read a published value.
-  void Publish(Rank rank, std::map<std::string, Bytes, std::less<>> values);
-  Result<Bytes> Lookup(Rank owner, std::string_view key) const;
+  // Bootstrap store. Publish: `rank`'s puts made before its Sync number
+  // `sync` (0, 1, ...). Lookup: the value `owner` put last before its Sync
+  // number `syncs_done - 1`, i.e. what a reader that completed `syncs_done`
+  // Syncs may see, even if the owner already published more since.
+  void Publish(Rank rank, std::uint64_t sync, std::map<std::string, Bytes, std::less<>> values);
+  Result<Bytes> Lookup(Rank owner, std::string_view key, std::uint64_t syncs_done) const;
 
  private:
   InProcessGroup(int world_size, std::chrono::milliseconds deadline)
@@ -101,7 +104,8 @@ class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
   std::set<int> handed_out_;
   std::map<int, std::string> departed_;  // rank -> reason
   std::map<std::uint64_t, RoundState> rounds_;
-  std::vector<std::map<std::string, Bytes, std::less<>>> store_;  // by rank
+  // By rank, then key, then the Sync that published the value.
+  std::vector<std::map<std::string, std::map<std::uint64_t, Bytes>, std::less<>>> store_;
   struct SharedObject {
     std::type_index type;
     std::shared_ptr<void> object;
@@ -138,6 +142,7 @@ class InProcessBootstrap final : public Bootstrap {
   std::shared_ptr<InProcessGroup> group_;
   Rank rank_;
   std::uint64_t next_round_ = 0;  // collectives this rank has entered
+  std::uint64_t syncs_done_ = 0;  // Sync() calls this rank completed
   std::map<std::string, Bytes, std::less<>> pending_;  // Put since the last Sync
 };
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <string>
+#include <thread>
 
 #include "framework/core/error.h"
 
@@ -88,6 +90,29 @@ TEST(InProcessBootstrap, PutIsVisibleToOtherRanksAfterSync) {
     }
     EXPECT_EQ(bootstrap.Get(Rank{0}, "missing").status().code(), StatusCode::kNotFound);
     EXPECT_EQ(bootstrap.Get(Rank{7}, "address").status().code(), StatusCode::kInvalidArgument);
+  });
+}
+
+TEST(InProcessBootstrap, GetSeesWhatWasPutBeforeTheReadersLastSyncOnly) {
+  auto group = ValueOrThrow(InProcessGroup::Create(2));
+  auto published = [&](std::string_view text) {
+    auto newest = group->Lookup(Rank{0}, "value", std::numeric_limits<std::uint64_t>::max());
+    return newest.ok() && TextOf(*newest) == text;
+  };
+  RunRanks(group, [&](Bootstrap& bootstrap) {
+    const bool writer = bootstrap.rank().value == 0;
+    if (writer) ThrowIfError(bootstrap.Put("value", BytesOf("first")));
+    EXPECT_EQ(bootstrap.Get(Rank{0}, "value").status().code(), StatusCode::kNotFound);  // no Sync yet
+    ThrowIfError(bootstrap.Sync());
+    if (writer) {
+      ThrowIfError(bootstrap.Put("value", BytesOf("second")));
+      ThrowIfError(bootstrap.Sync());  // publishes "second" while rank 1 may still read
+    } else {
+      while (!published("second")) std::this_thread::yield();
+      EXPECT_EQ(TextOf(ValueOrThrow(bootstrap.Get(Rank{0}, "value"))), "first");
+      ThrowIfError(bootstrap.Sync());
+    }
+    EXPECT_EQ(TextOf(ValueOrThrow(bootstrap.Get(Rank{0}, "value"))), "second");
   });
 }
 
