@@ -154,7 +154,9 @@ Result<std::vector<RTagged>> XdrUnserializer::Attributes(std::size_t depth) {
 }
 
 // Pairlist-like cells. The cdr chain is followed in a loop, not by recursion,
-// so long pairlists cannot exhaust the stack.
+// so long pairlists cannot exhaust the stack. A call (LANGSXP) continues as
+// a LISTSXP chain; a tail that is not NULL (a closure's body) is kept as a
+// last, untagged cell.
 Result<RObjectPtr> XdrUnserializer::PairList(std::uint32_t flags, std::size_t depth) {
   MutableObject list = Make(static_cast<SexpType>(flags & 0xFF));
   while (true) {
@@ -170,9 +172,10 @@ Result<RObjectPtr> XdrUnserializer::PairList(std::uint32_t flags, std::size_t de
     list->cells.push_back(std::move(cell));
     STALELEARN_ASSIGN_OR_RETURN(std::int32_t next, Int());
     flags = static_cast<std::uint32_t>(next);
-    if ((flags & 0xFF) == static_cast<std::uint32_t>(list->type)) continue;
+    const auto next_type = static_cast<SexpType>(flags & 0xFF);
+    if (next_type == list->type || next_type == SexpType::kPairList) continue;
     STALELEARN_ASSIGN_OR_RETURN(RObjectPtr tail, ItemWithFlags(flags, depth + 1));
-    if (tail->type != SexpType::kNil) return Error("a pairlist that does not end in NULL");
+    if (tail->type != SexpType::kNil) list->cells.push_back({"", std::move(tail)});
     return RObjectPtr(list);
   }
 }
@@ -294,7 +297,9 @@ Result<RObjectPtr> XdrUnserializer::ItemWithFlags(std::uint32_t flags, std::size
       for (int part = 0; part < 3; ++part) {       // enclosure, frame, hash table
         STALELEARN_RETURN_IF_ERROR(Item(depth + 1).status());
       }
-      STALELEARN_ASSIGN_OR_RETURN(environment->attributes, Attributes(depth));
+      // Attributes are read and dropped: they may refer back to the environment,
+      // and keeping them would make a shared_ptr cycle.
+      STALELEARN_RETURN_IF_ERROR(Attributes(depth).status());
       return RObjectPtr(environment);
     }
     case SexpType::kPairList:

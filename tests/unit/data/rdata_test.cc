@@ -152,6 +152,24 @@ TEST(RUnserializeTest, WrapperAltrepUnwrapsAndKeepsAttributes) {
   EXPECT_EQ((*object)->Attribute("names")->strings[1], "b");
 }
 
+TEST(RUnserializeTest, CallContinuesAsPairlist) {
+  XdrWriter w(3);
+  w.Flags(6);  // LANGSXP: log(x, base = 2)
+  w.Symbol("log");
+  w.Flags(2);
+  w.Symbol("x");
+  w.Flags(2, false, true);
+  w.Symbol("base");
+  w.Reals({2});
+  w.Nil();
+  Result<RObjectPtr> object = Unserialize(w.bytes());
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  EXPECT_EQ((*object)->type, SexpType::kLanguage);
+  ASSERT_EQ((*object)->cells.size(), 3u);
+  EXPECT_EQ((*object)->cells[0].value->text, "log");
+  EXPECT_EQ((*object)->cells[2].tag, "base");
+}
+
 TEST(RUnserializeTest, BadMagicIsDataLoss) {
   std::vector<std::uint8_t> bytes = testing::SerializeFixtureFrame(3);
   bytes[0] = 'A';
