@@ -140,6 +140,7 @@ void VirtualTimeScheduler::ScheduleLocked() {
     running_ = next;
     ranks_[next].state = State::kRunning;
     ranks_[next].granted_at = ranks_[next].time;
+    ++turns_;
     if (tracing_) grants_.push_back({next, ranks_[next].time});
     changed_.notify_all();
     return;
@@ -152,12 +153,19 @@ void VirtualTimeScheduler::ScheduleLocked() {
 }
 
 Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank) {
-  const bool turn = changed_.wait_for(lock, deadline_, [&] { return running_ == rank || !failure_.empty(); });
-  if (running_ == rank) return Status::Ok();
-  if (!failure_.empty()) return FailedPrecondition(failure_);
-  (void)turn;
-  return TimeoutError(fmt::format("virtual-time scheduler: rank {} waited {} ms for its turn ({})", rank,
-                                  deadline_.count(), DescribeLocked()));
+  // A rank far ahead in virtual time may wait long for its turn while the
+  // others catch up; only a schedule in which no turn at all was handed out
+  // for a whole deadline is a hang.
+  while (true) {
+    const std::uint64_t turns_before = turns_;
+    changed_.wait_for(lock, deadline_, [&] { return running_ == rank || !failure_.empty(); });
+    if (running_ == rank) return Status::Ok();
+    if (!failure_.empty()) return FailedPrecondition(failure_);
+    if (turns_ == turns_before) {
+      return TimeoutError(fmt::format("virtual-time scheduler: no rank got a turn for {} ms while rank {} waited ({})",
+                                      deadline_.count(), rank, DescribeLocked()));
+    }
+  }
 }
 
 std::string VirtualTimeScheduler::DescribeLocked() const {

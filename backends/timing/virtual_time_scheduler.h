@@ -18,7 +18,8 @@
 // doing something); it then becomes runnable at max(own clock, the time at
 // which that segment started), since nothing it could observe changed earlier.
 // If every remaining rank is idle, each gets kFailedPrecondition (deadlock)
-// instead of hanging; every wait also ends with kTimeout after `deadline`.
+// instead of hanging; a wait during which no rank got a turn for `deadline`
+// ends with kTimeout.
 //
 // Collectives (blocking calls outside the schedule, e.g. an allreduce): each
 // rank calls ExitForCollective before and Rejoin after. While a rank is out,
@@ -101,6 +102,7 @@ class VirtualTimeScheduler {
   std::vector<RankState> ranks_;
   int arrived_ = 0;       // ranks that joined or left
   int running_ = -1;      // rank holding the turn, or -1
+  std::uint64_t turns_ = 0;  // turns handed out so far
   std::string failure_;   // set on deadlock: every later wait fails with it
   bool tracing_ = false;
   std::vector<Grant> grants_;

@@ -162,6 +162,26 @@ TEST(VirtualTimeScheduler, MisuseIsAnErrorNotACrash) {
   EXPECT_EQ(scheduler.Join(0, VirtualTimeFromPs(0)).code(), StatusCode::kTimeout);
 }
 
+TEST(VirtualTimeScheduler, ARankFarAheadWaitsLongerThanTheDeadlineWhileOthersProgress) {
+  VirtualTimeScheduler scheduler(2, std::chrono::milliseconds(100));
+  Status ahead;
+  RunThreads(2, [&](int rank) {
+    if (rank == 1) {
+      ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(1'000'000)).ok());
+      // Waits ~300 ms of real time for rank 0 to catch up: not a hang.
+      ahead = scheduler.Yield(rank, VirtualTimeFromPs(2'000'000));
+    } else {
+      ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(0)).ok());
+      for (int i = 1; i <= 6; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(i)).ok());
+      }
+    }
+    scheduler.Leave(rank);
+  });
+  EXPECT_TRUE(ahead.ok()) << ahead.ToString();
+}
+
 TEST(VirtualTimeScheduler, ARankThatLeavesEarlyDoesNotBlockTheOthers) {
   VirtualTimeScheduler scheduler(3, kDeadline);
   RunThreads(3, [&](int rank) {
