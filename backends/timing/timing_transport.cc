@@ -88,10 +88,7 @@ Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, cons
 Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
                                         std::uint64_t offset) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, src, offset));
-  const VirtualTime issued = Now();
-  AdvanceClockTo(issued + model_.link.overhead(), Category::kTransfer);
-  const VirtualTime done = issued + model_.link.RoundTrip(bytes);
-  NoteAck(src.owner(), done);
+  const VirtualTime done = IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -108,10 +105,7 @@ Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst
 Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
                                              std::uint64_t value, std::uint64_t* old) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(dst, offset, value, old));
-  const VirtualTime issued = Now();
-  AdvanceClockTo(issued + model_.link.overhead(), Category::kTransfer);
-  const VirtualTime done = issued + model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw();
-  NoteAck(dst.owner(), done);
+  const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -120,10 +114,7 @@ Result<RequestPtr> TimingTransport::CompareSwap(const transport::RemoteRegion& d
                                                 std::uint64_t expected, std::uint64_t desired,
                                                 std::uint64_t* old) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(dst, offset, expected, desired, old));
-  const VirtualTime issued = Now();
-  AdvanceClockTo(issued + model_.link.overhead(), Category::kTransfer);
-  const VirtualTime done = issued + model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw();
-  NoteAck(dst.owner(), done);
+  const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -280,6 +271,18 @@ VirtualTime TimingTransport::IssueOneWay(std::uint64_t bytes) {
   const VirtualTime start = std::max(now_, nic_free_);
   nic_free_ = start + model_.link.Serialization(bytes);
   return nic_free_;
+}
+
+VirtualTime TimingTransport::IssueRoundTrip(Rank peer, VirtualDuration cost) {
+  std::lock_guard lock(clock_mutex_);
+  const VirtualTime done = now_ + cost;
+  const VirtualDuration overhead = model_.link.overhead();
+  now_ += overhead;
+  breakdown_.transfer += overhead;
+  if (peer.value >= 0 && peer.value < static_cast<int>(acked_.size())) {
+    acked_[peer.value] = std::max(acked_[peer.value], done);
+  }
+  return done;
 }
 
 void TimingTransport::NoteAck(Rank peer, VirtualTime acked) {

@@ -125,6 +125,9 @@ class TimingTransport final : public transport::Transport,
   // Books a one-way transfer of `bytes` issued now (overhead, then the
   // injection queue); returns when it has left this rank. Takes clock_mutex_.
   VirtualTime IssueOneWay(std::uint64_t bytes);
+  // Books an operation that completes at the origin after `cost` (which
+  // includes the overhead, charged now); returns the completion time.
+  VirtualTime IssueRoundTrip(transport::Rank peer, VirtualDuration cost);
   // The origin learns at `acked` that an operation to `peer` completed.
   void NoteAck(transport::Rank peer, VirtualTime acked);
   // Wraps an inner request so that completing it advances the clock to `done`.
