@@ -111,7 +111,7 @@ fetch_heart_scale() {
 for name in "$@"; do
   case "$name" in
     movielens | heart_scale) ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "fetch-data.sh: error: unknown data set '$name' (known: $KNOWN)" >&2; exit 2 ;;
   esac
 done
