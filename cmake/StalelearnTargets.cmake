@@ -28,7 +28,13 @@ function(stalelearn_add_unit_test name)
   stalelearn_target_defaults(${name})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   include(GoogleTest)
+  # gtest_discover_tests writes list-valued properties unquoted, so a test
+  # gets one label: its area's (LABELS), or "unit".
+  set(label unit)
+  if(ARG_LABELS)
+    list(GET ARG_LABELS 0 label)
+  endif()
   gtest_discover_tests(${name}
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "unit;${ARG_LABELS}"
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS ${label}
     DISCOVERY_TIMEOUT 60)
 endfunction()
