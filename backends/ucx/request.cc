@@ -33,7 +33,42 @@ std::string TimeoutMessage(std::string_view what, transport::Timeout timeout, st
                      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
 }
 
+// Per-thread cache of UcxRequest-sized blocks. A block freed on another
+// thread than the one that allocated it simply joins that thread's cache.
+class RequestBlockCache {
+ public:
+  ~RequestBlockCache() {
+    for (void* block : blocks_) ::operator delete(block);
+  }
+  void* Take(std::size_t bytes) {
+    if (bytes != sizeof(UcxRequest) || blocks_.empty()) return ::operator new(bytes);
+    void* block = blocks_.back();
+    blocks_.pop_back();
+    return block;
+  }
+  void Give(void* block, std::size_t bytes) {
+    constexpr std::size_t kMaxCached = 1024;
+    if (bytes != sizeof(UcxRequest) || blocks_.size() >= kMaxCached) {
+      ::operator delete(block);
+      return;
+    }
+    blocks_.push_back(block);
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+RequestBlockCache& ThisThreadsBlocks() {
+  thread_local RequestBlockCache cache;
+  return cache;
+}
+
 }  // namespace
+
+void* UcxRequest::operator new(std::size_t bytes) { return ThisThreadsBlocks().Take(bytes); }
+
+void UcxRequest::operator delete(void* block, std::size_t bytes) noexcept { ThisThreadsBlocks().Give(block, bytes); }
 
 void PollBackoff::Idle() {
   constexpr unsigned kSpinPolls = 2048;

@@ -9,6 +9,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -50,6 +51,11 @@ class UcxRequest final : public transport::Request {
 
   bool Test() override;
   Status Wait(transport::Timeout timeout) override;
+
+  // Every operation makes one UcxRequest: recycle their memory per thread
+  // instead of going through malloc each time.
+  static void* operator new(std::size_t bytes);
+  static void operator delete(void* block, std::size_t bytes) noexcept;
 
  private:
   // Returns true once complete, without progressing.
