@@ -29,6 +29,12 @@ LinkModel::LinkModel(const proto::LinkPreset& preset)
       overhead_(Nanoseconds(preset.per_op_overhead_ns().value())),
       gb_per_s_(preset.bandwidth_gb_per_s().value()) {}
 
+VirtualDuration LinkModel::AllReduce(std::uint64_t bytes, int ranks) const {
+  if (ranks <= 1) return VirtualDuration(0);
+  const auto n = static_cast<std::uint64_t>(ranks);
+  return static_cast<std::int64_t>(2 * (n - 1)) * Transfer(CeilDiv(bytes, n));
+}
+
 MemoryModel::MemoryModel(const proto::MemoryPreset& preset)
     : name_(preset.name()), atomic_rmw_(Nanoseconds(preset.atomic_rmw_ns().value())), preset_(preset) {}
 

@@ -7,6 +7,7 @@
 //   link    Serialization(B)  = B / bandwidth
 //           Transfer(B)       = overhead + latency + Serialization(B)        one put
 //           RoundTrip(B)      = overhead + 2 latency + Serialization(B)      one get
+//           AllReduce(B, n)   = 2 (n-1) Transfer(ceil(B/n))                  ring allreduce
 //   merge of a batch of B bytes and N element updates (master read + written:
 //   2 * N * kElementBytes):
 //     upmem     D DPUs, per DPU b = ceil(B/D), n = ceil(N/D);
@@ -68,6 +69,9 @@ class LinkModel {
   VirtualDuration RoundTrip(std::uint64_t bytes) const {
     return overhead_ + 2 * latency_ + Serialization(bytes);
   }
+  // Ring allreduce of `bytes` over `ranks`: 2 (n - 1) steps, each a transfer
+  // of ceil(bytes / n). 0 for one rank.
+  VirtualDuration AllReduce(std::uint64_t bytes, int ranks) const;
 
  private:
   std::string name_;

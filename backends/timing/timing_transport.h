@@ -102,6 +102,9 @@ class TimingTransport final : public transport::Transport,
   Status AdvanceTo(VirtualTime t) override;
   VirtualTime PutVisibleAt(std::uint64_t bytes) const override;
   VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const override;
+  VirtualDuration AllReduceCost(std::uint64_t bytes, int ranks) const override {
+    return model_.link.AllReduce(bytes, ranks);
+  }
   Status StartSchedule() override;
   Status IdleUntilProgress() override;
   Status ExitScheduleForCollective() override;

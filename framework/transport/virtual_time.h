@@ -112,6 +112,11 @@ class SimulatedTime {
   // bandwidth. Pass the result to AdvanceTo after the Get.
   virtual VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const = 0;
 
+  // Price of an allreduce of `bytes` over `ranks` on the link (ring
+  // algorithm). The ALLREDUCE mode, after the collective:
+  //   AdvanceTo(max over ranks of Now() + AllReduceCost(bytes, ranks)).
+  virtual VirtualDuration AllReduceCost(std::uint64_t bytes, int ranks) const = 0;
+
   // Deterministic emulation (ranks as threads over an in-process backend):
   // joins the virtual-time schedule; blocks until every rank has joined. From
   // then on each call that advances the clock (the charges above, AdvanceTo,

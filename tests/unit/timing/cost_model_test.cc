@@ -42,6 +42,15 @@ TEST(LinkModel, TransferIsOverheadPlusLatencyPlusBytesOverBandwidth) {
   EXPECT_EQ(link.RoundTrip(1'000'000), nanoseconds(100) + microseconds(2) + milliseconds(1));
 }
 
+TEST(LinkModel, RingAllReduceIsTwoNMinusOneChunkTransfers) {
+  LinkModel link(Parse<proto::LinkPreset>(kLink));
+  // 4 ranks, 4e6 bytes: 6 steps of 1e6 bytes, each 0.1 us + 1 us + 1 ms.
+  EXPECT_EQ(link.AllReduce(4'000'000, 4), 6 * (nanoseconds(1100) + milliseconds(1)));
+  EXPECT_EQ(link.AllReduce(4'000'000, 1), nanoseconds(0));
+  // 3 ranks, 10 bytes: chunks of ceil(10/3) = 4 bytes.
+  EXPECT_EQ(link.AllReduce(10, 3), 4 * link.Transfer(4));
+}
+
 TEST(LinkModel, ShippedLinksPriceExactlyTheirPresetValues) {
   for (const std::string& name : ListPresets(DefaultPresetDir(), PresetKind::kLink)) {
     const proto::LinkPreset preset = ValueOrThrow(LoadLinkPreset(DefaultPresetDir(), name));
