@@ -25,7 +25,8 @@ class StalenessBound {
   int value() const { return s_.value_or(-1); }
   // May clock `clock` start when the slowest other rank has merged `merged` clocks?
   bool Allows(std::uint64_t clock, std::uint64_t merged) const {
-    return !s_ || merged + static_cast<std::uint64_t>(*s_) >= clock;
+    // Written without merged + s: merged is UINT64_MAX when there are no others.
+    return !s_ || merged >= clock || clock - merged <= static_cast<std::uint64_t>(*s_);
   }
 
  private:

@@ -67,6 +67,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ModeCase{"ssp1_3x1", proto::SSP, 1, 3, 1, proto::RANGE},
                       ModeCase{"bsp_2x2_hash", proto::BSP, 0, 2, 2, proto::HASH},
                       ModeCase{"asp_2x1", proto::ASP, 0, 2, 1, proto::RANGE},
+                      ModeCase{"ssp2_1x2_hash", proto::SSP, 2, 1, 2, proto::HASH},
                       ModeCase{"direct_2x2", proto::DIRECT, 0, 2, 2, proto::RANGE},
                       ModeCase{"allreduce_3", proto::ALLREDUCE, 0, 3, 0, proto::RANGE}),
     [](const auto& info) { return std::string(info.param.label); });

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/shard_merger.h"
@@ -113,6 +114,9 @@ TEST(StalenessBound, AllowsExactlyWhenClocksUpToTMinusSMinus1AreMerged) {
   EXPECT_TRUE(bsp.Allows(4, 4));
   EXPECT_FALSE(bsp.Allows(4, 3));
   EXPECT_TRUE(StalenessBound::Unbounded().Allows(1000, 0));
+  // No other compute rank: the slowest "merged clock" is the maximum value.
+  EXPECT_TRUE(s2.Allows(1000, std::numeric_limits<std::uint64_t>::max()));
+  EXPECT_TRUE(bsp.Allows(1000, std::numeric_limits<std::uint64_t>::max()));
 }
 
 }  // namespace
