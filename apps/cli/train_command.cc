@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +76,10 @@ void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& boot
   runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, bootstrap));
   if (bootstrap.rank().value != 0) return;
   if (!report_path.empty()) ThrowIfError(metrics::WriteReportFile(run.report, report_path));
+  if (const std::string& trace = inputs.config.output().trace(); !trace.empty()) {
+    std::ofstream out(trace, std::ios::trunc);
+    if (!(out << run.trace_csv)) throw Error(InvalidArgument(fmt::format("{}: cannot write the trace", trace)));
+  }
   if (!inputs.config.output().quiet()) PrintSummary(run.report, report_path);
 }
 

@@ -1,6 +1,9 @@
 #include "framework/runtime/run_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <limits>
 
 #include "framework/core/config_loader.h"
 
@@ -75,6 +78,20 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
   }
   std::ranges::sort(*report.mutable_ranks(), {}, [](const proto::RankReport& r) { return r.rank(); });
   return report;
+}
+
+Result<std::string> GatherTraceCsv(transport::Bootstrap& bootstrap, const std::vector<ClockRecord>& records) {
+  std::string mine;
+  for (const ClockRecord& r : records) {
+    const bool none = r.min_merged_of_others == std::numeric_limits<std::uint64_t>::max();
+    mine += fmt::format("{},{},{},{},{:.6f}\n", bootstrap.rank().value, r.clock, r.observed_staleness,
+                        none ? std::string("") : std::to_string(r.min_merged_of_others), r.stall_seconds);
+  }
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> all,
+                              bootstrap.AllGather("stalelearn/trace", std::as_bytes(std::span(mine))));
+  std::string csv = "rank,clock,observed_staleness,min_merged_of_others,stall_seconds\n";
+  for (const transport::Bytes& part : all) csv.append(reinterpret_cast<const char*>(part.data()), part.size());
+  return csv;
 }
 
 }  // namespace stalelearn::runtime

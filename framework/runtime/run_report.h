@@ -31,4 +31,9 @@ int ReportedStaleness(const proto::Config& config);
 Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto::Config& config, const App& app,
                                    const RoleMap& roles, const char* backend, const proto::Report& partial);
 
+// All-gathers every compute rank's per-clock record as CSV (the trace file of
+// output.trace): header "rank,clock,observed_staleness,min_merged_of_others,
+// stall_seconds", rows in rank then clock order. Collective.
+Result<std::string> GatherTraceCsv(transport::Bootstrap& bootstrap, const std::vector<ClockRecord>& records);
+
 }  // namespace stalelearn::runtime

@@ -65,7 +65,11 @@ class RankRunner {
   Result<RankRun> Gather(proto::Report partial, std::vector<ClockRecord> records) {
     STALELEARN_ASSIGN_OR_RETURN(proto::Report report,
                                 GatherReport(env_.bootstrap, config(), env_.app, env_.roles, counting_.name(), partial));
-    return RankRun{std::move(report), std::move(records)};
+    std::string trace;
+    if (!config().output().trace().empty()) {  // the same config on every rank: all gather or none
+      STALELEARN_ASSIGN_OR_RETURN(trace, GatherTraceCsv(env_.bootstrap, records));
+    }
+    return RankRun{std::move(report), std::move(records), std::move(trace)};
   }
 
   Result<RankRun> RunAllreduce() {

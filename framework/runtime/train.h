@@ -31,6 +31,7 @@ struct TrainInputs {
 struct RankRun {
   proto::Report report;              // the whole run's report (same on every rank)
   std::vector<ClockRecord> records;  // this rank's per-clock record (compute ranks)
+  std::string trace_csv;             // every rank's records, when output.trace is set
 };
 
 Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& bootstrap);
