@@ -44,9 +44,10 @@ void PutGetIntegrity(RankEnv& env);
 void FlushCompletesEverything(RankEnv& env);
 // Writers publish payload, then fence or flush, then a commit word (put or
 // atomic); rank 0 reads commit words with acquire loads and must always see
-// the whole payload: 100,000 rounds over all writers. Every 64th round the
-// writer waits for the reader's acknowledgement (a put back), so a payload
-// that lags its commit word is caught whatever the thread timing.
+// the whole payload: 100,000 rounds over all writers. Twice in 64 rounds (a
+// fence and a flush round) the writer waits for the reader's acknowledgement
+// (a put back), so a payload that lags its commit word is caught whatever the
+// thread timing.
 void OrderingCommitWord(RankEnv& env);
 // Atomic adds and fetch-adds from every rank on one word give exact totals;
 // fetch-add hands out every ticket exactly once.

@@ -42,9 +42,10 @@ struct CommitLayout {
   // Mostly fence, sometimes flush, so that a backend that fails to order has
   // long stretches to be caught in.
   static bool FlushRound(std::uint64_t round) { return round % 16 == 0; }
-  // After these (fence) rounds the writer waits until the reader acknowledged
-  // them, so a payload that lags its commit word is caught whatever the timing.
-  static bool AckRound(std::uint64_t round) { return round % 64 == 63; }
+  // After these rounds (one fence, one flush round in 64) the writer waits
+  // until the reader acknowledged them, so a payload that lags its commit
+  // word is caught whatever the thread timing.
+  static bool AckRound(std::uint64_t round) { return round % 64 == 63 || round % 64 == 32; }
   static constexpr std::uint64_t kAckOffset = 0;  // in each writer's region
 };
 
@@ -114,6 +115,7 @@ void ReadCommits(RankEnv& env, MemoryRegion& region, const std::vector<std::uniq
       seen[writer] = committed;
     }
     if (!advanced) {
+      env.StopIfAnyRankFailed();
       env.Require(std::chrono::steady_clock::now() < deadline,
                   fmt::format("commit words stuck at {} of {}", fmt::join(seen, ","), layout.rounds_per_writer));
       env.transport().Progress();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 #include <set>
 
@@ -16,25 +17,28 @@ namespace {
 class GtestSink final : public CheckSink {
  public:
   void Fail(Rank rank, const std::string& message, const std::source_location& where) override {
+    failures_.fetch_add(1);
     ADD_FAILURE_AT(where.file_name(), static_cast<int>(where.line())) << "rank " << rank.value << ": " << message;
   }
   void Skip(Rank, const std::string& reason) override {
     std::lock_guard lock(mutex_);
     skip_reasons_.insert(reason);
   }
+  bool AnyFailure() const override { return failures_.load() > 0; }
   std::string SkipReasons() const {
     std::lock_guard lock(mutex_);
     return fmt::format("{}", fmt::join(skip_reasons_, "; "));
   }
 
  private:
+  std::atomic<int> failures_{0};
   mutable std::mutex mutex_;
   std::set<std::string> skip_reasons_;
 };
 
 // One rank: create the backend, the env, run the case, leave together.
 void RunRank(const ConformanceParam& param, const transport::BackendRegistry& registry, Bootstrap& bootstrap,
-             GtestSink& sink) {
+             CheckSink& sink) {
   const BackendVariant& variant = param.variant;
   auto make_transport = [&]() {
     return registry.Create(variant.backend, transport::BackendContext{bootstrap, variant.options, registry});
@@ -71,15 +75,20 @@ std::string ConformanceParamName(const ::testing::TestParamInfo<ConformanceParam
   return fmt::format("{}_{}", info.param.test_case.name, info.param.variant.label);
 }
 
-TEST_P(Conformance, Passes) {
-  const ConformanceParam& param = GetParam();
+void RunCase(const ConformanceParam& param, CheckSink& sink) {
   transport::BackendRegistry registry;
-  ASSERT_TRUE(param.variant.register_backends(registry).ok());
-  GtestSink sink;
+  ThrowIfError(param.variant.register_backends(registry));
   try {
     param.variant.launch([&](Bootstrap& bootstrap) { RunRank(param, registry, bootstrap, sink); });
   } catch (const ConformanceAbort&) {
     // Already reported where it happened.
+  }
+}
+
+TEST_P(Conformance, Passes) {
+  GtestSink sink;
+  try {
+    RunCase(GetParam(), sink);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "a rank failed: " << e.what();
   }

@@ -64,6 +64,10 @@ std::vector<ConformanceParam> CasesFor(const BackendVariant& variant);
 // "<case>_<variant label>".
 std::string ConformanceParamName(const ::testing::TestParamInfo<ConformanceParam>& info);
 
+// Runs one case on every rank of its variant, reporting to `sink`.
+// Rethrows what a rank threw, except ConformanceAbort (already reported).
+void RunCase(const ConformanceParam& param, CheckSink& sink);
+
 class Conformance : public ::testing::TestWithParam<ConformanceParam> {};
 
 }  // namespace stalelearn::conformance

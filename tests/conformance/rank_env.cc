@@ -80,9 +80,14 @@ void RankEnv::Barrier() {
   }
 }
 
+void RankEnv::StopIfAnyRankFailed() {
+  if (sink_.AnyFailure()) throw ConformanceAbort();
+}
+
 void RankEnv::WaitUntil(const std::function<bool()>& done, std::string_view what) {
   const auto deadline = std::chrono::steady_clock::now() + kOpTimeout;
   while (!done()) {
+    StopIfAnyRankFailed();
     Require(std::chrono::steady_clock::now() < deadline, fmt::format("{}: no progress within {} s", what,
                                                                      kOpTimeout.count()));
     transport_.Progress();

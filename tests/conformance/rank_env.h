@@ -46,6 +46,10 @@ class CheckSink {
   virtual void Fail(Rank rank, const std::string& message, const std::source_location& where) = 0;
   // The backend lacks a capability the body needs; the rest was checked.
   virtual void Skip(Rank rank, const std::string& reason) = 0;
+  // True once any rank sharing this sink failed: ranks that wait for a peer
+  // give up at once instead of at their deadline. A sink of one process
+  // under mpirun only knows its own rank.
+  virtual bool AnyFailure() const = 0;
 };
 
 // Thrown by the Require* checks after the failure was reported: the body
@@ -103,8 +107,12 @@ class RankEnv {
   // The RMA form of Barrier(), whatever the capabilities (for its own test).
   void RmaBarrier();
   // Polls `done()` until true, progressing the transport and yielding;
-  // Fail()s naming `what` after kOpTimeout.
+  // Fail()s naming `what` after kOpTimeout. Stops (StopIfAnyRankFailed) when
+  // another rank failed.
   void WaitUntil(const std::function<bool()>& done, std::string_view what);
+  // Throws ConformanceAbort, reporting nothing more, if a rank failed already:
+  // for loops that wait on peers.
+  void StopIfAnyRankFailed();
   // Collective: a new transport of the backend under test.
   Result<std::unique_ptr<Transport>> MakeTransport() { return make_transport_(); }
 
