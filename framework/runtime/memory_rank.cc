@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "framework/sync/backoff.h"
 
 namespace stalelearn::runtime {
@@ -28,6 +31,12 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
   }
 }
 
+std::uint64_t MemoryRank::MinMergedClock() const {
+  std::uint64_t min = std::numeric_limits<std::uint64_t>::max();
+  for (int c = 0; c < poller_->compute_ranks(); ++c) min = std::min(min, poller_->merged_clock(model::ComputeIndex{c}));
+  return min;
+}
+
 void MemoryRank::PublishInitial() {
   InitializeShard(env_.app, env_.layout, me_, merger_.mutable_master());
   publisher_.Publish(merger_.master(), *poller_);
@@ -36,17 +45,30 @@ void MemoryRank::PublishInitial() {
 Result<MemoryRankResult> MemoryRank::Run() {
   sync::IdleBackoff backoff(env_.wait.backoff);
   auto last_work = std::chrono::steady_clock::now();
+  bool unpublished = false;
+  std::uint64_t published_min_clock = MinMergedClock();
   while (true) {
     env_.transport.Progress();
     const bool paused = env_.hooks.merging_paused && env_.hooks.merging_paused(me_);
     const int consumed = paused ? 0 : poller_->PollOnce();
     if (consumed > 0) {
-      // Publish after every pass that merged something: waiting compute ranks
-      // see new clocks as soon as possible.
-      publisher_.Publish(merger_.master(), *poller_);
+      // A snapshot copies the whole shard, so while batches keep coming,
+      // publish only when the slowest rank's clock advanced (what SSP/BSP
+      // gates wait for); once the rings are drained, publish at once.
+      unpublished = true;
+      if (const std::uint64_t min_clock = MinMergedClock(); min_clock > published_min_clock) {
+        publisher_.Publish(merger_.master(), *poller_);
+        published_min_clock = min_clock;
+        unpublished = false;
+      }
       backoff.Reset();
       last_work = std::chrono::steady_clock::now();
       continue;
+    }
+    if (unpublished) {
+      publisher_.Publish(merger_.master(), *poller_);
+      published_min_clock = MinMergedClock();
+      unpublished = false;
     }
     if (!paused && poller_->AllFinished()) break;
     if (std::chrono::steady_clock::now() - last_work > env_.wait.timeout) {

@@ -34,6 +34,8 @@ class MemoryRank {
   Result<MemoryRankResult> Run();
 
  private:
+  std::uint64_t MinMergedClock() const;
+
   const RankEnv& env_;
   model::MemoryIndex me_;
   MemoryEndpoints endpoints_;

@@ -1,6 +1,5 @@
 #include "framework/runtime/ssp_trainer.h"
 
-#include <limits>
 
 namespace stalelearn::runtime {
 namespace {
@@ -45,11 +44,25 @@ SspTrainer::SspTrainer(const RankEnv& env, ComputeEndpoints endpoints, const Dat
       evaluator_(evaluator),
       replica_(env.layout.tables()) {}
 
+std::int64_t SspTrainer::ObservedStaleness(std::uint64_t clock, std::uint64_t min_merged_of_others) {
+  // UINT64_MAX: no other compute rank, nothing can be stale.
+  return clock > min_merged_of_others ? static_cast<std::int64_t>(clock - min_merged_of_others) : 0;
+}
+
 Result<ClockRecord> SspTrainer::GateAndRefresh(std::int64_t clock) {
   ClockRecord record;
   record.rank = me_;
   record.clock = clock;
   const auto t = static_cast<std::uint64_t>(clock);
+  // SSP reads from its replica while it is fresh enough (Petuum's SSP cache):
+  // a replica that already holds every other rank's clocks 0..t-s-1 serves
+  // clock t without touching the network. Own updates are in it already (I2).
+  // Unbounded (ASP) refreshes every clock, as nothing would ever force it to.
+  if (installed_ && gate_.bound().bounded() && gate_.bound().Allows(t, installed_min_merged_)) {
+    record.min_merged_of_others = installed_min_merged_;
+    record.observed_staleness = ObservedStaleness(t, installed_min_merged_);
+    return record;
+  }
   sync::IdleBackoff backoff(env_.wait.backoff);
   std::chrono::nanoseconds stalled{0};
   while (true) {
@@ -58,6 +71,8 @@ Result<ClockRecord> SspTrainer::GateAndRefresh(std::int64_t clock) {
     STALELEARN_ASSIGN_OR_RETURN(std::uint64_t min_merged, links_.refresher.Refresh(replica_.mutable_tables()));
     // The control block can run ahead of the snapshot we installed: the
     // installed model itself must satisfy the bound.
+    installed_ = true;
+    installed_min_merged_ = min_merged;
     if (gate_.bound().Allows(t, min_merged)) {
       record.min_merged_of_others = min_merged;
       break;
@@ -67,9 +82,7 @@ Result<ClockRecord> SspTrainer::GateAndRefresh(std::int64_t clock) {
     backoff.Idle();
     stalled += std::chrono::steady_clock::now() - idle_start;
   }
-  const bool has_others = record.min_merged_of_others != std::numeric_limits<std::uint64_t>::max();
-  record.observed_staleness =
-      has_others && t > record.min_merged_of_others ? static_cast<std::int64_t>(t - record.min_merged_of_others) : 0;
+  record.observed_staleness = ObservedStaleness(t, record.min_merged_of_others);
   record.stall_seconds = std::chrono::duration<double>(stalled).count();
   return record;
 }

@@ -1,7 +1,8 @@
 // The compute-rank role under SSP (BSP with s = 0, ASP unbounded): the
 // StaleLearn path. Per clock t:
-//   1. wait until every other compute rank has clocks 0..t-s-1 merged (I1),
-//   2. refresh the replica: newer snapshots + own unmerged deltas (I2),
+//   1. if the replica lacks some other rank's clocks 0..t-s-1: wait until
+//      they are merged (I1) and refresh the replica: newer snapshots + own
+//      unmerged deltas (I2); otherwise keep computing on the replica,
 //   3. run the app kernel on this clock's samples (straggler delay applied),
 //   4. push the deltas of touched rows through the rings (backpressure, I5).
 // Compute rank 0 also evaluates the merged model at each epoch end.
@@ -45,6 +46,7 @@ class SspTrainer {
  private:
   // Steps 1-2; returns the record of the clock so far.
   Result<ClockRecord> GateAndRefresh(std::int64_t clock);
+  static std::int64_t ObservedStaleness(std::uint64_t clock, std::uint64_t min_merged_of_others);
 
   const RankEnv& env_;
   model::ComputeIndex me_;
@@ -54,6 +56,8 @@ class SspTrainer {
   Straggler straggler_;
   EpochEvaluator* evaluator_;  // null except on the evaluating rank
   model::Replica replica_;
+  bool installed_ = false;                 // a snapshot has been installed
+  std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it
 };
 
 }  // namespace stalelearn::runtime
