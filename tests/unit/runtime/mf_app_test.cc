@@ -1,0 +1,86 @@
+// apps/mf: the biased SGD step, the initialisation and the RMSE evaluation
+// against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "apps/mf/mf_app.h"
+#include "framework/model/replica.h"
+
+namespace stalelearn::apps::mf {
+namespace {
+
+using data::ItemIndex;
+using data::Rating;
+using data::UserIndex;
+
+MfApp TinyApp(int rank = 2) {
+  std::vector<Rating> train = {{UserIndex{0}, ItemIndex{1}, 4.0f, 0}, {UserIndex{1}, ItemIndex{0}, 2.0f, 0}};
+  std::vector<Rating> test = {{UserIndex{0}, ItemIndex{0}, 3.0f, 0}, {UserIndex{1}, ItemIndex{1}, 5.0f, 0}};
+  return MfApp("tiny", 2, 3, std::move(train), std::move(test), MfParams{rank, 0.1f, 0.05f, 0.1f, 11});
+}
+
+TEST(MfApp, TablesHoldFactorsAndBias) {
+  const MfApp app = TinyApp(4);
+  const auto tables = app.Tables();
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].rows, 2);
+  EXPECT_EQ(tables[1].rows, 3);
+  EXPECT_EQ(tables[0].width, 5);
+  EXPECT_FLOAT_EQ(app.global_mean(), 3.0f);
+  std::vector<runtime::RowRef> rows;
+  app.RowsOf(0, rows);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].row.value, 0);
+  EXPECT_EQ(rows[1].row.value, 1);
+}
+
+TEST(MfApp, InitialisationIsAPureFunctionOfTheRow) {
+  const MfApp app = TinyApp(8);
+  std::vector<float> a(9), b(9), c(9);
+  app.InitFloatRow(runtime::TableId{1}, runtime::RowId{2}, a);
+  app.InitFloatRow(runtime::TableId{1}, runtime::RowId{2}, b);
+  app.InitFloatRow(runtime::TableId{1}, runtime::RowId{1}, c);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(a[8], 0.0f) << "bias starts at zero";
+  for (int f = 0; f < 8; ++f) EXPECT_LE(std::abs(a[f]), std::sqrt(3.0f) * 0.1f);
+}
+
+TEST(MfApp, UpdateIsOneBiasedSgdStep) {
+  const MfApp app = TinyApp(2);
+  model::Replica replica(app.Tables());
+  auto& t = replica.mutable_tables();
+  // p_0 = (1, 2), b_u = 0.5; q_1 = (0.5, -1), b_i = 0.25.
+  const float p[3] = {1, 2, 0.5f}, q[3] = {0.5f, -1, 0.25f};
+  std::copy(p, p + 3, t[0].FloatRow(0).begin());
+  std::copy(q, q + 3, t[1].FloatRow(1).begin());
+  runtime::WorkCounters work;
+  app.Update(0, replica, work);  // rating 4 of user 0 on item 1
+  const float prediction = 3.0f + 0.5f + 0.25f + (1 * 0.5f + 2 * -1.0f);  // 2.25
+  const float e = 4.0f - prediction;
+  const float lr = 0.1f, lambda = 0.05f;
+  EXPECT_FLOAT_EQ(t[0].FloatRow(0)[2], 0.5f + lr * (e - lambda * 0.5f));
+  EXPECT_FLOAT_EQ(t[1].FloatRow(1)[2], 0.25f + lr * (e - lambda * 0.25f));
+  EXPECT_FLOAT_EQ(t[0].FloatRow(0)[0], 1 + lr * (e * 0.5f - lambda * 1));
+  EXPECT_FLOAT_EQ(t[1].FloatRow(1)[1], -1 + lr * (e * 2 - lambda * -1));
+  EXPECT_EQ(work.random_row_accesses, 2);
+  EXPECT_GT(work.flops, 0);
+  EXPECT_EQ(replica.touched_rows(), 2u);
+}
+
+TEST(MfApp, EvaluateIsClippedTestRmse) {
+  const MfApp app = TinyApp(1);
+  model::TableSet model = model::MakeTableSet(app.Tables());
+  // User 1's bias pushes the prediction for (1, 1) to 3 + 4 = 7, clipped to 5.
+  model[0].FloatRow(1)[1] = 4.0f;
+  const runtime::Evaluation e = app.Evaluate(model);
+  EXPECT_EQ(e.metric, "test_rmse");
+  // Errors: (0,0): 3 - 3 = 0; (1,1): 5 - 5 = 0 after clipping.
+  EXPECT_DOUBLE_EQ(e.value, 0.0);
+  model[0].FloatRow(0)[1] = -1.0f;  // (0,0) predicts 2: error 1
+  EXPECT_DOUBLE_EQ(app.Evaluate(model).value, std::sqrt(0.5));
+}
+
+}  // namespace
+}  // namespace stalelearn::apps::mf
