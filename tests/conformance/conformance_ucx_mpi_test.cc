@@ -1,0 +1,27 @@
+// The conformance suite on the 'ucx' backend under mpirun, one rank per
+// process, the MPI bootstrap exchanging addresses and keys: over shared memory
+// (UCX's default within a node) and over tcp. CTest runs each variant as its
+// own mpirun job with --gtest_filter (conformance_ucx.cmake);
+// RunGtestUnderMpi reduces the result over the ranks.
+#include "backends/ucx/register.h"
+#include "tests/conformance/conformance_harness.h"
+#include "tests/integration/mpi_gtest_main.h"
+
+namespace stalelearn::conformance {
+namespace {
+
+// Every process is one rank: run the body once with this job's bootstrap.
+void OnThisMpiRank(const RankBody& body) { body(stalelearn::testing::MpiTestBootstrap()); }
+
+INSTANTIATE_TEST_SUITE_P(UcxMpiShm, Conformance,
+                         ::testing::ValuesIn(CasesFor({"ucx_mpi_shm", "ucx", {}, backends::ucx::RegisterBackend,
+                                                       OnThisMpiRank})),
+                         ConformanceParamName);
+
+INSTANTIATE_TEST_SUITE_P(UcxMpiTcp, Conformance,
+                         ::testing::ValuesIn(CasesFor({"ucx_mpi_tcp", "ucx", {{"tls", "tcp"}},
+                                                       backends::ucx::RegisterBackend, OnThisMpiRank})),
+                         ConformanceParamName);
+
+}  // namespace
+}  // namespace stalelearn::conformance
