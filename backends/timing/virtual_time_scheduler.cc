@@ -108,6 +108,7 @@ void VirtualTimeScheduler::Leave(int rank) {
 }
 
 void VirtualTimeScheduler::NoteProgressLocked(int rank) {
+  ++progress_count_;
   const VirtualTime since = ranks_[rank].granted_at;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankState& other = ranks_[r];
@@ -117,16 +118,13 @@ void VirtualTimeScheduler::NoteProgressLocked(int rank) {
   }
 }
 
-void VirtualTimeScheduler::ScheduleLocked() {
-  if (running_ != -1 || arrived_ < world_size() || !failure_.empty()) return;
+int VirtualTimeScheduler::NextRankLocked() const {
   int max_collectives = 0;
   bool someone_outside = false;
-  bool someone_idle = false;
   for (const RankState& r : ranks_) {
     if (r.state == State::kLeft) continue;
     max_collectives = std::max(max_collectives, r.collectives);
     someone_outside |= r.state == State::kOutside;
-    someone_idle |= r.state == State::kIdle;
   }
   int next = -1;
   for (int r = 0; r < world_size(); ++r) {
@@ -136,20 +134,38 @@ void VirtualTimeScheduler::ScheduleLocked() {
     if (someone_outside && candidate.collectives >= max_collectives) continue;
     if (next == -1 || candidate.time < ranks_[next].time) next = r;  // ties: lower rank
   }
-  if (next != -1) {
-    running_ = next;
-    ranks_[next].state = State::kRunning;
-    ranks_[next].granted_at = ranks_[next].time;
-    ++turns_;
-    if (tracing_) grants_.push_back({next, ranks_[next].time});
-    changed_.notify_all();
-    return;
+  return next;
+}
+
+void VirtualTimeScheduler::ScheduleLocked() {
+  if (running_ != -1 || arrived_ < world_size() || !failure_.empty()) return;
+  int next = NextRankLocked();
+  if (next == -1) {
+    const bool all_idle = std::ranges::any_of(ranks_, [](const RankState& r) { return r.state == State::kIdle; }) &&
+                          std::ranges::none_of(ranks_, [](const RankState& r) { return r.state == State::kOutside; });
+    if (!all_idle) return;  // ranks outside for a collective come back
+    // Every remaining rank is idle. A poll may have given up on a state that
+    // was already complete (e.g. a seqlock read that overlapped a publish), so
+    // first wake them all once; only if none of them makes progress before
+    // all are idle again is it a deadlock.
+    if (woken_all_at_progress_ == progress_count_) {
+      failure_ = fmt::format("virtual-time scheduler: deadlock, every remaining rank waits for progress ({})",
+                             DescribeLocked());
+      changed_.notify_all();
+      return;
+    }
+    woken_all_at_progress_ = progress_count_;
+    for (RankState& r : ranks_) {
+      if (r.state == State::kIdle) r.state = State::kRunnable;
+    }
+    next = NextRankLocked();
   }
-  if (!someone_outside && someone_idle) {
-    failure_ = fmt::format("virtual-time scheduler: deadlock, every remaining rank waits for progress ({})",
-                           DescribeLocked());
-    changed_.notify_all();
-  }
+  running_ = next;
+  ranks_[next].state = State::kRunning;
+  ranks_[next].granted_at = ranks_[next].time;
+  ++turns_;
+  if (tracing_) grants_.push_back({next, ranks_[next].time});
+  changed_.notify_all();
 }
 
 Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank) {

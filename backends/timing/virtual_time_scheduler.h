@@ -17,8 +17,9 @@
 // until another rank ends a segment (Yield, Exit, Leave, or goes idle after
 // doing something); it then becomes runnable at max(own clock, the time at
 // which that segment started), since nothing it could observe changed earlier.
-// If every remaining rank is idle, each gets kFailedPrecondition (deadlock)
-// instead of hanging; a wait during which no rank got a turn for `deadline`
+// If every remaining rank is idle, all are woken once (a poll may have given
+// up on a state that was already complete); if they all go idle again without
+// progress, each gets kFailedPrecondition (deadlock) instead of hanging; a wait during which no rank got a turn for `deadline`
 // ends with kTimeout.
 //
 // Collectives (blocking calls outside the schedule, e.g. an allreduce): each
@@ -91,6 +92,8 @@ class VirtualTimeScheduler {
   Status CheckRunningLocked(int rank, const char* what) const;
   // `rank` ended a segment: idle ranks wake at max(own, its grant time).
   void NoteProgressLocked(int rank);
+  // The runnable rank with the smallest (time, rank) allowed to run, or -1.
+  int NextRankLocked() const;
   // Hands out the turn if nobody holds it; detects deadlock.
   void ScheduleLocked();
   Status WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank);
@@ -103,6 +106,9 @@ class VirtualTimeScheduler {
   int arrived_ = 0;       // ranks that joined or left
   int running_ = -1;      // rank holding the turn, or -1
   std::uint64_t turns_ = 0;  // turns handed out so far
+  std::uint64_t progress_count_ = 0;  // segments that ended with progress
+  // progress_count_ when every rank was idle and all were woken once; ~0: never.
+  std::uint64_t woken_all_at_progress_ = ~std::uint64_t{0};
   std::string failure_;   // set on deadlock: every later wait fails with it
   bool tracing_ = false;
   std::vector<Grant> grants_;
