@@ -151,7 +151,7 @@ void VirtualTimeScheduler::ScheduleLocked() {
     if (woken_all_at_progress_ == progress_count_) {
       failure_ = fmt::format("virtual-time scheduler: deadlock, every remaining rank waits for progress ({})",
                              DescribeLocked());
-      changed_.notify_all();
+      for (RankState& r : ranks_) r.turn.notify_all();
       return;
     }
     woken_all_at_progress_ = progress_count_;
@@ -165,7 +165,7 @@ void VirtualTimeScheduler::ScheduleLocked() {
   ranks_[next].granted_at = ranks_[next].time;
   ++turns_;
   if (tracing_) grants_.push_back({next, ranks_[next].time});
-  changed_.notify_all();
+  ranks_[next].turn.notify_all();  // only the rank whose turn it is wakes up
 }
 
 Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank) {
@@ -174,7 +174,7 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
   // for a whole deadline is a hang.
   while (true) {
     const std::uint64_t turns_before = turns_;
-    changed_.wait_for(lock, deadline_, [&] { return running_ == rank || !failure_.empty(); });
+    ranks_[rank].turn.wait_for(lock, deadline_, [&] { return running_ == rank || !failure_.empty(); });
     if (running_ == rank) return Status::Ok();
     if (!failure_.empty()) return FailedPrecondition(failure_);
     if (turns_ == turns_before) {

@@ -86,6 +86,7 @@ class VirtualTimeScheduler {
     VirtualTime granted_at{};   // clock when it last got the turn
     int collectives = 0;        // ExitForCollective calls so far
     bool active = true;         // yielded since it last went idle
+    std::condition_variable turn;  // notified when it gets the turn (or on failure)
   };
 
   Status CheckRank(int rank) const;
@@ -101,7 +102,6 @@ class VirtualTimeScheduler {
 
   const std::chrono::milliseconds deadline_;
   mutable std::mutex mutex_;  // guards everything below
-  std::condition_variable changed_;
   std::vector<RankState> ranks_;
   int arrived_ = 0;       // ranks that joined or left
   int running_ = -1;      // rank holding the turn, or -1
