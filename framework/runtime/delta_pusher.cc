@@ -43,4 +43,9 @@ Status DeltaPusher::Finish() {
   return Status::Ok();
 }
 
+Status DeltaPusher::Release() {
+  for (auto& writer : writers_) STALELEARN_RETURN_IF_ERROR(writer->Release());
+  return Status::Ok();
+}
+
 }  // namespace stalelearn::runtime

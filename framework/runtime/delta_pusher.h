@@ -31,6 +31,8 @@ class DeltaPusher {
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
   // Tells every memory rank this compute rank is done.
   Status Finish();
+  // Tells every memory rank this rank no longer reads from it.
+  Status Release();
 
  private:
   const model::ModelLayout& layout_;

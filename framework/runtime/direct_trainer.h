@@ -22,7 +22,11 @@ class DirectTrainer {
                 EpochEvaluator* evaluator);
 
   Result<TrainerResult> Run();
-  Status ReadMergedModel(TableSet& model) { return links_.refresher.ReadMergedModel(model); }
+  Status ReadFinalModel(TableSet& model) {
+    return links_.ReadFinalModel(env_, static_cast<std::uint64_t>(schedule_.clocks_per_epoch()) *
+                                           static_cast<std::uint64_t>(env_.config.training().epochs()),
+                                 model);
+  }
 
  private:
   // Gets the rows `samples` touch into the scratch model.

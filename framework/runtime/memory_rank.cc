@@ -16,6 +16,9 @@ std::vector<transport::MemoryRegion*> RawRings(const MemoryEndpoints& e) {
   return rings;
 }
 
+// The compute rank that evaluates the model (SSP and DIRECT modes).
+constexpr model::ComputeIndex kEvaluator{0};
+
 }  // namespace
 
 MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry)
@@ -70,10 +73,12 @@ Result<MemoryRankResult> MemoryRank::Run() {
       published_min_clock = MinMergedClock();
       unpublished = false;
     }
-    if (!paused && poller_->AllFinished()) break;
+    // The evaluating compute rank reads the final snapshot after finishing;
+    // keep progressing until it is done (tcp gets need the target).
+    if (!paused && poller_->AllFinished() && poller_->Released(kEvaluator)) break;
     if (std::chrono::steady_clock::now() - last_work > env_.wait.timeout) {
       return TimeoutError(fmt::format("memory rank {} received no batch for the wait limit; some compute rank "
-                                      "stopped without finishing",
+                                      "stopped without finishing (or never read the final model)",
                                       me_.value));
     }
     backoff.Idle();

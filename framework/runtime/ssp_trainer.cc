@@ -32,6 +32,26 @@ ComputeLinks::ComputeLinks(const RankEnv& env, ComputeEndpoints moved, const Dat
                 geometry.published, env.wait),
       pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr) {}
 
+Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
+  sync::Deadline deadline(env.wait.timeout);
+  sync::IdleBackoff backoff(env.wait.backoff);
+  while (true) {
+    STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
+    bool complete = true;
+    for (int m = 0; m < clocks.memory_ranks(); ++m) {
+      for (int c = 0; c < clocks.compute_ranks(); ++c) {
+        complete &= clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c}) >= total_clocks;
+      }
+    }
+    if (complete) break;
+    if (deadline.Expired()) return TimeoutError("the memory ranks never published the final model");
+    env.transport.Progress();
+    backoff.Idle();
+  }
+  STALELEARN_RETURN_IF_ERROR(refresher.ReadMergedModel(model));
+  return pusher.Release();
+}
+
 SspTrainer::SspTrainer(const RankEnv& env, ComputeEndpoints endpoints, const DataPlaneGeometry& geometry,
                        sync::StalenessBound bound, EpochEvaluator* evaluator)
     : env_(env),

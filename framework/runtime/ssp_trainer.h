@@ -28,6 +28,11 @@ namespace stalelearn::runtime {
 struct ComputeLinks {
   ComputeLinks(const RankEnv& env, ComputeEndpoints endpoints, const DataPlaneGeometry& geometry,
                bool keep_pending);
+  // After Finish: waits until every memory rank has published the snapshot
+  // holding all `total_clocks` clocks of every compute rank, reads it into
+  // `model`, and releases the memory ranks (which progress until then).
+  Status ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model);
+
   ComputeEndpoints endpoints;  // declared first: destroyed last
   sync::ClockTable clocks;
   ReplicaRefresher refresher;
@@ -40,8 +45,12 @@ class SspTrainer {
              sync::StalenessBound bound, EpochEvaluator* evaluator);
 
   Result<TrainerResult> Run();
-  // The merged model (latest snapshots), e.g. for the final evaluation.
-  Status ReadMergedModel(TableSet& model) { return links_.refresher.ReadMergedModel(model); }
+  // The final merged model (after Run), for the final evaluation.
+  Status ReadFinalModel(TableSet& model) {
+    return links_.ReadFinalModel(env_, static_cast<std::uint64_t>(schedule_.clocks_per_epoch()) *
+                                           static_cast<std::uint64_t>(env_.config.training().epochs()),
+                                 model);
+  }
 
  private:
   // Steps 1-2; returns the record of the clock so far.

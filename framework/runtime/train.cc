@@ -121,13 +121,15 @@ class RankRunner {
   template <class Trainer>
   Result<RankRun> RunCompute(Trainer& trainer) {
     STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, trainer.Run());
+    TableSet final_model;
+    if (evaluator_) {
+      // Read while the memory ranks still progress (before any collective).
+      final_model = model::MakeTableSet(env_.layout.tables());
+      STALELEARN_RETURN_IF_ERROR(trainer.ReadFinalModel(final_model));
+    }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
-    if (evaluator_) {
-      TableSet final_model = model::MakeTableSet(env_.layout.tables());
-      STALELEARN_RETURN_IF_ERROR(trainer.ReadMergedModel(final_model));
-      FinishEvaluation(*evaluator_, config(), final_model, partial);
-    }
+    if (evaluator_) FinishEvaluation(*evaluator_, config(), final_model, partial);
     *partial.add_ranks() = MakeRankReport(me(), Role::kCompute, &result, nullptr, counting_.counters());
     return Gather(std::move(partial), std::move(result.records));
   }

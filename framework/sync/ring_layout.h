@@ -5,7 +5,10 @@
 // Ring region: one per (compute rank c, memory rank m), registered on m with
 // remote write; only c imports its key (I7).
 //   [0]                 finish word: total batches c sent + 1 (0 = running)
-//   [8 + 8*i]           commit word of slot i: sequence of the batch in it
+//   [8]                 released word: 1 once c has read the final model
+//                       (the memory rank keeps progressing until then: over
+//                       tcp a get completes only while its target progresses)
+//   [16 + 8*i]          commit word of slot i: sequence of the batch in it
 //   [slots_offset + i*slot_bytes]  slot i: BatchHeader + payload
 // Batch with sequence n (1, 2, ...) goes to slot (n-1) mod R.
 //
@@ -34,8 +37,9 @@ struct RingGeometry {
   std::size_t slot_bytes = 1 << 20;  // multiple of 64
 
   std::size_t finish_word_offset() const { return 0; }
-  std::size_t commit_word_offset(int slot) const { return 8 + 8 * static_cast<std::size_t>(slot); }
-  std::size_t slots_offset() const { return RoundUp(8 + 8 * static_cast<std::size_t>(slots), kCacheLine); }
+  std::size_t released_word_offset() const { return 8; }
+  std::size_t commit_word_offset(int slot) const { return 16 + 8 * static_cast<std::size_t>(slot); }
+  std::size_t slots_offset() const { return RoundUp(16 + 8 * static_cast<std::size_t>(slots), kCacheLine); }
   std::size_t slot_offset(int slot) const { return slots_offset() + static_cast<std::size_t>(slot) * slot_bytes; }
   std::size_t region_bytes() const { return slot_offset(slots); }
   int SlotOf(std::uint64_t sequence) const { return static_cast<int>((sequence - 1) % static_cast<std::uint64_t>(slots)); }

@@ -81,4 +81,8 @@ bool RingPoller::AllFinished() const {
   return true;
 }
 
+bool RingPoller::Released(model::ComputeIndex c) const {
+  return transport::LoadAcquire64(rings_[c.value].region->data() + ring_geometry_.released_word_offset()) != 0;
+}
+
 }  // namespace stalelearn::sync

@@ -68,4 +68,10 @@ Status RingWriter::Finish() {
   return transport_.Flush(peer(), wait_.timeout);
 }
 
+Status RingWriter::Release() {
+  STALELEARN_RETURN_IF_ERROR(transport::PutBlocking(transport_, &released_value_, sizeof released_value_, *ring_,
+                                                    ring_geometry_.released_word_offset(), wait_.timeout));
+  return transport_.Flush(peer(), wait_.timeout);
+}
+
 }  // namespace stalelearn::sync

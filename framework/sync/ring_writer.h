@@ -45,6 +45,9 @@ class RingWriter {
 
   // Sets the ring's finish word (batches sent + 1) and flushes. Blocking.
   Status Finish();
+  // Sets the ring's released word: this rank has read what it needed from
+  // the memory rank after finishing. Blocking.
+  Status Release();
 
  private:
   Status WaitForFreeSlot(std::uint64_t sequence);
@@ -61,6 +64,7 @@ class RingWriter {
   // Sources of small puts; they must stay alive until the Flush.
   std::uint64_t commit_value_ = 0;
   std::uint64_t finish_value_ = 0;
+  std::uint64_t released_value_ = 1;
   std::uint64_t head_read_ = 0;
 };
 
