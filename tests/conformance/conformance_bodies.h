@@ -18,9 +18,12 @@
 //      (launcher: ThreadsLauncher(n) for ranks as threads, or a lambda that
 //      calls the body with the MPI bootstrap for a run under mpirun.)
 //   2. Build it with stalelearn_add_conformance_threads_test (threads) or
-//      stalelearn_add_mpi_test linking stalelearn_conformance (mpirun); both
-//      are in tests/conformance/CMakeLists.txt, which includes the optional
-//      tests/conformance/conformance_ucx.cmake for the UCX variants.
+//      stalelearn_add_mpi_test linking stalelearn_conformance (mpirun), in a
+//      conformance_<backend>.cmake next to this file (conformance_ucx.cmake,
+//      conformance_timing.cmake) that tests/conformance/CMakeLists.txt
+//      includes if present.
+//   3. conformance_selftest checks that the cases still catch the defects
+//      they exist for; a new case adds its defect to defective_transport.h.
 //
 // What the contract asks beyond transport.h, and this suite checks:
 //   - Import of a rank's own region works (atomics on one word come from

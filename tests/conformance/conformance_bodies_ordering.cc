@@ -168,6 +168,7 @@ void AtomicContention(RankEnv& env) {
   env.CheckOk(GetBlocking(t, &next_ticket, 8, word_owner, kTicketOffset, kOpTimeout), "get ticket counter");
   env.Check(sum == kOps * n * (n + 1) / 2, fmt::format("sum of atomic adds {} != {}", sum, kOps * n * (n + 1) / 2));
   env.Check(next_ticket == kOps * n, fmt::format("fetch-add counter {} != {}", next_ticket, kOps * n));
+  env.Barrier();  // rank 0 progresses until every get above is served
 
   // Every ticket 0..n*kOps-1 went to exactly one rank.
   const std::span<const std::byte> my_tickets = std::as_bytes(std::span(tickets));
@@ -198,8 +199,8 @@ void CompareSwapElection(RankEnv& env) {
   for (std::uint64_t e = 0; e < kElections; ++e) {
     olds.push_back(env.RequireValue(CompareSwapBlocking(t, *remotes[0], 8 * e, 0, my_vote, kOpTimeout), "compare-swap"));
   }
+  env.Barrier();  // rank 0 progresses until every compare-swap is served
   auto all = env.RequireValue(env.bootstrap().AllGather("elections", std::as_bytes(std::span(olds))), "gather");
-  env.Barrier();
   std::vector<std::uint64_t> final_words(kElections);
   env.RequireOk(GetBlocking(t, final_words.data(), 8 * kElections, *remotes[0], 0, kOpTimeout), "get words");
   for (std::uint64_t e = 0; e < kElections; ++e) {

@@ -96,15 +96,16 @@ void RankEnv::WaitUntil(const std::function<bool()>& done, std::string_view what
 }
 
 // Every rank adds 1 to `arrived` on rank 0 and waits until it reaches
-// n * generation. Rank 0 then also waits until every other rank reported that
-// it stopped polling (`left`), so that when rank 0 returns nobody needs its
-// progress any more and it may block in a bootstrap collective.
+// n * generation. Rank 0 then also waits until every other rank added 1 to
+// `left`, i.e. stopped reading `arrived`. The adds are never flushed: rank 0
+// waits for their effect, and a flush would need rank 0 to progress once more
+// after it saw them. So when any rank returns, no rank waits for another one
+// to progress, and all may block in a bootstrap collective.
 void RankEnv::RmaBarrier() {
   const std::uint64_t generation = ++barriers_;
   const auto n = static_cast<std::uint64_t>(world_size());
   Transport& t = transport_;
   RequireOk(Complete(t.AtomicAdd(*barrier_on_rank0_, kArrivedOffset, 1)), "barrier: arrive");
-  RequireOk(t.Flush(Rank{0}, kOpTimeout), "barrier: flush arrive");
   if (rank().value == 0) {
     const std::byte* words = barrier_words_->data();
     WaitUntil([&] { return transport::LoadAcquire64(words + kArrivedOffset) >= n * generation; }, "barrier: arrivals");
@@ -121,7 +122,6 @@ void RankEnv::RmaBarrier() {
       },
       "barrier: arrivals");
   RequireOk(Complete(t.AtomicAdd(*barrier_on_rank0_, kLeftOffset, 1)), "barrier: leave");
-  RequireOk(t.Flush(Rank{0}, kOpTimeout), "barrier: flush leave");
 }
 
 Status Complete(Result<transport::RequestPtr> issued) {

@@ -103,6 +103,11 @@ class RankEnv {
   // still have to progress for RMA to complete: with target_must_progress it
   // is built from RMA on a word of rank 0 and progresses while it waits (a
   // rank blocked in an MPI collective would not), else Bootstrap::Barrier.
+  //
+  // Rule for bodies, from this: with target_must_progress a rank must not
+  // enter a bootstrap collective while a peer may still wait for its
+  // progress; RMA towards peers is followed by Barrier() before any
+  // bootstrap collective (AllGather, MakeTransport, the runner's end).
   void Barrier();
   // The RMA form of Barrier(), whatever the capabilities (for its own test).
   void RmaBarrier();
