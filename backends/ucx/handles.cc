@@ -40,11 +40,11 @@ Status UcpConfig::Set(const std::string& name, const std::string& value) {
 
 void UcpContext::Release::operator()(ucp_context_h context) const { ucp_cleanup(context); }
 
-Result<UcpContext> UcpContext::Create(const UcpConfig& config, std::size_t estimated_endpoints) {
+Result<UcpContext> UcpContext::Create(const UcpConfig& config, std::size_t estimated_endpoints, bool wakeup) {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                       UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | (wakeup ? UCP_FEATURE_WAKEUP : 0);
   params.mt_workers_shared = 1;  // Register/Import may run on any thread
   params.estimated_num_eps = estimated_endpoints;
   params.name = "stalelearn";

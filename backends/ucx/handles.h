@@ -42,7 +42,8 @@ class UcpConfig {
 // ucp_context with RMA and 64-bit atomics, shareable by threads.
 class UcpContext {
  public:
-  static Result<UcpContext> Create(const UcpConfig& config, std::size_t estimated_endpoints);
+  // `wakeup`: UCP_FEATURE_WAKEUP, for a worker event fd (ProgressThread).
+  static Result<UcpContext> Create(const UcpConfig& config, std::size_t estimated_endpoints, bool wakeup);
   ucp_context_h get() const { return context_.get(); }
 
  private:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace stalelearn::backends::ucx {
@@ -17,9 +18,12 @@ const std::map<std::string, std::string>& KnownOptions() {
   return known;
 }
 
+constexpr const char* kProgressThread = "progress_thread";
+
 std::string KnownOptionNames() {
-  std::vector<std::string> names;
+  std::vector<std::string> names = {kProgressThread};
   for (const auto& [name, ucx_name] : KnownOptions()) names.push_back(name);
+  std::sort(names.begin(), names.end());
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -28,6 +32,13 @@ std::string KnownOptionNames() {
 Result<UcxOptions> ParseUcxOptions(const std::map<std::string, std::string>& options) {
   UcxOptions parsed;
   for (const auto& [name, value] : options) {
+    if (name == kProgressThread) {
+      if (value != "on" && value != "off") {
+        return InvalidArgument(fmt::format("backend 'ucx': option '{}' is '{}', expected on or off", name, value));
+      }
+      parsed.progress_thread = value == "on";
+      continue;
+    }
     auto known = KnownOptions().find(name);
     if (known == KnownOptions().end()) {
       return InvalidArgument(fmt::format("backend 'ucx': unknown option '{}' (known: {})", name, KnownOptionNames()));

@@ -5,6 +5,10 @@
 //   tls=tcp            -> UCX_TLS: transports (default: UCX picks; shared
 //                         memory within a node). e.g. "tcp", "shm,self".
 //   net_devices=lo     -> UCX_NET_DEVICES: network devices for tcp.
+//   progress_thread=on -> a thread progresses the worker (sleeping on its
+//                         event fd when idle), so the rank serves peers'
+//                         RMA without calling Progress(): capabilities then
+//                         say target_must_progress = false. Default off.
 //
 // Thread-safety: value types.
 #pragma once
@@ -19,6 +23,7 @@ namespace stalelearn::backends::ucx {
 struct UcxOptions {
   // UCX configuration names without the UCX_ prefix -> values.
   std::map<std::string, std::string> ucx_settings;
+  bool progress_thread = false;
 };
 
 // kInvalidArgument for an unknown option or an empty value, naming the known ones.

@@ -7,7 +7,8 @@
 //
 // Threading: as transport::Transport; every method may be called from any
 // thread of the rank. Progress is explicit: a target must call Progress() (or
-// wait on something) for tcp and for large puts to complete (FACTS.md).
+// wait on something) for tcp and for large puts to complete (FACTS.md),
+// unless the option progress_thread=on runs a ProgressThread for it.
 //
 // Lifetimes: regions, remote regions and requests must be destroyed before the
 // transport; the bootstrap must outlive Create. Destruction is local: it
@@ -21,6 +22,7 @@
 
 #include "backends/ucx/handles.h"
 #include "backends/ucx/options.h"
+#include "backends/ucx/progress_thread.h"
 #include "framework/transport/bootstrap.h"
 #include "framework/transport/transport.h"
 
@@ -83,6 +85,7 @@ class UcxTransport final : public transport::Transport {
   UcpContext context_;
   UcpWorker worker_;
   std::vector<Endpoint> endpoints_;  // by rank; fixed after Create
+  std::unique_ptr<ProgressThread> progress_thread_;  // with progress_thread=on; stopped first
 };
 
 }  // namespace stalelearn::backends::ucx

@@ -18,8 +18,18 @@ INSTANTIATE_TEST_SUITE_P(UcxMpiShm, Conformance,
                                                        OnThisMpiRank})),
                          ConformanceParamName);
 
+// Without a progress thread: not run by CTest, because bodies that wait in
+// MPI collectives leave peers' tcp operations unserved (run it by hand with
+// --gtest_filter=UcxMpiTcp/*).
 INSTANTIATE_TEST_SUITE_P(UcxMpiTcp, Conformance,
                          ::testing::ValuesIn(CasesFor({"ucx_mpi_tcp", "ucx", {{"tls", "tcp"}},
+                                                       backends::ucx::RegisterBackend, OnThisMpiRank})),
+                         ConformanceParamName);
+
+// A thread serves peers' RMA, so ranks need not progress while they wait.
+INSTANTIATE_TEST_SUITE_P(UcxMpiTcpProgressThread, Conformance,
+                         ::testing::ValuesIn(CasesFor({"ucx_mpi_tcp_progress_thread", "ucx",
+                                                       {{"tls", "tcp"}, {"progress_thread", "on"}},
                                                        backends::ucx::RegisterBackend, OnThisMpiRank})),
                          ConformanceParamName);
 

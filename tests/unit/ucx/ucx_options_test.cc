@@ -23,7 +23,7 @@ TEST(UcxOptions, UnknownOptionListsTheKnownOnes) {
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(parsed.status().message().find("'tsl'"), std::string::npos) << parsed.status().message();
-  EXPECT_NE(parsed.status().message().find("net_devices, tls"), std::string::npos) << parsed.status().message();
+  EXPECT_NE(parsed.status().message().find("net_devices, progress_thread, tls"), std::string::npos) << parsed.status().message();
 }
 
 TEST(UcxOptions, EmptyValueIsRefused) {

@@ -137,6 +137,35 @@ TEST_P(UcxThreads, CompareSwapElectsExactlyOneWinner) {
   });
 }
 
+// Over tcp the target's worker performs every operation. With
+// progress_thread=on it does so while the target's own thread is blocked in a
+// bootstrap barrier (without the option this test would time out).
+TEST(UcxProgressThread, ServesPeersWhileTheTargetBlocks) {
+  constexpr int kAdds = 200;
+  transport::RunRanks(2, [&](Bootstrap& bootstrap) {
+    auto t = CreateUcx(bootstrap, {{"tls", "tcp"}, {"progress_thread", "on"}});
+    EXPECT_FALSE(t->capabilities().target_must_progress);
+    auto region = ValueOrThrow(t->Register(kRegionBytes, Access::kAll));
+    auto remotes = ExchangeAndImport(*t, bootstrap, *region, "served");
+    if (t->rank() == Rank{0}) {
+      for (int i = 0; i < kAdds; ++i) {
+        EXPECT_EQ(ValueOrThrow(FetchAddBlocking(*t, *remotes[1], kCounterWord, 1, kTestTimeout)),
+                  static_cast<std::uint64_t>(i));
+      }
+      const auto payload = Pattern(100000, 5);
+      ThrowIfError(PutBlocking(*t, payload.data(), payload.size(), *remotes[1], kPayload, kTestTimeout));
+      ThrowIfError(t->Flush(Rank{1}, kTestTimeout));
+      std::vector<std::byte> back(payload.size());
+      ThrowIfError(GetBlocking(*t, back.data(), back.size(), *remotes[1], kPayload, kTestTimeout));
+      EXPECT_EQ(back, payload);
+    }
+    ThrowIfError(bootstrap.Barrier());  // rank 1 waits here without progressing
+    if (t->rank() == Rank{1}) {
+      EXPECT_EQ(transport::LoadAcquire64(region->data() + kCounterWord), std::uint64_t{kAdds});
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, UcxThreads, ::testing::Values("", "tcp"),
                          [](const auto& info) { return std::string(info.param).empty() ? "Default" : "Tcp"; });
 
