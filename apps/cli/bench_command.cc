@@ -220,8 +220,10 @@ void Report(const RmaBenchSpec& spec, const RmaBenchOptions& options, const RmaB
   if (options.json) {
     fmt::print(
         "{{\"op\": \"{}\", \"size\": {}, \"iters\": {}, \"window\": {}, \"backend\": \"{}\", "
-        "\"latency_us\": {:.4f}, \"bandwidth_mb_s\": {:.1f}, \"rate_mops\": {:.4f}, \"seconds\": {:.6f}}}\n",
-        options.op, spec.size, spec.iters, spec.window, spec.backend, per_op_us, mb_per_s, mops, result.seconds);
+        "\"registered_buffer\": {}, \"latency_us\": {:.4f}, \"bandwidth_mb_s\": {:.1f}, \"rate_mops\": {:.4f}, "
+        "\"seconds\": {:.6f}}}\n",
+        options.op, spec.size, spec.iters, spec.window, spec.backend, spec.registered_buffer, per_op_us, mb_per_s,
+        mops, result.seconds);
   } else {
     fmt::print("rma {} {} B x {} (window {}, backend {}): latency {:.3f} us, bandwidth {:.1f} MB/s, {:.3f} Mops/s\n",
                options.op, spec.size, spec.iters, spec.window, spec.backend, per_op_us, mb_per_s, mops);
