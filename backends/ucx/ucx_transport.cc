@@ -19,7 +19,7 @@ using transport::Access;
 using transport::HasAccess;
 using transport::Rank;
 
-constexpr std::chrono::seconds kTeardownTimeout{5};
+constexpr std::chrono::seconds kTeardownTimeout{2};
 constexpr std::size_t kAtomicBytes = sizeof(std::uint64_t);
 
 unsigned ProtectionFor(Access access) {

@@ -18,9 +18,7 @@ INSTANTIATE_TEST_SUITE_P(UcxMpiShm, Conformance,
                                                        OnThisMpiRank})),
                          ConformanceParamName);
 
-// Without a progress thread: not run by CTest, because bodies that wait in
-// MPI collectives leave peers' tcp operations unserved (run it by hand with
-// --gtest_filter=UcxMpiTcp/*).
+// Ranks progress only while they wait in the suite's RMA barriers and loops.
 INSTANTIATE_TEST_SUITE_P(UcxMpiTcp, Conformance,
                          ::testing::ValuesIn(CasesFor({"ucx_mpi_tcp", "ucx", {{"tls", "tcp"}},
                                                        backends::ucx::RegisterBackend, OnThisMpiRank})),
