@@ -7,6 +7,7 @@
 //
 // Example: a counter app (one int32 row per sample bucket).
 //
+//   using namespace stalelearn::runtime;
 //   class CountApp final : public stalelearn::runtime::App {
 //    public:
 //     std::string name() const override { return "count"; }

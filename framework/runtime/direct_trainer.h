@@ -27,6 +27,8 @@ class DirectTrainer {
                                            static_cast<std::uint64_t>(env_.config.training().epochs()),
                                  model);
   }
+  // Ends this rank\'s use of the memory ranks (after ReadFinalModel, if any).
+  Status Release() { return links_.Release(); }
 
  private:
   // Gets the rows `samples` touch into the scratch model.

@@ -16,9 +16,6 @@ std::vector<transport::MemoryRegion*> RawRings(const MemoryEndpoints& e) {
   return rings;
 }
 
-// The compute rank that evaluates the model (SSP and DIRECT modes).
-constexpr model::ComputeIndex kEvaluator{0};
-
 }  // namespace
 
 MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry)
@@ -73,9 +70,9 @@ Result<MemoryRankResult> MemoryRank::Run() {
       published_min_clock = MinMergedClock();
       unpublished = false;
     }
-    // The evaluating compute rank reads the final snapshot after finishing;
-    // keep progressing until it is done (tcp gets need the target).
-    if (!paused && poller_->AllFinished() && poller_->Released(kEvaluator)) break;
+    // Compute ranks still flush, and the evaluating one reads the final
+    // snapshot, after finishing: progress until all released us.
+    if (!paused && poller_->AllFinished() && poller_->AllReleased()) break;
     if (std::chrono::steady_clock::now() - last_work > env_.wait.timeout) {
       return TimeoutError(fmt::format("memory rank {} received no batch for the wait limit; some compute rank "
                                       "stopped without finishing (or never read the final model)",

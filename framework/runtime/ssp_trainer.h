@@ -14,30 +14,13 @@
 #include <memory>
 
 #include "framework/model/replica.h"
-#include "framework/runtime/data_plane.h"
-#include "framework/runtime/delta_pusher.h"
+#include "framework/runtime/compute_links.h"
 #include "framework/runtime/epoch_evaluator.h"
-#include "framework/runtime/replica_refresher.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/trainer_result.h"
 #include "framework/sync/staleness_gate.h"
 
 namespace stalelearn::runtime {
-
-// Links of a compute rank to the memory ranks, shared by SSP and DIRECT.
-struct ComputeLinks {
-  ComputeLinks(const RankEnv& env, ComputeEndpoints endpoints, const DataPlaneGeometry& geometry,
-               bool keep_pending);
-  // After Finish: waits until every memory rank has published the snapshot
-  // holding all `total_clocks` clocks of every compute rank, reads it into
-  // `model`, and releases the memory ranks (which progress until then).
-  Status ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model);
-
-  ComputeEndpoints endpoints;  // declared first: destroyed last
-  sync::ClockTable clocks;
-  ReplicaRefresher refresher;
-  DeltaPusher pusher;
-};
 
 class SspTrainer {
  public:
@@ -51,6 +34,8 @@ class SspTrainer {
                                            static_cast<std::uint64_t>(env_.config.training().epochs()),
                                  model);
   }
+  // Ends this rank\'s use of the memory ranks (after ReadFinalModel, if any).
+  Status Release() { return links_.Release(); }
 
  private:
   // Steps 1-2; returns the record of the clock so far.

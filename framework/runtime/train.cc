@@ -127,6 +127,7 @@ class RankRunner {
       final_model = model::MakeTableSet(env_.layout.tables());
       STALELEARN_RETURN_IF_ERROR(trainer.ReadFinalModel(final_model));
     }
+    STALELEARN_RETURN_IF_ERROR(trainer.Release());
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
     if (evaluator_) FinishEvaluation(*evaluator_, config(), final_model, partial);

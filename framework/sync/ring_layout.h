@@ -5,9 +5,11 @@
 // Ring region: one per (compute rank c, memory rank m), registered on m with
 // remote write; only c imports its key (I7).
 //   [0]                 finish word: total batches c sent + 1 (0 = running)
-//   [8]                 released word: 1 once c has read the final model
-//                       (the memory rank keeps progressing until then: over
-//                       tcp a get completes only while its target progresses)
+//   [8]                 released word: 1 once c needs nothing more from the
+//                       memory rank (its flushes done, the final model read).
+//                       The memory rank progresses until every ring is
+//                       released: over tcp a flush or get completes only
+//                       while its target progresses.
 //   [16 + 8*i]          commit word of slot i: sequence of the batch in it
 //   [slots_offset + i*slot_bytes]  slot i: BatchHeader + payload
 // Batch with sequence n (1, 2, ...) goes to slot (n-1) mod R.

@@ -81,8 +81,11 @@ bool RingPoller::AllFinished() const {
   return true;
 }
 
-bool RingPoller::Released(model::ComputeIndex c) const {
-  return transport::LoadAcquire64(rings_[c.value].region->data() + ring_geometry_.released_word_offset()) != 0;
+bool RingPoller::AllReleased() const {
+  for (const RingState& ring : rings_) {
+    if (transport::LoadAcquire64(ring.region->data() + ring_geometry_.released_word_offset()) == 0) return false;
+  }
+  return true;
 }
 
 }  // namespace stalelearn::sync

@@ -42,8 +42,8 @@ class RingPoller {
 
   // Every compute rank has set its finish word and all its batches are consumed.
   bool AllFinished() const;
-  // Compute rank c has set its released word (RingWriter::Release).
-  bool Released(model::ComputeIndex c) const;
+  // Every compute rank has set its released word (RingWriter::Release).
+  bool AllReleased() const;
 
   const MergeCounters& counters() const { return counters_; }
   // Batches of compute rank c consumed so far (= its highest included sequence).

@@ -69,9 +69,8 @@ Status RingWriter::Finish() {
 }
 
 Status RingWriter::Release() {
-  STALELEARN_RETURN_IF_ERROR(transport::PutBlocking(transport_, &released_value_, sizeof released_value_, *ring_,
-                                                    ring_geometry_.released_word_offset(), wait_.timeout));
-  return transport_.Flush(peer(), wait_.timeout);
+  return transport::PutBlocking(transport_, &released_value_, sizeof released_value_, *ring_,
+                                ring_geometry_.released_word_offset(), wait_.timeout);
 }
 
 }  // namespace stalelearn::sync

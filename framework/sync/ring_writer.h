@@ -45,8 +45,9 @@ class RingWriter {
 
   // Sets the ring's finish word (batches sent + 1) and flushes. Blocking.
   Status Finish();
-  // Sets the ring's released word: this rank has read what it needed from
-  // the memory rank after finishing. Blocking.
+  // Sets the ring's released word: this rank needs nothing more from the
+  // memory rank. Waits for local completion only: a flush would need the
+  // memory rank to progress after it saw the word, and it stops then.
   Status Release();
 
  private:

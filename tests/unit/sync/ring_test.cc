@@ -103,7 +103,7 @@ TEST(Ring, FullRingMakesTheWriterWaitAndNothingIsOverwritten) {
   EXPECT_EQ(f.MasterSum(), 5);
 }
 
-TEST(Ring, FinishWordEndsTheRingOnlyAfterEveryBatchIsConsumed) {
+TEST(Ring, FinishWordEndsTheRingOnlyAfterEveryBatchIsConsumedThenReleaseWord) {
   RingFixture f;
   ASSERT_TRUE(f.writer().Push(f.Batch({1}, 1)).ok());
   EXPECT_FALSE(f.poller().AllFinished());
@@ -111,6 +111,9 @@ TEST(Ring, FinishWordEndsTheRingOnlyAfterEveryBatchIsConsumed) {
   EXPECT_FALSE(f.poller().AllFinished()) << "finished with a batch still in the ring";
   f.poller().PollOnce();
   EXPECT_TRUE(f.poller().AllFinished());
+  EXPECT_FALSE(f.poller().AllReleased());
+  ASSERT_TRUE(f.writer().Release().ok());
+  EXPECT_TRUE(f.poller().AllReleased());
 }
 
 }  // namespace

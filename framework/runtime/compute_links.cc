@@ -1,0 +1,53 @@
+#include "framework/runtime/compute_links.h"
+
+namespace stalelearn::runtime {
+namespace {
+
+std::vector<const transport::RemoteRegion*> Raw(const std::vector<std::unique_ptr<transport::RemoteRegion>>& v) {
+  std::vector<const transport::RemoteRegion*> out;
+  for (const auto& r : v) out.push_back(r.get());
+  return out;
+}
+
+std::vector<std::unique_ptr<sync::RingWriter>> MakeWriters(const RankEnv& env, ComputeEndpoints& endpoints,
+                                                           const DataPlaneGeometry& geometry) {
+  const model::ComputeIndex me = env.roles.compute_index(env.transport.rank());
+  std::vector<std::unique_ptr<sync::RingWriter>> writers;
+  for (std::size_t m = 0; m < endpoints.rings.size(); ++m) {
+    writers.push_back(std::make_unique<sync::RingWriter>(env.transport, std::move(endpoints.rings[m]),
+                                                         *endpoints.published[m], me, geometry.ring,
+                                                         geometry.published[m], env.wait));
+  }
+  return writers;
+}
+
+}  // namespace
+
+ComputeLinks::ComputeLinks(const RankEnv& env, ComputeEndpoints moved, const DataPlaneGeometry& geometry,
+                           bool keep_pending)
+    : endpoints(std::move(moved)),
+      clocks(env.transport, Raw(endpoints.published), geometry.published.at(0), env.wait),
+      refresher(env.transport, env.layout, env.roles.compute_index(env.transport.rank()), Raw(endpoints.published),
+                geometry.published, env.wait),
+      pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr) {}
+
+Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
+  sync::Deadline deadline(env.wait.timeout);
+  sync::IdleBackoff backoff(env.wait.backoff);
+  while (true) {
+    STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
+    bool complete = true;
+    for (int m = 0; m < clocks.memory_ranks(); ++m) {
+      for (int c = 0; c < clocks.compute_ranks(); ++c) {
+        complete &= clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c}) >= total_clocks;
+      }
+    }
+    if (complete) break;
+    if (deadline.Expired()) return TimeoutError("the memory ranks never published the final model");
+    env.transport.Progress();
+    backoff.Idle();
+  }
+  return refresher.ReadMergedModel(model);
+}
+
+}  // namespace stalelearn::runtime
