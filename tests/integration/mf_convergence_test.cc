@@ -36,6 +36,8 @@ struct MfCase {
   int memory;
   proto::Partitioning partitioning;
 };
+// gtest would print the raw bytes, padding included.
+void PrintTo(const MfCase& c, std::ostream* os) { *os << c.label; }
 
 class MfConverges : public ::testing::TestWithParam<MfCase> {};
 

@@ -31,6 +31,8 @@ struct ModeCase {
   int memory;
   proto::Partitioning partitioning;
 };
+// gtest would print the raw bytes, padding included.
+void PrintTo(const ModeCase& c, std::ostream* os) { *os << c.label; }
 
 class ExactlyOnce : public ::testing::TestWithParam<ModeCase> {};
 
