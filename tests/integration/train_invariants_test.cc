@@ -202,13 +202,22 @@ TEST(Backpressure, StoppedMemoryRankMakesWritersWaitWithinTheRing) {
     while (r.clock > seen && !highest_clock_while_paused.compare_exchange_weak(seen, r.clock)) {
     }
   };
+  std::atomic<bool> run_over{false};
   std::thread release([&] {
     // Let the writers fill their rings, then resume merging.
-    while (started_while_paused.load() < 2 * (kSlots + 1)) std::this_thread::yield();
+    while (!run_over.load() && started_while_paused.load() < 2 * (kSlots + 1)) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     paused = false;
   });
-  const LocalRun run = RunLocal(config, app, 3, hooks);
+  LocalRun run;
+  try {
+    run = RunLocal(config, app, 3, hooks);
+  } catch (...) {  // a failed run must not leave the thread unjoined
+    run_over = true;
+    release.join();
+    throw;
+  }
+  run_over = true;
   release.join();
   // Clocks 0..kSlots-1 fill the ring; clock kSlots starts, then its push waits.
   EXPECT_EQ(highest_clock_while_paused.load(), kSlots);
