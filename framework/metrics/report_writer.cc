@@ -7,8 +7,65 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 
 namespace stalelearn::metrics {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Collects the JSON names of every 64-bit integer field reachable from `type`.
+void CollectInt64FieldNames(const pb::Descriptor& type, std::set<std::string>& names) {
+  for (int i = 0; i < type.field_count(); ++i) {
+    const pb::FieldDescriptor& field = *type.field(i);
+    if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64 ||
+        field.cpp_type() == pb::FieldDescriptor::CPPTYPE_UINT64) {
+      names.insert(field.name());
+    } else if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE && field.message_type() != &type) {
+      CollectInt64FieldNames(*field.message_type(), names);
+    }
+  }
+}
+
+// The proto3 JSON mapping quotes 64-bit integers ("samples": "600040"); a
+// report is read by people and by jq, which expect numbers. Unquotes the
+// values of exactly the 64-bit integer fields (all counts stay below 2^53
+// in practice; protobuf parses both forms back).
+std::string UnquoteInt64Values(const std::string& json) {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n;
+    CollectInt64FieldNames(*proto::Report::descriptor(), n);
+    return n;
+  }();
+  std::string out;
+  out.reserve(json.size());
+  std::size_t pos = 0;
+  while (pos < json.size()) {
+    // A key is `"name": ` ; look at each key and the value that follows it.
+    std::size_t key_start = json.find('"', pos);
+    if (key_start == std::string::npos) break;
+    std::size_t key_end = json.find('"', key_start + 1);
+    if (key_end == std::string::npos) break;
+    const std::string key = json.substr(key_start + 1, key_end - key_start - 1);
+    std::size_t value = key_end + 1;
+    const bool is_key = json.compare(value, 2, ": ") == 0;
+    out.append(json, pos, value - pos);
+    pos = value;
+    if (!is_key || !names.contains(key) || json.compare(value + 2, 1, "\"") != 0) continue;
+    std::size_t digits_end = json.find('"', value + 3);
+    if (digits_end == std::string::npos) break;
+    const std::string digits = json.substr(value + 3, digits_end - value - 3);
+    if (digits.empty() || digits.find_first_not_of("-0123456789") != std::string::npos) continue;
+    out += ": ";
+    out += digits;
+    pos = digits_end + 1;
+  }
+  out.append(json, pos, std::string::npos);
+  return out;
+}
+
+}  // namespace
 
 Result<std::string> ReportToJson(const proto::Report& report) {
   google::protobuf::util::JsonPrintOptions options;
@@ -18,7 +75,7 @@ Result<std::string> ReportToJson(const proto::Report& report) {
   std::string json;
   const auto status = google::protobuf::util::MessageToJsonString(report, &json, options);
   if (!status.ok()) return Internal(fmt::format("report to JSON: {}", status.ToString()));
-  return json;
+  return UnquoteInt64Values(json);
 }
 
 Status WriteReportFile(const proto::Report& report, const std::string& path) {

@@ -99,6 +99,9 @@ TEST(ReportWriter, WritesSnakeCaseJsonWithEveryField) {
     EXPECT_NE(json.find(key), std::string::npos) << key << " missing in " << json;
   }
   EXPECT_EQ(json.find("computeRanks"), std::string::npos) << "camelCase leaked";
+  // 64-bit counts are JSON numbers, not the proto3 mapping's quoted strings.
+  EXPECT_NE(json.find("\"bytes_merged\": 123"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"bytes_merged\": \"123\""), std::string::npos) << json;
 
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "stalelearn_report_test.json";
   ASSERT_TRUE(metrics::WriteReportFile(report, path.string()).ok());
