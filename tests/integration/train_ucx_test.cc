@@ -117,7 +117,8 @@ TEST_P(MfOnUcx, Converges) {
   EXPECT_LE(run.report.final().value(), 0.91);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, MfOnUcx, ::testing::Values(proto::SSP, proto::ALLREDUCE),
+INSTANTIATE_TEST_SUITE_P(Modes, MfOnUcx,
+                         ::testing::Values(proto::SSP, proto::BSP, proto::ASP, proto::DIRECT, proto::ALLREDUCE),
                          [](const auto& info) { return proto::ConsistencyMode_Name(info.param); });
 
 }  // namespace
