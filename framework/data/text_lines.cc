@@ -17,9 +17,19 @@ namespace stalelearn::data {
 Result<std::string> ReadWholeFile(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return NotFound(fmt::format("{}: no such file", file.string()));
+  // A directory opens like a file but its first read throws from inside the
+  // stream buffer (libstdc++), so tell it apart before reading.
+  if (std::filesystem::is_directory(file, ec)) {
+    return InvalidArgument(fmt::format("{}: is a directory, not a file", file.string()));
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) return Unavailable(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {  // a read error (EIO, ...) throws the same way
+    return Unavailable(fmt::format("{}: read failed: {}", file.string(), std::strerror(errno)));
+  }
   if (in.bad()) return Unavailable(fmt::format("{}: read failed", file.string()));
   return bytes;
 }

@@ -19,8 +19,8 @@
 
 namespace stalelearn::data {
 
-// The whole file as bytes; NotFound if it does not exist, Unavailable if it
-// cannot be read.
+// The whole file as bytes; NotFound if it does not exist, InvalidArgument if
+// it is a directory, Unavailable if it cannot be read.
 Result<std::string> ReadWholeFile(const std::filesystem::path& file);
 
 // Writes `bytes` to `<file>.tmp.<pid>` and renames it over `file`, so a

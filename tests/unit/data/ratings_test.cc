@@ -48,6 +48,15 @@ TEST(RatingsTsvTest, ReadsFromFileAndReportsAMissingOne) {
   EXPECT_EQ(ReadRatingsTsv(dir.path() / "absent.tsv").status().code(), StatusCode::kNotFound);
 }
 
+TEST(RatingsTsvTest, ADirectoryIsRejectedByName) {
+  testing::ScratchDir dir;
+  Result<RatingsTable> table = ReadRatingsTsv(dir.path());
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(table.status().message().find(dir.path().string() + ": is a directory"), std::string::npos)
+      << table.status().message();
+}
+
 struct MalformedCase {
   std::string name;
   std::string text;
