@@ -8,6 +8,8 @@
 #include <cstring>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -246,6 +248,11 @@ Status Validate(const proto::Config& c) {
 }
 
 Result<proto::Config> LoadConfig(const std::string& path, std::span<const std::string> overrides) {
+  // A directory opens and reads as empty, which would pass as an empty config.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(fmt::format("{}: cannot open config: is a directory", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidArgument(fmt::format("{}: cannot open config: {}", path, std::strerror(errno)));
   std::ostringstream text;

@@ -173,6 +173,15 @@ TEST(ConfigLoaderTest, MissingFileIsAnError) {
   EXPECT_NE(c.status().message().find("/nonexistent/stalelearn.pbtxt"), std::string::npos);
 }
 
+TEST(ConfigLoaderTest, ADirectoryIsNotAnEmptyConfig) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  auto c = LoadConfig(dir, {});
+  ASSERT_FALSE(c.ok()) << "a directory was accepted as a config";
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find(dir + ": cannot open config: is a directory"), std::string::npos)
+      << c.status().message();
+}
+
 TEST(ConfigLoaderTest, ModeNamesMatchTheProto) {
   EXPECT_EQ(ModeName(proto::SSP), "SSP");
   EXPECT_EQ(ModeName(proto::DIRECT), "DIRECT");
