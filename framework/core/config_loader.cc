@@ -238,11 +238,18 @@ Status Validate(const proto::Config& c) {
     return InvalidArgument(fmt::format("consistency.staleness must be >= 0, got {}", c.consistency().staleness()));
   }
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.cluster().memory_ranks(), "cluster.memory_ranks"));
-  if (c.cluster().ring_slots() < 2) {
-    return InvalidArgument(fmt::format("cluster.ring_slots must be >= 2, got {}", c.cluster().ring_slots()));
+  // Upper bounds: a ring is registered memory on every memory rank, once per
+  // compute rank; a typo (an extra digit or two) must be a config error, not
+  // a failed multi-terabyte allocation on every rank.
+  constexpr int kMaxRingSlots = 4096;
+  constexpr std::int64_t kMaxSlotBytes = std::int64_t{1} << 30;
+  if (c.cluster().ring_slots() < 2 || c.cluster().ring_slots() > kMaxRingSlots) {
+    return InvalidArgument(fmt::format("cluster.ring_slots must be in [2, {}], got {}", kMaxRingSlots,
+                                       c.cluster().ring_slots()));
   }
-  if (c.cluster().slot_bytes() < 4096) {
-    return InvalidArgument(fmt::format("cluster.slot_bytes must be >= 4096, got {}", c.cluster().slot_bytes()));
+  if (c.cluster().slot_bytes() < 4096 || c.cluster().slot_bytes() > kMaxSlotBytes) {
+    return InvalidArgument(fmt::format("cluster.slot_bytes must be in [4096, {}], got {}", kMaxSlotBytes,
+                                       c.cluster().slot_bytes()));
   }
   return Status::Ok();
 }
