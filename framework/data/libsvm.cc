@@ -21,16 +21,16 @@ Result<SparseDataset> ParseLibsvm(std::string_view text, std::string_view source
     std::string_view label_token = NextWhitespaceToken(rest);
     if (label_token.empty()) return LineError(source, n, "empty line: expected '<label> <index>:<value> ...'");
     std::optional<double> label = ParseFiniteDouble(label_token);
-    if (!label) return LineError(source, n, fmt::format("label '{}' is not a finite number", label_token));
+    if (!label) return LineError(source, n, fmt::format("label '{}' is not a finite number", Quotable(label_token)));
 
     std::uint64_t previous_index = 0;
     for (std::string_view token = NextWhitespaceToken(rest); !token.empty(); token = NextWhitespaceToken(rest)) {
       std::size_t colon = token.find(':');
       if (colon == std::string_view::npos) {
-        return LineError(source, n, fmt::format("token '{}' is not <index>:<value>", token));
+        return LineError(source, n, fmt::format("token '{}' is not <index>:<value>", Quotable(token)));
       }
       std::optional<std::int64_t> index = ParseInt64(token.substr(0, colon));
-      if (!index) return LineError(source, n, fmt::format("index in '{}' is not an integer", token));
+      if (!index) return LineError(source, n, fmt::format("index in '{}' is not an integer", Quotable(token)));
       if (*index < 1 || *index > std::numeric_limits<std::uint32_t>::max()) {
         return LineError(source, n, fmt::format("index {} outside [1, 2^32 - 1] (indices are 1-based)", *index));
       }
@@ -39,7 +39,7 @@ Result<SparseDataset> ParseLibsvm(std::string_view text, std::string_view source
                                                 previous_index));
       }
       std::optional<double> value = ParseFiniteDouble(token.substr(colon + 1));
-      if (!value) return LineError(source, n, fmt::format("value in '{}' is not a finite number", token));
+      if (!value) return LineError(source, n, fmt::format("value in '{}' is not a finite number", Quotable(token)));
       previous_index = static_cast<std::uint64_t>(*index);
       data.columns.push_back(static_cast<std::uint32_t>(*index - 1));
       data.values.push_back(static_cast<float>(*value));

@@ -34,10 +34,9 @@ Result<std::size_t> ParseHeader(std::string_view line, std::string_view source) 
   bool ok = count >= kRequiredColumns && count <= kColumns.size();
   for (std::size_t i = 0; ok && i < count; ++i) ok = fields[i] == kColumns[i];
   if (!ok) {
-    constexpr std::size_t kShown = 60;
     return LineError(source, 1,
-                     fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}{}'",
-                                 line.substr(0, kShown), line.size() > kShown ? "..." : ""));
+                     fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}'",
+                                 Quotable(line)));
   }
   return count;
 }
@@ -62,7 +61,7 @@ Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& field
                                     const RatingsReadOptions& options) {
   auto integer = [&](std::size_t column, std::int64_t& out) -> Status {
     std::optional<std::int64_t> value = ParseInt64(fields[column]);
-    if (!value) return InvalidArgument(fmt::format("{} '{}' is not an integer", kColumns[column], fields[column]));
+    if (!value) return InvalidArgument(fmt::format("{} '{}' is not an integer", kColumns[column], Quotable(fields[column])));
     out = *value;
     return Status::Ok();
   };
@@ -70,7 +69,7 @@ Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& field
   STALELEARN_RETURN_IF_ERROR(integer(0, r.user_id));
   STALELEARN_RETURN_IF_ERROR(integer(1, r.item_id));
   std::optional<double> value = ParseFiniteDouble(fields[2]);
-  if (!value) return InvalidArgument(fmt::format("rating '{}' is not a finite number", fields[2]));
+  if (!value) return InvalidArgument(fmt::format("rating '{}' is not a finite number", Quotable(fields[2])));
   if (*value < options.min_rating || *value > options.max_rating) {
     return InvalidArgument(
         fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating, options.max_rating));

@@ -75,6 +75,20 @@ Status LineError(std::string_view source, std::size_t line, std::string_view rea
   return InvalidArgument(fmt::format("{}:{}: {}", source, line, reason));
 }
 
+std::string Quotable(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < max_bytes; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out.push_back(static_cast<char>(byte));
+    } else {
+      out += fmt::format("\\x{:02x}", byte);
+    }
+  }
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
 namespace {
 
 // std::from_chars rejects a leading '+', which LIBSVM labels use ("+1").

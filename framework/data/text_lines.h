@@ -46,6 +46,11 @@ class LineCursor {
 // InvalidArgument "<source>:<line>: <reason>".
 Status LineError(std::string_view source, std::size_t line, std::string_view reason);
 
+// `text` fit to quote in a one-line error: bytes outside printable ASCII as
+// \xNN (a NUL would cut the message short, a \r overwrite it), cut after
+// `max_bytes` input bytes with "..." appended.
+std::string Quotable(std::string_view text, std::size_t max_bytes = 60);
+
 // Strict parsers: the whole token must be a number (a leading '+' is allowed,
 // surrounding spaces are not). Doubles must be finite.
 std::optional<std::int64_t> ParseInt64(std::string_view token);

@@ -80,6 +80,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         MalformedCase{"EmptyFile", "", "f.tsv:1: empty file"},
         MalformedCase{"BadHeader", "user\tmovie\trating\n1\t2\t3\n", "f.tsv:1: expected the header"},
+        // Bytes that are not printable are quoted as \xNN: a NUL must not cut the message short.
+        MalformedCase{"BinaryHeader", std::string("gz\x1f\x8b\0\r\n", 7), "got 'gz\\x1f\\x8b\\x00'"},
+        MalformedCase{"BinaryField", kHeader + std::string("1\t2\t3\0x\t4\n", 10),
+                      "f.tsv:2: rating '3\\x00x' is not a finite number"},
         MalformedCase{"TooFewFields", kHeader + "1\t2\t3\t4\n1\t2\t3\n",
                       "f.tsv:3: expected 4 tab-separated fields, got 3"},
         MalformedCase{"TooManyFields", kHeader + "1\t2\t3\t4\t5\n", "f.tsv:2: expected 4 tab-separated fields, got 5"},
