@@ -222,13 +222,17 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
       });
     }
   }  // jthreads join here
+  // Ranks often fail alike (every rank of a bad config): repeating the
+  // rethrown message once per rank would bury it, so only different ones are logged.
   std::exception_ptr first;
+  std::string first_message;
   for (int r = 0; r < world_size; ++r) {
     if (!errors[r]) continue;
-    if (first) {
-      log::Error("rank {} also failed: {}", r, Describe(errors[r]));
-    } else {
+    if (!first) {
       first = errors[r];
+      first_message = Describe(first);
+    } else if (std::string message = Describe(errors[r]); message != first_message) {
+      log::Error("rank {} also failed: {}", r, message);
     }
   }
   if (first) std::rethrow_exception(first);

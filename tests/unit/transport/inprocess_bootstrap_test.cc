@@ -137,6 +137,25 @@ TEST(InProcessBootstrap, ARankThatFailedMakesTheOthersFailFastAndIsRethrown) {
   EXPECT_EQ(unavailable.load(), 2);
 }
 
+TEST(InProcessBootstrap, RanksThatFailAlikeAreReportedOnceDifferentFailuresEach) {
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(RunRanks(3, [](Bootstrap&) { throw std::runtime_error("unknown backend 'nope'"); }),
+               std::runtime_error);
+  const std::string alike = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(alike.find("also failed"), std::string::npos) << alike;
+
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(RunRanks(3,
+                        [](Bootstrap& bootstrap) {
+                          if (bootstrap.rank().value == 2) throw std::runtime_error("disk full");
+                          throw std::runtime_error("unknown backend 'nope'");
+                        }),
+               std::runtime_error);
+  const std::string different = testing::internal::GetCapturedStderr();
+  EXPECT_NE(different.find("rank 2 also failed: disk full"), std::string::npos) << different;
+  EXPECT_EQ(different.find("rank 1 also failed"), std::string::npos) << different;
+}
+
 TEST(InProcessBootstrap, GroupRejectsBadArgumentsAndSecondBootstrapOfARank) {
   EXPECT_FALSE(InProcessGroup::Create(0).ok());
   EXPECT_FALSE(InProcessGroup::Create(2, 0ms).ok());
