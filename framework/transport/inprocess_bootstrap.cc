@@ -222,8 +222,9 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
       });
     }
   }  // jthreads join here
-  // Ranks often fail alike (every rank of a bad config): repeating the
-  // rethrown message once per rank would bury it, so only different ones are logged.
+  // Ranks often fail alike (every rank of a bad config), or fail because one
+  // did (its reason is in their "rank N failed: ..." message): repeating what
+  // the rethrown message already says would bury it, so only news is logged.
   std::exception_ptr first;
   std::string first_message;
   for (int r = 0; r < world_size; ++r) {
@@ -231,7 +232,7 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
     if (!first) {
       first = errors[r];
       first_message = Describe(first);
-    } else if (std::string message = Describe(errors[r]); message != first_message) {
+    } else if (std::string message = Describe(errors[r]); first_message.find(message) == std::string::npos) {
       log::Error("rank {} also failed: {}", r, message);
     }
   }

@@ -150,7 +150,7 @@ class InProcessBootstrap final : public Bootstrap {
 // log::SetThreadRank(r), and joins them. If any rank throws, the other ranks'
 // collectives fail fast (kUnavailable) and, after all threads joined, the
 // exception of the lowest failing rank is rethrown (the others are logged
-// unless their message is the same).
+// unless the rethrown message already contains theirs).
 // Throws stalelearn::Error for a bad world_size or deadline.
 void RunRanks(int world_size, const std::function<void(Bootstrap&)>& body,
               std::chrono::milliseconds deadline = kDefaultInProcessDeadline);

@@ -154,6 +154,20 @@ TEST(InProcessBootstrap, RanksThatFailAlikeAreReportedOnceDifferentFailuresEach)
   const std::string different = testing::internal::GetCapturedStderr();
   EXPECT_NE(different.find("rank 2 also failed: disk full"), std::string::npos) << different;
   EXPECT_EQ(different.find("rank 1 also failed"), std::string::npos) << different;
+
+  // Rank 0 fails because rank 1 did, saying why: rank 1's failure is not repeated.
+  testing::internal::CaptureStderr();
+  try {
+    RunRanks(2, [](Bootstrap& bootstrap) {
+      if (bootstrap.rank().value == 1) throw std::runtime_error("out of memory");
+      ThrowIfError(bootstrap.Barrier());
+    });
+    ADD_FAILURE() << "RunRanks did not rethrow";
+  } catch (const Error& e) {
+    EXPECT_NE(e.status().message().find("rank 1 failed: out of memory"), std::string::npos) << e.what();
+  }
+  const std::string consequence = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(consequence.find("also failed"), std::string::npos) << consequence;
 }
 
 TEST(InProcessBootstrap, GroupRejectsBadArgumentsAndSecondBootstrapOfARank) {
