@@ -214,7 +214,12 @@ Status ResolveDefaults(proto::Config& c) {
 }
 
 Status Validate(const proto::Config& c) {
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.app().mf().rank(), "app.mf.rank"));
+  // Every row of both factor tables holds `rank` floats; past this a typo is
+  // a failed terabyte allocation on every rank instead of a config error.
+  constexpr int kMaxMfRank = 1 << 16;
+  if (c.app().mf().rank() < 1 || c.app().mf().rank() > kMaxMfRank) {
+    return InvalidArgument(fmt::format("app.mf.rank must be in [1, {}], got {}", kMaxMfRank, c.app().mf().rank()));
+  }
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.app().mf().learning_rate(), "app.mf.learning_rate"));
   if (c.app().mf().regularization() < 0 || !std::isfinite(c.app().mf().regularization())) {
     return InvalidArgument(fmt::format("app.mf.regularization must be >= 0, got {}", c.app().mf().regularization()));
