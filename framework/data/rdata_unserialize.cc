@@ -131,6 +131,7 @@ class XdrUnserializer {
   std::span<const std::uint8_t> bytes_;
   UnserializeLimits limits_;
   std::size_t pos_ = 0;
+  std::size_t expanded_elements_ = 0;  // by ALTREP sequences so far, <= limits_.max_expanded_elements
   std::vector<RObjectPtr> references_;  // symbols, environments, ... in order of appearance
 };
 
@@ -246,10 +247,16 @@ Result<RObjectPtr> XdrUnserializer::Altrep(std::size_t depth) {
   STALELEARN_ASSIGN_OR_RETURN(RObjectPtr info, Item(depth + 1));
   STALELEARN_ASSIGN_OR_RETURN(RObjectPtr state, Item(depth + 1));
   STALELEARN_ASSIGN_OR_RETURN(std::vector<RTagged> attributes, Attributes(depth));
-  Result<RObjectPtr> expanded = ExpandAltrep(*info, *state, std::move(attributes), limits_.max_expanded_elements);
+  // The budget is shared by all sequences of the input: a few bytes each, many
+  // of them could otherwise expand to any amount of memory together.
+  Result<RObjectPtr> expanded =
+      ExpandAltrep(*info, *state, std::move(attributes), limits_.max_expanded_elements - expanded_elements_);
   if (!expanded.ok()) {
     return Status(expanded.status().code(), fmt::format("R serialization: {} before byte {}",
                                                         expanded.status().message(), pos_));
+  }
+  if (info->cells[0].value->text.starts_with("compact_")) {  // wrap_* hold vectors read from the input
+    expanded_elements_ += (*expanded)->integers.size() + (*expanded)->reals.size();
   }
   return expanded;
 }

@@ -25,7 +25,7 @@ namespace stalelearn::data::rdata {
 
 struct UnserializeLimits {
   std::size_t max_depth = 4096;                  // nesting of objects
-  std::size_t max_expanded_elements = 1u << 28;  // an ALTREP sequence may not expand beyond this
+  std::size_t max_expanded_elements = 1u << 28;  // all ALTREP sequences of one input together
 };
 
 Result<RObjectPtr> Unserialize(std::span<const std::uint8_t> bytes, const UnserializeLimits& limits = {});

@@ -109,6 +109,18 @@ TEST(RUnserializeTest, CompactIntSeqExpandsToPlainIntegers) {
   EXPECT_EQ((*object)->integers, (std::vector<std::int32_t>{7, 8, 9, 10}));
 }
 
+TEST(RUnserializeTest, AltrepSequencesShareOneExpansionBudget) {
+  // list(1:600, 1:600): each fits a budget of 1000 elements, both do not
+  // (a few bytes each, many of them could otherwise exhaust memory).
+  XdrWriter w(3);
+  w.List({[](XdrWriter& x) { x.CompactIntSeq(600, 1); }, [](XdrWriter& x) { x.CompactIntSeq(600, 1); }});
+  const UnserializeLimits limits{.max_expanded_elements = 1000};
+  Result<RObjectPtr> object = Unserialize(w.bytes(), limits);
+  ASSERT_FALSE(object.ok()) << "1200 elements expanded within a budget of 1000";
+  EXPECT_EQ(object.status().code(), StatusCode::kDataLoss) << object.status().ToString();
+  EXPECT_TRUE(Unserialize(w.bytes(), UnserializeLimits{.max_expanded_elements = 1200}).ok());
+}
+
 TEST(RUnserializeTest, EnvironmentsEnterTheReferenceTable) {
   // list(env, env) where env's enclosure is itself: R writes the environment
   // once and REFSXP 1 for every later mention.
