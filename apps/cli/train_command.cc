@@ -92,6 +92,7 @@ void RunTrain(const TrainOptions& options) {
   }
   proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides));
   if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
+  backends::ApplyTimingConfig(config);
   if (options.quiet) config.mutable_output()->set_quiet(true);
   const std::string report_path = options.report_path.empty() ? config.output().report() : options.report_path;
   if (emulated && emulated->memory == 0 && config.consistency().mode() != proto::ALLREDUCE) {

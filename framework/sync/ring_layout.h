@@ -19,8 +19,9 @@
 //     head (batches consumed: merged or rejected; backpressure, I5),
 //     merged clock and included sequence as of the latest snapshot.
 //   K snapshot buffers: version word (odd while written, 2*generation when
-//   complete: a seqlock, I3), merged clock[C], included sequence[C], then the
-//   shard bytes (framework/model/shard_layout.h).
+//   complete: a seqlock, I3), published-at word (timing backend: the
+//   publisher's virtual time in picoseconds, else 0), merged clock[C],
+//   included sequence[C], then the shard bytes (framework/model/shard_layout.h).
 // Value type; thread-safe.
 #pragma once
 
@@ -60,12 +61,14 @@ struct PublishedGeometry {
   std::size_t control_bytes() const { return RoundUp(8 + 24 * n(), kCacheLine); }
 
   // Snapshot buffer b.
-  std::size_t buffer_header_bytes() const { return RoundUp(8 + 16 * n(), kCacheLine); }
+  std::size_t buffer_header_bytes() const { return RoundUp(16 + 16 * n(), kCacheLine); }
   std::size_t buffer_bytes() const { return buffer_header_bytes() + RoundUp(shard_bytes, kCacheLine); }
   std::size_t buffer_offset(int b) const { return control_bytes() + static_cast<std::size_t>(b) * buffer_bytes(); }
   std::size_t version_offset(int b) const { return buffer_offset(b); }
+  // Right after the version word, so one 16-byte get re-checks both.
+  std::size_t published_at_offset(int b) const { return version_offset(b) + 8; }
   std::size_t buffer_merged_clock_offset(int b, model::ComputeIndex c) const {
-    return buffer_offset(b) + 8 + 8 * static_cast<std::size_t>(c.value);
+    return buffer_offset(b) + 16 + 8 * static_cast<std::size_t>(c.value);
   }
   std::size_t buffer_included_offset(int b, model::ComputeIndex c) const {
     return buffer_merged_clock_offset(b, c) + 8 * n();
