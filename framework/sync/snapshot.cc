@@ -30,6 +30,9 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   // Latest generation first, then the control copies of its clocks: a reader
   // that saw a clock in the control block then finds a snapshot holding it.
   transport::StoreRelease64(base + geometry_.latest_generation_offset(), g);
+  // The stamp before the clocks: a reader that sees the new clocks sees it.
+  transport::StoreRelease64(base + geometry_.control_published_at_offset(),
+                            static_cast<std::uint64_t>(published_at_ps));
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.merged_clock_offset(ci), poller.merged_clock(ci));
