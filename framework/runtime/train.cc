@@ -169,8 +169,14 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   // On the backend itself: the test hooks' decorators do not forward it.
   wait.sim = transport::FindSimulatedTime(*backend);
   if (wait.sim != nullptr) {
-    // An idle poll waits for another rank's progress in virtual time.
-    wait.backoff.on_idle = [sim = wait.sim] { return sim->IdleUntilProgress(); };
+    // Under the virtual-time scheduler an idle poll waits for another rank's
+    // progress; otherwise (mpirun) it backs off in real time as usual, which
+    // also keeps the number of (charged) polls down.
+    wait.backoff.on_idle = [sim = wait.sim]() -> Result<bool> {
+      if (!sim->deterministic()) return false;
+      STALELEARN_RETURN_IF_ERROR(sim->IdleUntilProgress());
+      return true;
+    };
   }
   std::unique_ptr<transport::Transport> wrapped;
   if (inputs.hooks.wrap_transport) wrapped = inputs.hooks.wrap_transport(*backend);

@@ -6,7 +6,10 @@
 namespace stalelearn::sync {
 
 Status IdleBackoff::Idle() {
-  if (policy_.on_idle) return policy_.on_idle();
+  if (policy_.on_idle) {
+    STALELEARN_ASSIGN_OR_RETURN(const bool waited, policy_.on_idle());
+    if (waited) return Status::Ok();
+  }
   const std::int64_t round = idle_rounds_++;
   if (round < policy_.spins) return Status::Ok();  // the caller's poll is the spin body
   if (round < policy_.spins + policy_.yields) {

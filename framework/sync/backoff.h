@@ -2,9 +2,9 @@
 // doubling period. With more ranks than cores, busy polling starves the ranks
 // doing real work; yielding and sleeping when idle fixed that (FACTS.md: ~5x
 // at 8 ranks on 2 cores). Reset() as soon as there is work again.
-// When the policy has an on_idle hook (the timing backend's
-// IdleUntilProgress), Idle() calls it instead and returns its error, which
-// must end the caller's loop.
+// A policy's on_idle hook (the timing backend's IdleUntilProgress under its
+// virtual-time scheduler) is called first and may do the waiting instead;
+// Idle() returns its error, which must end the caller's loop.
 // Not thread-safe: one per polling thread.
 #pragma once
 
@@ -24,9 +24,10 @@ class IdleBackoff {
     int yields = 32;
     std::chrono::microseconds first_sleep{5};
     std::chrono::microseconds max_sleep{500};
-    // Replaces spinning and sleeping when set: in virtual time an idle rank
-    // waits for another rank's progress, not for real time to pass.
-    std::function<Status()> on_idle;
+    // If set, called first each round: true if it waited (in virtual time an
+    // idle rank waits for another rank's progress, not for real time to
+    // pass), false to spin or sleep as usual.
+    std::function<Result<bool>()> on_idle;
   };
   IdleBackoff() : IdleBackoff(Policy{}) {}
   explicit IdleBackoff(Policy policy) : policy_(std::move(policy)) {}
