@@ -20,6 +20,7 @@
 #include "framework/sync/wait_options.h"
 #include "framework/transport/bootstrap.h"
 #include "framework/transport/transport.h"
+#include "framework/transport/virtual_time.h"
 
 namespace stalelearn::runtime {
 
