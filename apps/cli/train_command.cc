@@ -67,6 +67,12 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
   std::fprintf(stderr, "[stalelearn] done: %s %s %.4f after %d epochs in %.2f s (mode %s, backend %s)\n",
                report.app().c_str(), report.final().metric().c_str(), report.final().value(), report.epochs(),
                report.wall_seconds(), report.mode().c_str(), report.backend().c_str());
+  if (report.has_simulated()) {
+    std::fprintf(stderr, "[stalelearn] simulated: %.6f s on %s / %s / %s (%s)\n", report.simulated().total_seconds(),
+                 report.simulated().memory_preset().c_str(), report.simulated().link_preset().c_str(),
+                 report.simulated().compute_preset().c_str(),
+                 report.simulated().deterministic() ? "deterministic" : "not deterministic");
+  }
   if (!report_path.empty()) std::fprintf(stderr, "[stalelearn] report: %s\n", report_path.c_str());
 }
 
@@ -92,6 +98,7 @@ void RunTrain(const TrainOptions& options) {
   }
   proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides));
   if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
+  backends::ApplyTimingConfig(config);
   if (options.quiet) config.mutable_output()->set_quiet(true);
   const std::string report_path = options.report_path.empty() ? config.output().report() : options.report_path;
   if (emulated && emulated->memory == 0 && config.consistency().mode() != proto::ALLREDUCE) {

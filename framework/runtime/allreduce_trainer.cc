@@ -25,6 +25,28 @@ AllreduceTrainer::AllreduceTrainer(const RankEnv& env, EpochEvaluator* evaluator
   int_deltas_.resize(ints);
 }
 
+Status AllreduceTrainer::AllReduceDeltas() {
+  transport::SimulatedTime* sim = env_.wait.sim;
+  if (sim == nullptr) return SumOverRanks();
+  // Timing backend: the collective runs outside the virtual-time schedule;
+  // every rank then continues at the slowest rank's clock plus the price of
+  // a ring allreduce of the deltas.
+  std::int64_t clock_ps = sim->Now().time_since_epoch().count();
+  STALELEARN_RETURN_IF_ERROR(sim->ExitScheduleForCollective());
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.AllReduceMax(std::span(&clock_ps, 1)));
+  STALELEARN_RETURN_IF_ERROR(SumOverRanks());
+  STALELEARN_RETURN_IF_ERROR(sim->RejoinSchedule());
+  const std::uint64_t bytes = float_deltas_.size() * sizeof(float) + int_deltas_.size() * sizeof(double);
+  return sim->AdvanceTo(transport::VirtualTimeFromPs(clock_ps) +
+                        sim->AllReduceCost(bytes, env_.bootstrap.world_size()));
+}
+
+Status AllreduceTrainer::SumOverRanks() {
+  if (!float_deltas_.empty()) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.AllReduceSum(std::span(float_deltas_)));
+  if (!int_deltas_.empty()) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.AllReduceSum(std::span(int_deltas_)));
+  return Status::Ok();
+}
+
 Status AllreduceTrainer::SumDeltas() {
   std::ranges::fill(float_deltas_, 0.0f);
   std::ranges::fill(int_deltas_, 0.0);
@@ -43,8 +65,7 @@ Status AllreduceTrainer::SumDeltas() {
       }
     }
   });
-  if (!float_deltas_.empty()) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.AllReduceSum(std::span(float_deltas_)));
-  if (!int_deltas_.empty()) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.AllReduceSum(std::span(int_deltas_)));
+  STALELEARN_RETURN_IF_ERROR(AllReduceDeltas());
   for (std::size_t t = 0; t < tables.size(); ++t) {
     model::RowBlock& block = base_[t];
     for (std::int64_t r = 0; r < block.rows(); ++r) {
@@ -81,8 +102,7 @@ Result<TrainerResult> AllreduceTrainer::Run() {
       const auto compute_start = std::chrono::steady_clock::now();
       const std::span<const std::int64_t> samples = schedule_.ClockSamples(order, k);
       for (std::int64_t s : samples) env_.app.Update(s, replica_, work);
-      straggler_.Delay(std::chrono::steady_clock::now() - compute_start);
-      if (env_.cost_sink != nullptr) env_.cost_sink->ChargeCompute(work);
+      straggler_.EndComputeStep(env_.cost_sink, work, std::chrono::steady_clock::now() - compute_start);
       result.samples += static_cast<std::int64_t>(samples.size());
       // Time in the collective is waiting for the slowest rank: stall.
       const auto sync_start = std::chrono::steady_clock::now();

@@ -27,6 +27,9 @@ class AllreduceTrainer {
 
  private:
   Status SumDeltas();
+  // All-reduces the deltas (in virtual time too, under the timing backend).
+  Status AllReduceDeltas();
+  Status SumOverRanks();
 
   const RankEnv& env_;
   int me_;

@@ -45,7 +45,7 @@ Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_cloc
     if (complete) break;
     if (deadline.Expired()) return TimeoutError("the memory ranks never published the final model");
     env.transport.Progress();
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
   return refresher.ReadMergedModel(model);
 }

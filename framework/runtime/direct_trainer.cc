@@ -57,7 +57,7 @@ Result<std::chrono::nanoseconds> DirectTrainer::WaitUntilMerged() {
     if (merged) return std::chrono::steady_clock::now() - start;
     if (deadline.Expired()) return TimeoutError("DIRECT mode: memory ranks did not merge a mini-batch in time");
     env_.transport.Progress();
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
 }
 
@@ -79,8 +79,7 @@ Result<TrainerResult> DirectTrainer::Run() {
       WorkCounters work;
       const auto compute_start = std::chrono::steady_clock::now();
       for (std::int64_t s : samples) env_.app.Update(s, scratch_, work);
-      straggler_.Delay(std::chrono::steady_clock::now() - compute_start);
-      if (env_.cost_sink != nullptr) env_.cost_sink->ChargeCompute(work);
+      straggler_.EndComputeStep(env_.cost_sink, work, std::chrono::steady_clock::now() - compute_start);
       result.samples += static_cast<std::int64_t>(samples.size());
 
       STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,

@@ -29,6 +29,20 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
   if (env.cost_sink != nullptr) {
     poller_->set_merge_observer([sink = env.cost_sink](const metrics::WorkCounters& w) { sink->ChargeMerge(w); });
   }
+  if (transport::SimulatedTime* sim = env.wait.sim) {
+    // Never merge a batch before the virtual time its put became visible.
+    poller_->set_merge_gate([this, sim](const sync::BatchHeader& header) -> Status {
+      const transport::VirtualTime visible_at = transport::VirtualTimeFromPs(header.visible_at_ps);
+      STALELEARN_RETURN_IF_ERROR(sim->AdvanceTo(visible_at));
+      if (env_.hooks.before_timed_merge) env_.hooks.before_timed_merge(me_, visible_at, sim->Now());
+      return Status::Ok();
+    });
+  }
+}
+
+void MemoryRank::Publish() {
+  const std::int64_t now_ps = env_.wait.sim != nullptr ? env_.wait.sim->Now().time_since_epoch().count() : 0;
+  publisher_.Publish(merger_.master(), *poller_, now_ps);
 }
 
 std::uint64_t MemoryRank::MinMergedClock() const {
@@ -39,7 +53,7 @@ std::uint64_t MemoryRank::MinMergedClock() const {
 
 void MemoryRank::PublishInitial() {
   InitializeShard(env_.app, env_.layout, me_, merger_.mutable_master());
-  publisher_.Publish(merger_.master(), *poller_);
+  Publish();
 }
 
 Result<MemoryRankResult> MemoryRank::Run() {
@@ -57,7 +71,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
       // gates wait for); once the rings are drained, publish at once.
       unpublished = true;
       if (const std::uint64_t min_clock = MinMergedClock(); min_clock > published_min_clock) {
-        publisher_.Publish(merger_.master(), *poller_);
+        Publish();
         published_min_clock = min_clock;
         unpublished = false;
       }
@@ -65,8 +79,9 @@ Result<MemoryRankResult> MemoryRank::Run() {
       last_work = std::chrono::steady_clock::now();
       continue;
     }
+    STALELEARN_RETURN_IF_ERROR(poller_->failure());
     if (unpublished) {
-      publisher_.Publish(merger_.master(), *poller_);
+      Publish();
       published_min_clock = MinMergedClock();
       unpublished = false;
     }
@@ -78,7 +93,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
                                       "stopped without finishing (or never read the final model)",
                                       me_.value));
     }
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
   return MemoryRankResult{poller_->counters(), publisher_.generation()};
 }

@@ -7,7 +7,10 @@
 //   memory.PublishInitial();        // before the start barrier
 //   auto result = memory.Run();     // returns when all compute ranks finished
 //
-// Not thread-safe: the rank's main thread.
+// Timing backend (env.wait.sim): merges a batch no earlier than its stamp
+// and stamps each snapshot with the rank's virtual time.
+// Not thread-safe: the rank's main thread. Not movable (the poller's hooks
+// point at it).
 #pragma once
 
 #include <memory>
@@ -28,6 +31,8 @@ struct MemoryRankResult {
 class MemoryRank {
  public:
   MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
+  MemoryRank(const MemoryRank&) = delete;
+  MemoryRank& operator=(const MemoryRank&) = delete;
 
   // Initializes the master from the app and publishes it as generation 1.
   void PublishInitial();
@@ -35,6 +40,8 @@ class MemoryRank {
 
  private:
   std::uint64_t MinMergedClock() const;
+  // Publishes the master as the next snapshot, stamped with the virtual time.
+  void Publish();
 
   const RankEnv& env_;
   model::MemoryIndex me_;

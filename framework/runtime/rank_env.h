@@ -20,6 +20,7 @@
 #include "framework/sync/wait_options.h"
 #include "framework/transport/bootstrap.h"
 #include "framework/transport/transport.h"
+#include "framework/transport/virtual_time.h"
 
 namespace stalelearn::runtime {
 
@@ -43,6 +44,10 @@ struct RuntimeHooks {
   std::function<void(const ClockRecord&, const TableSet& replica)> after_refresh;
   // While it returns true, memory rank m consumes nothing (I5 tests).
   std::function<bool(model::MemoryIndex)> merging_paused;
+  // Timing backend: memory rank m is about to merge a batch stamped visible
+  // at `visible_at`; its clock reads `now` (stamp tests).
+  std::function<void(model::MemoryIndex, transport::VirtualTime visible_at, transport::VirtualTime now)>
+      before_timed_merge;
 };
 
 struct RankEnv {
@@ -53,6 +58,7 @@ struct RankEnv {
   transport::Transport& transport;  // counting decorator over the backend
   transport::Bootstrap& bootstrap;
   ComputeCostSink* cost_sink;       // nullptr unless the backend simulates time
+                                    // (then wait.sim is its SimulatedTime)
   const RuntimeHooks& hooks;
   sync::WaitOptions wait;
   metrics::ProgressPrinter progress;

@@ -46,6 +46,24 @@ int ReportedStaleness(const proto::Config& config) {
   }
 }
 
+proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedTime& sim) {
+  proto::Simulated part;
+  part.set_total_seconds(transport::ToSeconds(sim.Now().time_since_epoch()));
+  const transport::SimulatedPresets presets = sim.presets();
+  part.set_memory_preset(presets.memory);
+  part.set_link_preset(presets.link);
+  part.set_compute_preset(presets.compute);
+  part.set_deterministic(sim.deterministic());
+  const transport::TimeBreakdown b = sim.breakdown();
+  proto::SimulatedRank* r = part.add_ranks();
+  r->set_rank(rank.value);
+  r->set_compute_seconds(transport::ToSeconds(b.compute));
+  r->set_transfer_seconds(transport::ToSeconds(b.transfer));
+  r->set_merge_seconds(transport::ToSeconds(b.merge));
+  r->set_wait_seconds(transport::ToSeconds(b.wait));
+  return part;
+}
+
 Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto::Config& config, const App& app,
                                    const RoleMap& roles, const char* backend, const proto::Report& partial) {
   std::string mine;
@@ -69,6 +87,17 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
       return Internal("a rank sent an unreadable partial report");
     }
     for (const proto::RankReport& r : part.ranks()) *report.add_ranks() = r;
+    if (part.has_simulated()) {
+      proto::Simulated& simulated = *report.mutable_simulated();
+      const bool first = simulated.ranks().empty();
+      simulated.set_total_seconds(std::max(simulated.total_seconds(), part.simulated().total_seconds()));
+      simulated.set_memory_preset(part.simulated().memory_preset());
+      simulated.set_link_preset(part.simulated().link_preset());
+      simulated.set_compute_preset(part.simulated().compute_preset());
+      // Deterministic only if every rank ran under the scheduler.
+      simulated.set_deterministic((first || simulated.deterministic()) && part.simulated().deterministic());
+      for (const proto::SimulatedRank& r : part.simulated().ranks()) *simulated.add_ranks() = r;
+    }
     if (part.has_final()) {
       *report.mutable_final() = part.final();
       *report.mutable_curve() = part.curve();
@@ -77,6 +106,10 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
     }
   }
   std::ranges::sort(*report.mutable_ranks(), {}, [](const proto::RankReport& r) { return r.rank(); });
+  if (report.has_simulated()) {
+    std::ranges::sort(*report.mutable_simulated()->mutable_ranks(), {},
+                      [](const proto::SimulatedRank& r) { return r.rank(); });
+  }
   return report;
 }
 

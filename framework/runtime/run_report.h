@@ -15,12 +15,18 @@
 #include "framework/runtime/trainer_result.h"
 #include "framework/sync/ring_poller.h"
 #include "framework/transport/bootstrap.h"
+#include "framework/transport/virtual_time.h"
 
 namespace stalelearn::runtime {
 
 // The per-rank part of the report.
 proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerResult* trainer,
                                  const sync::MergeCounters* merged, const metrics::TransportCounters& counters);
+
+// This rank's part of the report's `simulated` section (timing backend):
+// its clock as total_seconds, its breakdown, the presets and whether the run
+// is deterministic. GatherReport takes the maximum total over ranks.
+proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedTime& sim);
 
 // The staleness the report prints for a config: s for SSP, 0 for BSP and
 // ALLREDUCE, -1 (no bound) for ASP and DIRECT.

@@ -49,7 +49,7 @@ Result<ClockRecord> SspTrainer::GateAndRefresh(std::int64_t clock) {
     }
     const auto idle_start = std::chrono::steady_clock::now();
     env_.transport.Progress();
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
     stalled += std::chrono::steady_clock::now() - idle_start;
   }
   record.observed_staleness = ObservedStaleness(t, record.min_merged_of_others);
@@ -74,8 +74,7 @@ Result<TrainerResult> SspTrainer::Run() {
       const auto compute_start = std::chrono::steady_clock::now();
       const std::span<const std::int64_t> samples = schedule_.ClockSamples(order, k);
       for (std::int64_t s : samples) env_.app.Update(s, replica_, work);
-      straggler_.Delay(std::chrono::steady_clock::now() - compute_start);
-      if (env_.cost_sink != nullptr) env_.cost_sink->ChargeCompute(work);
+      straggler_.EndComputeStep(env_.cost_sink, work, std::chrono::steady_clock::now() - compute_start);
       result.samples += static_cast<std::int64_t>(samples.size());
 
       STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,

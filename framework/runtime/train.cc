@@ -58,11 +58,20 @@ class RankRunner {
 
   EpochEvaluator* MaybeEvaluator(bool evaluating, std::chrono::steady_clock::time_point start) {
     if (!evaluating) return nullptr;
-    evaluator_.emplace(env_.app, env_.progress, config().training().epochs(), start);
+    evaluator_.emplace(env_.app, env_.progress, config().training().epochs(), start, env_.wait.sim);
     return &*evaluator_;
   }
 
+  // Timing backend: joins the virtual-time schedule (after the start barrier)
+  // and leaves it before the final barrier (the scheduler must not wait for a
+  // rank blocked in a collective).
+  Status StartSchedule() { return env_.wait.sim != nullptr ? env_.wait.sim->StartSchedule() : Status::Ok(); }
+  void LeaveSchedule() {
+    if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
+  }
+
   Result<RankRun> Gather(proto::Report partial, std::vector<ClockRecord> records) {
+    if (env_.wait.sim != nullptr) *partial.mutable_simulated() = MakeSimulatedPart(me(), *env_.wait.sim);
     STALELEARN_ASSIGN_OR_RETURN(proto::Report report,
                                 GatherReport(env_.bootstrap, config(), env_.app, env_.roles, counting_.name(), partial));
     std::string trace;
@@ -74,9 +83,11 @@ class RankRunner {
 
   Result<RankRun> RunAllreduce() {
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());
+    STALELEARN_RETURN_IF_ERROR(StartSchedule());
     const auto start = std::chrono::steady_clock::now();
     AllreduceTrainer trainer(env_, MaybeEvaluator(me().value == 0, start));
     STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, trainer.Run());
+    LeaveSchedule();
     proto::Report partial;
     if (evaluator_) FinishEvaluation(*evaluator_, config(), trainer.model(), partial);
     *partial.add_ranks() = MakeRankReport(me(), Role::kCompute, &result, nullptr, counting_.counters());
@@ -95,7 +106,9 @@ class RankRunner {
       MemoryRank memory(env_, std::move(endpoints), geometry);
       memory.PublishInitial();
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+      STALELEARN_RETURN_IF_ERROR(StartSchedule());
       STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory.Run());
+      LeaveSchedule();
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
       proto::Report partial;
       *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &result.counters, counting_.counters());
@@ -108,6 +121,7 @@ class RankRunner {
     STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints,
                                 ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, ci));
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+    STALELEARN_RETURN_IF_ERROR(StartSchedule());
     const auto start = std::chrono::steady_clock::now();
     EpochEvaluator* evaluator = MaybeEvaluator(ci.value == 0, start);
     if (config().consistency().mode() == proto::DIRECT) {
@@ -128,6 +142,7 @@ class RankRunner {
       STALELEARN_RETURN_IF_ERROR(trainer.ReadFinalModel(final_model));
     }
     STALELEARN_RETURN_IF_ERROR(trainer.Release());
+    LeaveSchedule();  // after the final read and release: they are part of the timeline
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
     if (evaluator_) FinishEvaluation(*evaluator_, config(), final_model, partial);
@@ -150,6 +165,19 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> backend,
                               inputs.backends.Create(config.backend().name(), context));
   ComputeCostSink* cost_sink = FindComputeCostSink(*backend);
+  sync::WaitOptions wait = inputs.wait;
+  // On the backend itself: the test hooks' decorators do not forward it.
+  wait.sim = transport::FindSimulatedTime(*backend);
+  if (wait.sim != nullptr) {
+    // Under the virtual-time scheduler an idle poll waits for another rank's
+    // progress; otherwise (mpirun) it backs off in real time as usual, which
+    // also keeps the number of (charged) polls down.
+    wait.backoff.on_idle = [sim = wait.sim]() -> Result<bool> {
+      if (!sim->deterministic()) return false;
+      STALELEARN_RETURN_IF_ERROR(sim->IdleUntilProgress());
+      return true;
+    };
+  }
   std::unique_ptr<transport::Transport> wrapped;
   if (inputs.hooks.wrap_transport) wrapped = inputs.hooks.wrap_transport(*backend);
   metrics::CountingTransport counting(wrapped ? *wrapped : *backend);
@@ -163,7 +191,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   const model::ModelLayout layout(std::move(tables), std::max(1, roles.memory_ranks()),
                                   SchemeOf(config.cluster().partitioning()));
   const RankEnv env{config,    inputs.app, layout,      roles, counting, bootstrap, cost_sink,
-                    inputs.hooks, inputs.wait, metrics::ProgressPrinter(config.output().quiet())};
+                    inputs.hooks, wait, metrics::ProgressPrinter(config.output().quiet())};
   RankRunner runner(env, counting);
   return runner.Run();
 }

@@ -51,6 +51,14 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   return out;
 }
 
+void StampVisibleAt(std::span<std::byte> batch, std::int64_t visible_at_ps) {
+  BatchHeader h;
+  std::memcpy(&h, batch.data(), sizeof h);
+  h.visible_at_ps = visible_at_ps;
+  h.header_checksum = HeaderChecksum(h);
+  std::memcpy(batch.data(), &h, sizeof h);
+}
+
 Result<BatchHeader> DecodeHeader(std::span<const std::byte> bytes) {
   if (bytes.size() < sizeof(BatchHeader)) return DataLoss("batch shorter than its header");
   BatchHeader h;

@@ -41,8 +41,10 @@ struct BatchHeader {
   std::uint32_t entry_count = 0;
   std::uint32_t reserved = 0;
   std::uint64_t payload_checksum = 0;
+  // Timing backend: the virtual time (picoseconds) at which the batch is
+  // visible at the memory rank, which merges it no earlier; 0 otherwise.
+  std::int64_t visible_at_ps = 0;
   std::uint64_t header_checksum = 0;  // of the bytes above
-  std::uint64_t padding = 0;
 };
 static_assert(sizeof(BatchHeader) == 64);
 
@@ -80,6 +82,10 @@ struct DecodedBatch {
   BatchHeader header;
   std::vector<DecodedEntry> entries;
 };
+
+// Sets the header's visible_at_ps of an encoded batch and re-seals the header
+// checksum (the writer stamps a batch right before putting it).
+void StampVisibleAt(std::span<std::byte> batch, std::int64_t visible_at_ps);
 
 // Reads the header only and checks magic and header checksum (kDataLoss).
 Result<BatchHeader> DecodeHeader(std::span<const std::byte> bytes);

@@ -1,5 +1,6 @@
 #include "framework/sync/clock_table.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -20,7 +21,16 @@ Status ClockTable::Refresh() {
   }
   for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
   requests_.clear();
-  return Status::Ok();
+  if (wait_.sim == nullptr) return Status::Ok();
+  // Timing backend: what was read is known no earlier than it can have arrived.
+  transport::VirtualTime visible{};
+  for (std::size_t m = 0; m < published_.size(); ++m) {
+    const auto published_at = static_cast<std::int64_t>(
+        Word(model::MemoryIndex{static_cast<int>(m)}, geometry_.control_published_at_offset()));
+    visible = std::max(visible, wait_.sim->GetVisibleAt(transport::VirtualTimeFromPs(published_at),
+                                                        geometry_.control_bytes()));
+  }
+  return wait_.sim->AdvanceTo(visible);
 }
 
 std::uint64_t ClockTable::Word(model::MemoryIndex m, std::size_t offset) const {

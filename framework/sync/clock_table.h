@@ -23,7 +23,9 @@ class ClockTable {
   ClockTable(transport::Transport& transport, std::vector<const transport::RemoteRegion*> published,
              PublishedGeometry geometry, WaitOptions wait);
 
-  // Fetches every control block (gets issued together, then awaited). Blocking.
+  // Fetches every control block (gets issued together, then awaited). With a
+  // simulated clock, then advances it to when the latest publication read can
+  // have arrived. Blocking.
   Status Refresh();
 
   int memory_ranks() const { return static_cast<int>(published_.size()); }

@@ -17,10 +17,12 @@
 // Published region: one per memory rank, remote-read-only (I7).
 //   control block: latest snapshot generation, then per compute rank:
 //     head (batches consumed: merged or rejected; backpressure, I5),
-//     merged clock and included sequence as of the latest snapshot.
+//     merged clock and included sequence as of the latest snapshot, then
+//     the latest snapshot's published-at word (timing backend, else 0).
 //   K snapshot buffers: version word (odd while written, 2*generation when
-//   complete: a seqlock, I3), merged clock[C], included sequence[C], then the
-//   shard bytes (framework/model/shard_layout.h).
+//   complete: a seqlock, I3), published-at word (timing backend: the
+//   publisher's virtual time in picoseconds, else 0), merged clock[C],
+//   included sequence[C], then the shard bytes (framework/model/shard_layout.h).
 // Value type; thread-safe.
 #pragma once
 
@@ -57,15 +59,18 @@ struct PublishedGeometry {
   std::size_t head_offset(model::ComputeIndex c) const { return 8 + 8 * static_cast<std::size_t>(c.value); }
   std::size_t merged_clock_offset(model::ComputeIndex c) const { return head_offset(c) + 8 * n(); }
   std::size_t included_offset(model::ComputeIndex c) const { return head_offset(c) + 16 * n(); }
-  std::size_t control_bytes() const { return RoundUp(8 + 24 * n(), kCacheLine); }
+  std::size_t control_published_at_offset() const { return 8 + 24 * n(); }
+  std::size_t control_bytes() const { return RoundUp(16 + 24 * n(), kCacheLine); }
 
   // Snapshot buffer b.
-  std::size_t buffer_header_bytes() const { return RoundUp(8 + 16 * n(), kCacheLine); }
+  std::size_t buffer_header_bytes() const { return RoundUp(16 + 16 * n(), kCacheLine); }
   std::size_t buffer_bytes() const { return buffer_header_bytes() + RoundUp(shard_bytes, kCacheLine); }
   std::size_t buffer_offset(int b) const { return control_bytes() + static_cast<std::size_t>(b) * buffer_bytes(); }
   std::size_t version_offset(int b) const { return buffer_offset(b); }
+  // Right after the version word, so one 16-byte get re-checks both.
+  std::size_t published_at_offset(int b) const { return version_offset(b) + 8; }
   std::size_t buffer_merged_clock_offset(int b, model::ComputeIndex c) const {
-    return buffer_offset(b) + 8 + 8 * static_cast<std::size_t>(c.value);
+    return buffer_offset(b) + 16 + 8 * static_cast<std::size_t>(c.value);
   }
   std::size_t buffer_included_offset(int b, model::ComputeIndex c) const {
     return buffer_merged_clock_offset(b, c) + 8 * n();

@@ -22,6 +22,7 @@ RingPoller::RingPoller(const model::ModelLayout& layout, model::MemoryIndex me, 
 }
 
 bool RingPoller::ConsumeNext(model::ComputeIndex c) {
+  if (!failure_.ok()) return false;
   RingState& ring = rings_[c.value];
   const std::uint64_t sequence = ring.next_sequence;
   const int slot = ring_geometry_.SlotOf(sequence);
@@ -40,6 +41,12 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
 
   Result<DecodedBatch> decoded = DecodeBatch(batch, sequence, layout_, me_);
   Status merged = decoded.status();
+  if (decoded.ok() && merge_gate_) {
+    if (Status gate = merge_gate_(decoded->header); !gate.ok()) {
+      failure_ = std::move(gate);
+      return false;
+    }
+  }
   if (decoded.ok()) {
     Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
     merged = work.status();

@@ -17,6 +17,7 @@
 
 #include "framework/metrics/work_counters.h"
 #include "framework/model/rank_index.h"
+#include "framework/sync/batch_codec.h"
 #include "framework/sync/ring_layout.h"
 #include "framework/sync/shard_merger.h"
 #include "framework/transport/transport.h"
@@ -56,6 +57,12 @@ class RingPoller {
   void set_merge_observer(std::function<void(const metrics::WorkCounters&)> observer) {
     merge_observer_ = std::move(observer);
   }
+  // Called with the header of every intact batch right before its merge (the
+  // timing backend advances the clock to the batch's visible time). If it
+  // fails, the batch stays unconsumed, nothing more is consumed and failure()
+  // returns the error.
+  void set_merge_gate(std::function<Status(const BatchHeader&)> gate) { merge_gate_ = std::move(gate); }
+  const Status& failure() const { return failure_; }
 
  private:
   struct RingState {
@@ -76,6 +83,8 @@ class RingPoller {
   MergeCounters counters_;
   std::vector<std::byte> scratch_;  // private copy of the slot being consumed
   std::function<void(const metrics::WorkCounters&)> merge_observer_;
+  std::function<Status(const BatchHeader&)> merge_gate_;
+  Status failure_;  // first merge gate failure
 };
 
 }  // namespace stalelearn::sync

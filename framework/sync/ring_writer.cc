@@ -33,7 +33,7 @@ Status RingWriter::WaitForFreeSlot(std::uint64_t sequence) {
                                       peer().value, sequence, sequence - slots, known_head_));
     }
     transport_.Progress();
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
 }
 
@@ -48,6 +48,7 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   const auto waited = std::chrono::steady_clock::now() - start;
 
   const int slot = ring_geometry_.SlotOf(sequence);
+  if (wait_.sim != nullptr) batch = Stamped(batch);  // the stamp is due right before the put
   STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr payload,
                               transport_.Put(batch.data(), batch.size(), *ring_, ring_geometry_.slot_offset(slot)));
   STALELEARN_RETURN_IF_ERROR(transport_.Fence(peer()));  // payload before commit word (I3)
@@ -59,6 +60,12 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
   ++next_sequence_;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(waited);
+}
+
+std::span<const std::byte> RingWriter::Stamped(std::span<const std::byte> batch) {
+  stamped_.assign(batch.begin(), batch.end());
+  StampVisibleAt(stamped_, wait_.sim->PutVisibleAt(stamped_.size()).time_since_epoch().count());
+  return stamped_;
 }
 
 Status RingWriter::Finish() {

@@ -9,6 +9,8 @@
 // Backpressure (I5): batch n may be written only when the memory rank has
 // consumed batch n - R (its head, read one-sided from the published region);
 // until then Push waits, progressing the transport.
+// Timing backend (wait.sim set): each batch carries in its header the virtual
+// time its put becomes visible at the memory rank (BatchHeader::visible_at_ps).
 //
 // Not thread-safe (the compute rank's trainer thread). The Transport and the
 // published RemoteRegion must outlive the writer.
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "framework/core/status.h"
 #include "framework/model/rank_index.h"
@@ -52,6 +55,9 @@ class RingWriter {
 
  private:
   Status WaitForFreeSlot(std::uint64_t sequence);
+  // A copy of `batch` stamped with when a put of it issued now is visible
+  // (the caller's batch stays as sealed: it is replayed for read-your-writes).
+  std::span<const std::byte> Stamped(std::span<const std::byte> batch);
 
   transport::Transport& transport_;
   std::unique_ptr<transport::RemoteRegion> ring_;
@@ -67,6 +73,7 @@ class RingWriter {
   std::uint64_t finish_value_ = 0;
   std::uint64_t released_value_ = 1;
   std::uint64_t head_read_ = 0;
+  std::vector<std::byte> stamped_;  // timing backend: the batch being put, stamped
 };
 
 }  // namespace stalelearn::sync

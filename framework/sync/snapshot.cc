@@ -11,13 +11,15 @@ SnapshotPublisher::SnapshotPublisher(transport::MemoryRegion& published, Publish
                                      const model::ModelLayout& layout)
     : published_(published), geometry_(geometry), layout_(layout) {}
 
-void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller& poller) {
+void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller& poller,
+                                std::int64_t published_at_ps) {
   const std::uint64_t g = ++generation_;
   const int b = geometry_.BufferOf(g);
   std::byte* base = published_.data();
   transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g - 1);
   // Seqlock writer: the odd version is ordered before the data writes.
   std::atomic_thread_fence(std::memory_order_release);
+  transport::StoreRelease64(base + geometry_.published_at_offset(b), static_cast<std::uint64_t>(published_at_ps));
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.buffer_merged_clock_offset(b, ci), poller.merged_clock(ci));
@@ -28,6 +30,9 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   // Latest generation first, then the control copies of its clocks: a reader
   // that saw a clock in the control block then finds a snapshot holding it.
   transport::StoreRelease64(base + geometry_.latest_generation_offset(), g);
+  // The stamp before the clocks: a reader that sees the new clocks sees it.
+  transport::StoreRelease64(base + geometry_.control_published_at_offset(),
+                            static_cast<std::uint64_t>(published_at_ps));
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.merged_clock_offset(ci), poller.merged_clock(ci));
@@ -48,7 +53,8 @@ Result<std::uint64_t> SnapshotReader::ReadWord(std::size_t offset) {
 }
 
 template <class Body>
-Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_t after, Body&& body) {
+Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_t after, std::uint64_t bytes,
+                                                                    Body&& body) {
   Deadline deadline(wait_.timeout);
   IdleBackoff backoff(wait_.backoff);
   while (true) {
@@ -59,8 +65,16 @@ Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_
     if (before == 2 * g) {
       STALELEARN_RETURN_IF_ERROR(body(g, b));
       std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: data before the re-check
-      STALELEARN_ASSIGN_OR_RETURN(std::uint64_t again, ReadWord(geometry_.version_offset(b)));
-      if (again == before) return std::optional<std::uint64_t>(g);
+      // One get re-checks the version and fetches the publication stamp.
+      STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, version_and_stamp_, sizeof version_and_stamp_,
+                                                        published_, geometry_.version_offset(b), wait_.timeout));
+      if (version_and_stamp_[0] == before) {
+        if (wait_.sim != nullptr) {
+          const auto published_at = transport::VirtualTimeFromPs(static_cast<std::int64_t>(version_and_stamp_[1]));
+          STALELEARN_RETURN_IF_ERROR(wait_.sim->AdvanceTo(wait_.sim->GetVisibleAt(published_at, bytes)));
+        }
+        return std::optional<std::uint64_t>(g);
+      }
     }
     // Buffer b was being rewritten with a newer generation: read the newest.
     if (deadline.Expired()) {
@@ -68,7 +82,7 @@ Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_
                                       published_.owner().value));
     }
     transport_.Progress();
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
 }
 
@@ -80,15 +94,19 @@ Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t afte
     return transport::GetBlocking(transport_, shard_bytes.data(), shard_bytes.size(), published_,
                                   geometry_.buffer_data_offset(b), wait_.timeout);
   };
-  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g, ReadConsistent(after, body));
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g,
+                              ReadConsistent(after, header_.size() + shard_bytes.size(), body));
   if (!g) return std::optional<SnapshotMeta>();
   SnapshotMeta meta;
   meta.generation = *g;
   const auto n = static_cast<std::size_t>(geometry_.compute_ranks);
   meta.merged_clock.resize(n);
   meta.included.resize(n);
-  std::memcpy(meta.merged_clock.data(), header_.data() + 8, 8 * n);
-  std::memcpy(meta.included.data(), header_.data() + 8 + 8 * n, 8 * n);
+  // Offsets inside the buffer header (the same for every buffer).
+  const std::size_t clocks_at = geometry_.buffer_merged_clock_offset(0, model::ComputeIndex{0}) -
+                                geometry_.buffer_offset(0);
+  std::memcpy(meta.merged_clock.data(), header_.data() + clocks_at, 8 * n);
+  std::memcpy(meta.included.data(), header_.data() + clocks_at + 8 * n, 8 * n);
   return std::optional<SnapshotMeta>(std::move(meta));
 }
 
@@ -105,7 +123,9 @@ Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
     requests_.clear();
     return Status::Ok();
   };
-  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g, ReadConsistent(0, body));
+  std::uint64_t bytes = 0;
+  for (const RowRead& r : rows) bytes += r.bytes;
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g, ReadConsistent(0, bytes, body));
   if (!g) return FailedPrecondition(fmt::format("rank {} has published no snapshot yet", published_.owner().value));
   return *g;
 }

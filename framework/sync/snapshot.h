@@ -9,6 +9,9 @@
 // generations are published while it reads.
 // Each snapshot carries, per compute rank, the merged clock and the highest
 // consumed batch sequence it includes (read-your-writes, I2).
+// Timing backend: a snapshot also carries the virtual time it was published
+// at; a reader with a simulated clock (WaitOptions::sim) advances it to when
+// the data it read can have reached it (SimulatedTime::GetVisibleAt).
 //
 // SnapshotPublisher: the memory rank's poll thread only.
 // SnapshotReader: one compute-rank thread; the transport and the remote
@@ -35,8 +38,10 @@ class SnapshotPublisher {
                     const model::ModelLayout& layout);
 
   // Publishes `master` with the poller's merged clocks and consumed sequences
-  // as the next generation, then updates the control block.
-  void Publish(const model::TableSet& master, const RingPoller& poller);
+  // as the next generation, stamped `published_at_ps` (the publisher's
+  // virtual time; 0 without the timing backend), then updates the control
+  // block.
+  void Publish(const model::TableSet& master, const RingPoller& poller, std::int64_t published_at_ps = 0);
   std::uint64_t generation() const { return generation_; }
 
  private:
@@ -75,9 +80,11 @@ class SnapshotReader {
  private:
   Result<std::uint64_t> ReadWord(std::size_t offset);
   // Runs `body(generation, buffer)` between the two version reads, retrying
-  // until it saw one complete generation; nullopt if latest <= `after`.
+  // until it saw one complete generation; nullopt if latest <= `after`. With
+  // a simulated clock, then advances it to when `bytes` read by the body can
+  // have arrived.
   template <class Body>
-  Result<std::optional<std::uint64_t>> ReadConsistent(std::uint64_t after, Body&& body);
+  Result<std::optional<std::uint64_t>> ReadConsistent(std::uint64_t after, std::uint64_t bytes, Body&& body);
 
   transport::Transport& transport_;
   const transport::RemoteRegion& published_;
@@ -85,6 +92,7 @@ class SnapshotReader {
   WaitOptions wait_;
   std::vector<std::byte> header_;
   std::vector<transport::RequestPtr> requests_;
+  std::uint64_t version_and_stamp_[2] = {};  // the re-check's destination
 };
 
 }  // namespace stalelearn::sync

@@ -25,7 +25,7 @@ Result<std::chrono::nanoseconds> StalenessGate::WaitUntilAllowed(std::uint64_t c
                                       me_.value, clock, bound_.value(), slowest.rank.value, slowest.merged_clock));
     }
     transport_.Progress();
-    backoff.Idle();
+    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
 }
 

@@ -1,10 +1,11 @@
-// How long blocking waits of the sync layer may take and how they idle.
-// Value type.
+// How long blocking waits of the sync layer may take, how they idle, and the
+// rank's simulated clock. Value type.
 #pragma once
 
 #include <chrono>
 
 #include "framework/sync/backoff.h"
+#include "framework/transport/virtual_time.h"
 
 namespace stalelearn::sync {
 
@@ -13,6 +14,10 @@ struct WaitOptions {
   // (a stalled peer must give an error, never a hang).
   std::chrono::nanoseconds timeout = std::chrono::seconds(300);
   IdleBackoff::Policy backoff;
+  // The rank's simulated clock when the backend simulates time (timing
+  // backend), else nullptr: stamps what this rank sends, advances to the
+  // stamps of what it reads. Not owned; outlives the waits.
+  transport::SimulatedTime* sim = nullptr;
 };
 
 }  // namespace stalelearn::sync

@@ -97,6 +97,38 @@ TEST(TrainUcx, CorruptedBatchIsRejectedAndTheRunGoesOn) {
   EXPECT_EQ(run.report.final().value(), app.TrainingSamples() * 2 - kPerClock);
 }
 
+// Timing over ucx (issue 5): stamps travel in batch and snapshot headers,
+// the makespan is reported, and the run says it is not deterministic.
+TEST(TrainUcx, TimingOverUcxReportsANonDeterministicMakespan) {
+  const CountingApp app(900);
+  proto::Config config = TestConfig(proto::SSP, 1, 1, 3, 32);
+  config.mutable_backend()->set_name("timing");
+  (*config.mutable_backend()->mutable_options())["inner"] = "ucx";
+  config.mutable_timing()->set_memory("hmc2");
+  backends::ApplyTimingConfig(config);
+  sync::WaitOptions wait;
+  wait.timeout = std::chrono::seconds(60);
+  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), {}, wait};
+  const runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, MpiTestBootstrap()));
+  EXPECT_EQ(run.report.model_checksum(), model::HexDigest(model::ModelChecksum(app.ExpectedModel(3))));
+  EXPECT_EQ(run.report.backend(), "timing");
+  const proto::Simulated& s = run.report.simulated();
+  EXPECT_FALSE(s.deterministic());
+  EXPECT_EQ(s.memory_preset(), "hmc2");
+  ASSERT_EQ(s.ranks_size(), kCompute + 1);
+  for (const proto::SimulatedRank& r : s.ranks()) {
+    const double clock = r.compute_seconds() + r.transfer_seconds() + r.merge_seconds() + r.wait_seconds();
+    EXPECT_GT(clock, 0) << "rank " << r.rank();
+    EXPECT_LE(clock, s.total_seconds() * (1 + 1e-9)) << "rank " << r.rank();
+  }
+  EXPECT_GT(s.ranks(kCompute).merge_seconds(), 0);  // the memory rank
+  // A memory rank's clock follows the stamps of what it merged: past the
+  // compute ranks' compute at least.
+  EXPECT_GE(s.ranks(kCompute).merge_seconds() + s.ranks(kCompute).wait_seconds(), s.ranks(0).compute_seconds());
+  ASSERT_EQ(run.report.curve_size(), 3);
+  for (const proto::CurvePoint& p : run.report.curve()) EXPECT_GT(p.simulated_seconds(), 0);
+}
+
 std::optional<std::string_view> Env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);

@@ -68,11 +68,20 @@ TEST_F(BatchCodecTest, AnyFlippedPayloadByteIsDataLoss) {
 
 TEST_F(BatchCodecTest, FlippedHeaderByteIsDataLoss) {
   const std::vector<std::byte> good = Encode({0});
-  for (std::size_t i = 0; i < offsetof(BatchHeader, padding); ++i) {
+  for (std::size_t i = 0; i < sizeof(BatchHeader); ++i) {  // every header byte, the stamp included
     std::vector<std::byte> bad = good;
     bad[i] ^= std::byte{0x01};
     EXPECT_FALSE(DecodeBatch(bad, 7, layout_, MemoryIndex{0}).ok()) << "byte " << i;
   }
+}
+
+TEST_F(BatchCodecTest, StampedBatchDecodesWithItsVisibleTime) {
+  std::vector<std::byte> bytes = Encode({0, 3});
+  StampVisibleAt(bytes, 123456789);
+  Result<DecodedBatch> decoded = DecodeBatch(bytes, 7, layout_, MemoryIndex{0});
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->header.visible_at_ps, 123456789);
+  EXPECT_EQ(decoded->entries.size(), 2u);
 }
 
 TEST_F(BatchCodecTest, TruncatedBatchIsDataLoss) {
