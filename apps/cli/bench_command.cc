@@ -78,6 +78,11 @@ RmaBenchSpec Resolve(const RmaBenchOptions& options) {
   auto op = kOps.find(options.op);
   if (op == kOps.end()) throw Error(InvalidArgument(fmt::format("--op '{}': expected put, get or fadd", options.op)));
   if (options.size == 0) throw Error(InvalidArgument("--size must be at least 1 byte"));
+  // Both ranks allocate --size bytes of registered memory; a typo must not exhaust RAM or /dev/shm.
+  constexpr std::size_t kMaxSize = std::size_t{1} << 30;
+  if (options.size > kMaxSize) {
+    throw Error(InvalidArgument(fmt::format("--size {} is above the 1 GiB limit", options.size)));
+  }
   if (options.iters == 0 || options.window == 0) throw Error(InvalidArgument("--iters and --window must be positive"));
   RmaBenchSpec spec{op->second, op->second == RmaOp::kFetchAdd ? sizeof(std::uint64_t) : options.size,
                     options.iters, options.warmup, options.window, options.backend, {}, options.registered_buffer};

@@ -128,6 +128,10 @@ void RunTrain(const TrainOptions& options) {
     // One failing rank must not leave the others waiting in a collective.
     std::fprintf(stderr, "stalelearn: error on rank %d: %s\n", session->rank(), e.status().message().c_str());
     transport::MpiSession::Abort(e.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
+  } catch (const std::exception& e) {
+    // Unwinding into ~MpiSession would call MPI_Finalize while peers wait in a collective.
+    std::fprintf(stderr, "stalelearn: error on rank %d: %s\n", session->rank(), e.what());
+    transport::MpiSession::Abort(1);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "framework/model/hash64.h"
@@ -82,7 +83,8 @@ Result<DecodedBatch> DecodeBatch(std::span<const std::byte> bytes, std::uint64_t
   if (model::Hash64(payload) != h.payload_checksum) return DataLoss("batch payload checksum mismatch");
 
   DecodedBatch out{h, {}};
-  out.entries.reserve(h.entry_count);
+  // entry_count comes from a peer: bound the reservation by what the payload can hold.
+  out.entries.reserve(std::min<std::size_t>(h.entry_count, payload.size() / kEntryPrefixBytes));
   const auto& tables = layout.tables();
   std::size_t at = 0;
   while (at < payload.size()) {
