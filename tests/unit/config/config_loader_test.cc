@@ -105,6 +105,9 @@ struct BadOverride {
   const char* expected_fragment;
 };
 
+// gtest would print the raw pointer bytes.
+void PrintTo(const BadOverride& b, std::ostream* os) { *os << b.assignment; }
+
 class ConfigOverrideErrorTest : public ::testing::TestWithParam<BadOverride> {};
 
 TEST_P(ConfigOverrideErrorTest, NamesTheFieldAndReason) {
