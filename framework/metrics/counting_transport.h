@@ -1,6 +1,6 @@
 // A Transport decorator that counts what a rank sends and fetches (report
 // fields bytes_put, bytes_get, puts, gets, atomics). It forwards every call to
-// the wrapped transport unchanged, so backends stay free of bookkeeping.
+// the wrapped transport (ForwardingTransport), so backends stay free of bookkeeping.
 //
 // Thread-safe like the wrapped transport (relaxed atomic counters). The
 // wrapped transport must outlive the decorator.
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "framework/transport/transport.h"
+#include "framework/transport/forwarding_transport.h"
 
 namespace stalelearn::metrics {
 
@@ -22,23 +22,12 @@ struct TransportCounters {
   std::int64_t atomics = 0;
 };
 
-class CountingTransport final : public transport::Transport {
+class CountingTransport final : public transport::ForwardingTransport {
  public:
-  explicit CountingTransport(transport::Transport& inner) : inner_(inner) {}
+  explicit CountingTransport(transport::Transport& inner) : ForwardingTransport(inner) {}
 
   TransportCounters counters() const;
 
-  transport::Rank rank() const override { return inner_.rank(); }
-  int world_size() const override { return inner_.world_size(); }
-  transport::Capabilities capabilities() const override { return inner_.capabilities(); }
-  const char* name() const override { return inner_.name(); }
-  Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override {
-    return inner_.Register(bytes, access);
-  }
-  Result<std::unique_ptr<transport::RemoteRegion>> Import(transport::Rank owner,
-                                                          std::span<const std::byte> key) override {
-    return inner_.Import(owner, key);
-  }
   Result<transport::RequestPtr> Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
                                     std::uint64_t offset) override;
   Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
@@ -50,13 +39,8 @@ class CountingTransport final : public transport::Transport {
   Result<transport::RequestPtr> CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
                                             std::uint64_t expected, std::uint64_t desired,
                                             std::uint64_t* old) override;
-  Status Fence(transport::Rank peer) override { return inner_.Fence(peer); }
-  Status Flush(transport::Rank peer, transport::Timeout timeout) override { return inner_.Flush(peer, timeout); }
-  Status FlushAll(transport::Timeout timeout) override { return inner_.FlushAll(timeout); }
-  void Progress() override { inner_.Progress(); }
 
  private:
-  transport::Transport& inner_;
   std::atomic<std::int64_t> bytes_put_{0};
   std::atomic<std::int64_t> bytes_get_{0};
   std::atomic<std::int64_t> puts_{0};

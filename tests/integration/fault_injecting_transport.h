@@ -15,7 +15,7 @@
 #include <mutex>
 #include <vector>
 
-#include "framework/transport/transport.h"
+#include "framework/transport/forwarding_transport.h"
 
 namespace stalelearn::testing {
 
@@ -29,27 +29,16 @@ struct PutCall {
 enum class PutFault { kNone, kFail, kCorrupt };
 using PutPolicy = std::function<PutFault(const PutCall&)>;
 
-class FaultInjectingTransport final : public transport::Transport {
+class FaultInjectingTransport final : public transport::ForwardingTransport {
  public:
   FaultInjectingTransport(transport::Transport& inner, PutPolicy policy)
-      : inner_(inner), policy_(std::move(policy)) {}
+      : ForwardingTransport(inner), policy_(std::move(policy)) {}
 
   std::int64_t faults_injected() const {
     std::lock_guard lock(mutex_);
     return faults_;
   }
 
-  transport::Rank rank() const override { return inner_.rank(); }
-  int world_size() const override { return inner_.world_size(); }
-  transport::Capabilities capabilities() const override { return inner_.capabilities(); }
-  const char* name() const override { return inner_.name(); }
-  Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override {
-    return inner_.Register(bytes, access);
-  }
-  Result<std::unique_ptr<transport::RemoteRegion>> Import(transport::Rank owner,
-                                                          std::span<const std::byte> key) override {
-    return inner_.Import(owner, key);
-  }
   Result<transport::RequestPtr> Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
                                     std::uint64_t offset) override {
     const void* source = src;
@@ -71,30 +60,8 @@ class FaultInjectingTransport final : public transport::Transport {
     }
     return inner_.Put(source, bytes, dst, offset);
   }
-  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
-                                    std::uint64_t offset) override {
-    return inner_.Get(dst, bytes, src, offset);
-  }
-  Result<transport::RequestPtr> AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
-                                          std::uint64_t value) override {
-    return inner_.AtomicAdd(dst, offset, value);
-  }
-  Result<transport::RequestPtr> FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
-                                         std::uint64_t value, std::uint64_t* old) override {
-    return inner_.FetchAdd(dst, offset, value, old);
-  }
-  Result<transport::RequestPtr> CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
-                                            std::uint64_t expected, std::uint64_t desired,
-                                            std::uint64_t* old) override {
-    return inner_.CompareSwap(dst, offset, expected, desired, old);
-  }
-  Status Fence(transport::Rank peer) override { return inner_.Fence(peer); }
-  Status Flush(transport::Rank peer, transport::Timeout timeout) override { return inner_.Flush(peer, timeout); }
-  Status FlushAll(transport::Timeout timeout) override { return inner_.FlushAll(timeout); }
-  void Progress() override { inner_.Progress(); }
 
  private:
-  transport::Transport& inner_;
   PutPolicy policy_;
   mutable std::mutex mutex_;
   std::int64_t puts_ = 0;
