@@ -5,7 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 JOBS=${STALELEARN_JOBS:-$(nproc)}
+# ccache (installed by install-deps.sh) makes rebuilds in fresh checkouts and
+# worktrees cheap; CCACHE_BASEDIR keeps hits across checkout locations.
+LAUNCHER=()
+if command -v ccache >/dev/null 2>&1; then
+  LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || [ $# -gt 0 ]; then
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${STALELEARN_BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${STALELEARN_BUILD_TYPE:-RelWithDebInfo} "${LAUNCHER[@]}" "$@" >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "$JOBS"

@@ -11,6 +11,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev zlib1g-dev
+  ccache
 )
 
 missing=()
