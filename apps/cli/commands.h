@@ -6,9 +6,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "framework/runtime/registries.h"
+
 namespace stalelearn::cli {
 
-void AddTrainCommand(CLI::App& app);   // train_command.cc
+void AddTrainCommand(CLI::App& app, const runtime::Registries& registries);  // train_command.cc
 void AddDataCommand(CLI::App& app);    // data_command.cc
 void AddBenchCommand(CLI::App& app);   // bench_command.cc
 

@@ -15,13 +15,12 @@
 #include <vector>
 
 #include "apps/cli/commands.h"
-#include "apps/mf/register.h"
 #include "backends/builtin.h"
 #include "framework/core/config_loader.h"
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/metrics/report_writer.h"
-#include "framework/runtime/app_registry.h"
+#include "framework/runtime/registries.h"
 #include "framework/runtime/train.h"
 #include "framework/transport/inprocess_bootstrap.h"
 #include "framework/transport/mpi_bootstrap.h"
@@ -89,27 +88,32 @@ void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& boot
   if (!inputs.config.output().quiet()) PrintSummary(run.report, report_path);
 }
 
-void RunTrain(const TrainOptions& options) {
+void RunTrain(const TrainOptions& options, const runtime::Registries& registries) {
   std::optional<RankCounts> emulated;
   std::vector<std::string> overrides = options.overrides;
   if (!options.ranks.empty()) {
     emulated = ValueOrThrow(ParseRanks(options.ranks));
     overrides.push_back(fmt::format("cluster.memory_ranks={}", std::max(emulated->memory, 1)));
   }
-  proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides));
+  proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides, registries.apps.schema()));
+  const runtime::ModeDefinition& mode = *ValueOrThrow(registries.modes.Find(config.consistency().mode()));
   if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
   backends::ApplyTimingConfig(config);
   if (options.quiet) config.mutable_output()->set_quiet(true);
   const std::string report_path = options.report_path.empty() ? config.output().report() : options.report_path;
-  if (emulated && emulated->memory == 0 && config.consistency().mode() != proto::ALLREDUCE) {
-    throw Error(InvalidArgument("--ranks C:0 needs consistency.mode=ALLREDUCE (other modes need memory ranks)"));
+  if (emulated && emulated->memory == 0 && mode.uses_memory_ranks) {
+    throw Error(InvalidArgument(fmt::format("--ranks C:0 runs no memory rank, which consistency.mode={} needs "
+                                            "(use a mode without memory ranks, e.g. ALLREDUCE)",
+                                            mode.name)));
+  }
+  if (!registries.backends.Contains(config.backend().name())) {
+    throw Error(InvalidArgument(fmt::format("backend.name: unknown backend '{}' (backends: {})",
+                                            config.backend().name(), registries.backends.KnownNames())));
   }
 
-  runtime::AppRegistry apps;
-  ThrowIfError(apps::mf::RegisterApp(apps));
   const runtime::AppContext app_context{config, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME"))};
-  const std::unique_ptr<runtime::App> app = ValueOrThrow(apps.Create(config.app().name(), app_context));
-  const runtime::TrainInputs inputs{config, *app, backends::BuiltinRegistry(), {}, {}};
+  const std::unique_ptr<runtime::App> app = ValueOrThrow(registries.apps.Create(config.app().name(), app_context));
+  const runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
 
   if (emulated) {
     transport::RunRanks(emulated->compute + emulated->memory,
@@ -137,7 +141,7 @@ void RunTrain(const TrainOptions& options) {
 
 }  // namespace
 
-void AddTrainCommand(CLI::App& app) {
+void AddTrainCommand(CLI::App& app, const runtime::Registries& registries) {
   auto options = std::make_shared<TrainOptions>();
   CLI::App* train = app.add_subcommand(
       "train", "Train an app: under mpirun (one rank per process) or with --ranks C:M (ranks as threads)");
@@ -149,7 +153,7 @@ void AddTrainCommand(CLI::App& app) {
   train->add_option("--ranks", options->ranks,
                     "Single-process emulation: C compute and M memory ranks as threads (default backend local)");
   train->add_flag("--quiet", options->quiet, "No progress on stderr");
-  train->callback([options] { RunTrain(*options); });
+  train->callback([options, &registries] { RunTrain(*options, registries); });
 }
 
 }  // namespace stalelearn::cli

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "framework/core/config_loader.h"
+
 namespace stalelearn::apps::mf {
 namespace {
 
@@ -56,7 +58,8 @@ void MfApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) cons
   rows.push_back({kItems, runtime::RowId{static_cast<std::int64_t>(r.item)}});
 }
 
-void MfApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::WorkCounters& work) const {
+void MfApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const {
+  runtime::WorkCounters& work = ctx.work;
   const data::Rating& r = train_[static_cast<std::size_t>(sample)];
   const std::span<float> p = model.FloatRow(kUsers, runtime::RowId{static_cast<std::int64_t>(r.user)});
   const std::span<float> q = model.FloatRow(kItems, runtime::RowId{static_cast<std::int64_t>(r.item)});
@@ -99,7 +102,7 @@ Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std:
   STALELEARN_ASSIGN_OR_RETURN(data::RatingsSplit split,
                               data::SplitRatings(table, config.data().test_fraction(), config.data().split_seed()));
   if (split.train.empty()) return InvalidArgument(fmt::format("{}: no training ratings", ratings_file.string()));
-  const proto::MfConfig& mf = config.app().mf();
+  STALELEARN_ASSIGN_OR_RETURN(const MfConfig mf, config::UnpackAppParams<MfConfig>(config));
   const MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed()};
   const std::string dataset = config.data().name().empty() ? "movielens" : config.data().name();
   return std::make_unique<MfApp>(dataset, table.num_users(), table.num_items(), std::move(split.train),

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "framework/data/ratings.h"
+#include "apps/mf/mf_config.pb.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 
@@ -36,7 +37,7 @@ class MfApp final : public runtime::App {
   void InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const override;
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
-  void Update(std::int64_t sample, runtime::ModelView& model, runtime::WorkCounters& work) const override;
+  void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
 
   float global_mean() const { return mean_; }
@@ -55,7 +56,7 @@ class MfApp final : public runtime::App {
 };
 
 // Reads the ratings file, splits it (data.test_fraction, data.split_seed)
-// and builds the app from config.app.mf.
+// and builds the app from the config's resolved mf section.
 Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std::filesystem::path& ratings_file);
 
 }  // namespace stalelearn::apps::mf

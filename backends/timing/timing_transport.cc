@@ -46,17 +46,6 @@ class TimedRequest final : public transport::Request {
 
 }  // namespace
 
-transport::MergeWork MergeWorkOf(const metrics::WorkCounters& work) {
-  const double ops = std::max(0.0, work.flops);
-  const double batch_bytes = std::max(0.0, work.bytes - 2.0 * double(kElementBytes) * ops);
-  return {.bytes = static_cast<std::uint64_t>(std::llround(batch_bytes)),
-          .ops = static_cast<std::uint64_t>(std::llround(ops))};
-}
-
-transport::ComputeWork ComputeWorkOf(const metrics::WorkCounters& work) {
-  return {.flops = work.flops, .bytes = work.bytes, .random_accesses = double(work.random_row_accesses)};
-}
-
 TimingTransport::TimingTransport(std::unique_ptr<transport::Transport> inner, HardwareModel model,
                                  std::shared_ptr<VirtualTimeScheduler> scheduler)
     : inner_(std::move(inner)),
@@ -163,11 +152,6 @@ SimulatedPresets TimingTransport::presets() const {
   return {model_.memory.name(), model_.link.name(), model_.compute.name()};
 }
 
-void TimingTransport::ChargeCompute(const metrics::WorkCounters& work) {
-  Remember(ChargeComputeWork(ComputeWorkOf(work)));
-}
-
-void TimingTransport::ChargeMerge(const metrics::WorkCounters& work) { Remember(ChargeMergeWork(MergeWorkOf(work))); }
 
 Status TimingTransport::ChargeComputeWork(const transport::ComputeWork& work) {
   if (!(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0)) {

@@ -35,8 +35,6 @@
 
 #include "backends/timing/cost_model.h"
 #include "backends/timing/virtual_time_scheduler.h"
-#include "framework/metrics/work_counters.h"
-#include "framework/runtime/compute_cost_sink.h"
 #include "framework/transport/transport.h"
 #include "framework/transport/virtual_time.h"
 
@@ -47,15 +45,8 @@ using transport::TimeBreakdown;
 using transport::VirtualDuration;
 using transport::VirtualTime;
 
-// The merge work of the runtime's counters: `flops` element updates and
-// `bytes` = batch bytes read + master bytes read and written (ShardMerger
-// counts 3 x 4 bytes per element), so the batch is bytes - 2 * 4 * flops.
-transport::MergeWork MergeWorkOf(const metrics::WorkCounters& work);
-transport::ComputeWork ComputeWorkOf(const metrics::WorkCounters& work);
-
 class TimingTransport final : public transport::Transport,
-                              public transport::SimulatedTime,
-                              public runtime::ComputeCostSink {
+                              public transport::SimulatedTime {
  public:
   // `scheduler` may be null (no deterministic emulation, e.g. under mpirun).
   TimingTransport(std::unique_ptr<transport::Transport> inner, HardwareModel model,
@@ -71,6 +62,7 @@ class TimingTransport final : public transport::Transport,
   transport::Rank rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   transport::Capabilities capabilities() const override { return inner_->capabilities(); }
+  transport::SimulatedTime* simulated_time() override { return this; }
   const char* name() const override { return "timing"; }
   Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override;
   Result<std::unique_ptr<transport::RemoteRegion>> Import(transport::Rank owner,
@@ -110,11 +102,6 @@ class TimingTransport final : public transport::Transport,
   Status ExitScheduleForCollective() override;
   Status RejoinSchedule() override;
   void LeaveSchedule() override;
-
-  // ---- runtime::ComputeCostSink (no Status: a scheduler error is logged
-  // and returned by this rank's next timed call) ----
-  void ChargeCompute(const metrics::WorkCounters& work) override;
-  void ChargeMerge(const metrics::WorkCounters& work) override;
 
   // A Request of this transport finished at virtual time `done` (transfer).
   Status CompleteAt(VirtualTime done);

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <algorithm>
+#include <cctype>
 
 namespace stalelearn::config {
 namespace {
@@ -114,21 +116,17 @@ Status SetScalar(pb::Message& msg, const pb::FieldDescriptor& field, std::string
   return Status::Ok();
 }
 
-// Sets map<string,string> entry `key` of `field` in `msg` to `value`.
-void SetMapEntry(pb::Message& msg, const pb::FieldDescriptor& field, std::string_view key,
-                 std::string_view value) {
+// The entry of map field `field` of `msg` whose key is `key`, added if missing.
+pb::Message& MapEntry(pb::Message& msg, const pb::FieldDescriptor& field, std::string_view key) {
   const pb::Reflection& r = *msg.GetReflection();
   const pb::Descriptor* entry_type = field.message_type();
   for (int i = 0; i < r.FieldSize(msg, &field); ++i) {
     pb::Message* entry = r.MutableRepeatedMessage(&msg, &field, i);
-    if (entry->GetReflection()->GetString(*entry, entry_type->map_key()) == key) {
-      entry->GetReflection()->SetString(entry, entry_type->map_value(), std::string(value));
-      return;
-    }
+    if (entry->GetReflection()->GetString(*entry, entry_type->map_key()) == key) return *entry;
   }
   pb::Message* entry = r.AddMessage(&msg, &field);
   entry->GetReflection()->SetString(entry, entry_type->map_key(), std::string(key));
-  entry->GetReflection()->SetString(entry, entry_type->map_value(), std::string(value));
+  return *entry;
 }
 
 Status RequirePositive(double value, std::string_view field) {
@@ -150,7 +148,7 @@ Result<proto::Config> ParseConfigText(std::string_view text, std::string_view so
   return config;
 }
 
-Status ApplyOverride(proto::Config& config, std::string_view assignment) {
+Status ApplyOverride(pb::Message& config, std::string_view assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
     return InvalidArgument(fmt::format("--set '{}': expected field.path=value", assignment));
@@ -170,10 +168,27 @@ Status ApplyOverride(proto::Config& config, std::string_view assignment) {
     }
     if (field->is_map()) {
       if (dot == std::string_view::npos) {
-        return InvalidArgument(fmt::format("--set {}: a map; use {}.KEY=value", path, path));
+        return InvalidArgument(fmt::format("--set {}: a map; use {}.KEY=value", path, name));
       }
-      SetMapEntry(*msg, *field, rest.substr(dot + 1), value);
-      return Status::Ok();
+      if (field->message_type()->map_key()->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING) {
+        return InvalidArgument(fmt::format("--set {}: only maps with string keys can be overridden", path));
+      }
+      const pb::FieldDescriptor* value_field = field->message_type()->map_value();
+      rest = rest.substr(dot + 1);
+      if (value_field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        // map<string, scalar>: the rest of the path is the key (it may hold dots).
+        pb::Message& entry = MapEntry(*msg, *field, rest);
+        return SetScalar(entry, *value_field, value, path);
+      }
+      // map<string, Message>: KEY.field.path
+      const auto key_end = rest.find('.');
+      if (key_end == std::string_view::npos) {
+        return InvalidArgument(fmt::format("--set {}: a map of messages; use {}.KEY.FIELD=value", path, name));
+      }
+      pb::Message& entry = MapEntry(*msg, *field, rest.substr(0, key_end));
+      msg = entry.GetReflection()->MutableMessage(&entry, value_field);
+      rest = rest.substr(key_end + 1);
+      continue;
     }
     if (field->is_repeated()) {
       return InvalidArgument(fmt::format("--set {}: repeated fields cannot be overridden", path));
@@ -188,12 +203,6 @@ Status ApplyOverride(proto::Config& config, std::string_view assignment) {
 }
 
 Status ResolveDefaults(proto::Config& c) {
-  if (c.app().name().empty()) c.mutable_app()->set_name("mf");
-  auto* mf = c.mutable_app()->mutable_mf();
-  if (mf->rank() == 0) mf->set_rank(20);
-  if (mf->learning_rate() == 0) mf->set_learning_rate(0.01f);
-  if (mf->regularization() == 0) mf->set_regularization(0.05f);
-  if (mf->init_scale() == 0) mf->set_init_scale(0.1f);
   if (c.data().test_fraction() == 0) c.mutable_data()->set_test_fraction(0.1);
   if (c.data().split_seed() == 0) c.mutable_data()->set_split_seed(c.seed());
   auto* t = c.mutable_training();
@@ -202,8 +211,10 @@ Status ResolveDefaults(proto::Config& c) {
   if (t->threads_per_rank() == 0) t->set_threads_per_rank(1);
   if (t->eval_every_epochs() == 0) t->set_eval_every_epochs(1);
   auto* cons = c.mutable_consistency();
-  if (cons->mode() == proto::MODE_UNSPECIFIED) cons->set_mode(proto::SSP);
-  if (cons->mode() == proto::BSP) cons->set_staleness(0);
+  // Mode names are case-insensitive; the registry holds them upper-case.
+  std::string mode = cons->mode().empty() ? "SSP" : cons->mode();
+  std::ranges::transform(mode, mode.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  cons->set_mode(mode);
   auto* cl = c.mutable_cluster();
   if (cl->memory_ranks() == 0) cl->set_memory_ranks(1);
   if (cl->partitioning() == proto::PARTITION_UNSPECIFIED) cl->set_partitioning(proto::RANGE);
@@ -214,16 +225,6 @@ Status ResolveDefaults(proto::Config& c) {
 }
 
 Status Validate(const proto::Config& c) {
-  // Every row of both factor tables holds `rank` floats; past this a typo is
-  // a failed terabyte allocation on every rank instead of a config error.
-  constexpr int kMaxMfRank = 1 << 16;
-  if (c.app().mf().rank() < 1 || c.app().mf().rank() > kMaxMfRank) {
-    return InvalidArgument(fmt::format("app.mf.rank must be in [1, {}], got {}", kMaxMfRank, c.app().mf().rank()));
-  }
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.app().mf().learning_rate(), "app.mf.learning_rate"));
-  if (c.app().mf().regularization() < 0 || !std::isfinite(c.app().mf().regularization())) {
-    return InvalidArgument(fmt::format("app.mf.regularization must be >= 0, got {}", c.app().mf().regularization()));
-  }
   if (!(c.data().test_fraction() > 0 && c.data().test_fraction() < 1)) {
     return InvalidArgument(fmt::format("data.test_fraction must be in (0, 1), got {}", c.data().test_fraction()));
   }
@@ -259,7 +260,8 @@ Status Validate(const proto::Config& c) {
   return Status::Ok();
 }
 
-Result<proto::Config> LoadConfig(const std::string& path, std::span<const std::string> overrides) {
+Result<proto::Config> LoadConfig(const std::string& path, std::span<const std::string> overrides,
+                                 const ConfigSchema& schema) {
   // A directory opens and reads as empty, which would pass as an empty config.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -269,15 +271,16 @@ Result<proto::Config> LoadConfig(const std::string& path, std::span<const std::s
   if (!in) return InvalidArgument(fmt::format("{}: cannot open config: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  STALELEARN_ASSIGN_OR_RETURN(proto::Config config, ParseConfigText(text.str(), path));
+  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<ConfigReader> reader, ConfigReader::Make(schema));
+  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<pb::Message> full, reader->Parse(text.str(), path));
   for (const std::string& assignment : overrides) {
-    STALELEARN_RETURN_IF_ERROR(ApplyOverride(config, assignment));
+    STALELEARN_RETURN_IF_ERROR(ApplyOverride(*full, assignment));
   }
-  Status resolved = ResolveDefaults(config);
+  Result<proto::Config> config = reader->ToConfig(*full);
+  if (!config.ok()) return config.status().WithContext(path);
+  Status resolved = ResolveDefaults(*config);
   if (!resolved.ok()) return resolved.WithContext(path);
   return config;
 }
-
-std::string ModeName(proto::ConsistencyMode mode) { return proto::ConsistencyMode_Name(mode); }
 
 }  // namespace stalelearn::config

@@ -3,7 +3,11 @@
 // backend"). Counts are totals over the work described. Value type.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+
+#include "framework/transport/virtual_time.h"
 
 namespace stalelearn::metrics {
 
@@ -19,5 +23,18 @@ struct WorkCounters {
     return *this;
   }
 };
+
+// What a timing backend charges for a kernel's counters.
+inline transport::ComputeWork ToComputeWork(const WorkCounters& work) {
+  return {work.flops, work.bytes, static_cast<double>(work.random_row_accesses)};
+}
+// The merge work of a merger's counters: `flops` element updates and `bytes`
+// = batch bytes read + master bytes read and written (4-byte elements, as
+// ShardMerger counts them), so the batch is bytes - 2 * 4 * flops.
+inline transport::MergeWork ToMergeWork(const WorkCounters& work) {
+  const double ops = std::max(0.0, work.flops);
+  const double batch_bytes = std::max(0.0, work.bytes - 2.0 * 4.0 * ops);
+  return {static_cast<std::uint64_t>(std::llround(batch_bytes)), static_cast<std::uint64_t>(std::llround(ops))};
+}
 
 }  // namespace stalelearn::metrics

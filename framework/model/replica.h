@@ -1,6 +1,8 @@
 // A compute rank's copy of every table. Kernels read and write it through
 // ModelView; the first touch of a row in a clock saves the row's value, so the
 // clock's delta is (value now - value at first touch) for touched rows only.
+// Dense tables (TableSpec::dense) skip the touch log: their delta is (value
+// now - the copy taken at the last Rebase or drain), row by row.
 //
 //   Replica replica(tables);
 //   kernel(sample, replica);                      // touches rows
@@ -30,9 +32,12 @@ class Replica final : public ModelView {
 
   // The values, for refresh (installing a snapshot), evaluation and dense
   // baselines. Writing through mutable_tables() bypasses touch tracking, so it
-  // is only allowed while no row is touched (asserted by the callers' order).
+  // is only allowed while no row is touched (asserted by the callers' order),
+  // and must be followed by Rebase() (dense tables diff against their copy).
   const TableSet& tables() const { return values_; }
   TableSet& mutable_tables() { return values_; }
+  // The current values of dense tables become what their deltas are taken against.
+  void Rebase();
 
   std::size_t touched_rows() const;
 
@@ -50,7 +55,9 @@ class Replica final : public ModelView {
     std::vector<std::byte> before;          // their values at first touch
   };
   TableSet values_;
-  std::vector<TouchLog> touch_;
+  std::vector<TouchLog> touch_;           // [table]; empty for dense tables
+  std::vector<bool> dense_;               // [table]
+  std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase
 };
 
 }  // namespace stalelearn::model

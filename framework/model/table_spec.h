@@ -36,6 +36,10 @@ struct TableSpec {
   ElementType type = ElementType::kFloat32;
   std::int64_t rows = 0;
   std::int32_t width = 0;  // elements per row
+  // Every row changes every clock (e.g. a network's weight matrix): the
+  // replica keeps one copy of the table to diff against instead of a per-row
+  // touch log, and DIRECT mode always fetches the table whole.
+  bool dense = false;
 
   std::size_t row_bytes() const { return static_cast<std::size_t>(width) * kElementBytes; }
 };

@@ -1,11 +1,44 @@
 #include "framework/runtime/app.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace stalelearn::runtime {
 
 void App::InitFloatRow(TableId, RowId, std::span<float> values) const { std::ranges::fill(values, 0.0f); }
 void App::InitIntRow(TableId, RowId, std::span<std::int32_t> values) const { std::ranges::fill(values, 0); }
+
+std::unique_ptr<LocalState> App::CreateLocalState(const RankInfo&, std::span<const std::int64_t>) const {
+  return nullptr;
+}
+
+void App::InitializeFromData(ModelView&, KernelContext&) const {}
+
+void App::Update(std::int64_t, ModelView&, KernelContext&) const {
+  // A programming error in the app, not bad input: say which and stop.
+  std::fprintf(stderr, "stalelearn: app '%s' overrides neither Update nor UpdateBatch\n", name().c_str());
+  std::abort();
+}
+
+void App::UpdateBatch(std::span<const std::int64_t> samples, ModelView& model, KernelContext& ctx) const {
+  for (std::int64_t s : samples) Update(s, model, ctx);
+}
+
+Evaluation App::Evaluate(const TableSet& model) const {
+  return CombineParts(EvaluatePart(model, EvalContext{RankInfo{}, nullptr}));
+}
+
+std::vector<double> App::EvaluatePart(const TableSet& model, const EvalContext&) const {
+  const Evaluation whole = Evaluate(model);  // an app overrides one of the two
+  std::vector<double> out{whole.value};
+  for (const auto& [name, value] : whole.extra) out.push_back(value);
+  return out;
+}
+
+Evaluation App::CombineParts(std::span<const double> sums) const {
+  return {"metric", sums.empty() ? 0.0 : sums[0]};
+}
 
 void InitializeTables(const App& app, TableSet& tables) {
   for (std::size_t t = 0; t < tables.size(); ++t) {

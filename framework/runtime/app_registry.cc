@@ -4,8 +4,11 @@
 
 namespace stalelearn::runtime {
 
-Status AppRegistry::Add(std::string name, AppFactory factory) {
-  if (factories_.contains(name)) return InvalidArgument(fmt::format("app '{}' registered twice", name));
+Status AppRegistry::Add(std::string name, const google::protobuf::Message& prototype,
+                        std::function<Status(google::protobuf::Message&, proto::Config&)> resolve,
+                        AppFactory factory) {
+  if (!factory) return InvalidArgument(fmt::format("app '{}' has no factory", name));
+  STALELEARN_RETURN_IF_ERROR(schema_.AddApp({name, &prototype, std::move(resolve)}));
   factories_.emplace(std::move(name), std::move(factory));
   return Status::Ok();
 }
@@ -13,15 +16,9 @@ Status AppRegistry::Add(std::string name, AppFactory factory) {
 Result<std::unique_ptr<App>> AppRegistry::Create(std::string_view name, const AppContext& context) const {
   const auto it = factories_.find(name);
   if (it == factories_.end()) {
-    return NotFound(fmt::format("unknown app '{}' (app.name); known apps: {}", name, KnownNames()));
+    return InvalidArgument(fmt::format("app.name: unknown app '{}' (apps: {})", name, KnownNames()));
   }
   return it->second(context);
-}
-
-std::string AppRegistry::KnownNames() const {
-  std::string names;
-  for (const auto& [name, factory] : factories_) names += (names.empty() ? "" : ", ") + name;
-  return names;
 }
 
 }  // namespace stalelearn::runtime

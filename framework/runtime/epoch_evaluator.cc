@@ -8,16 +8,38 @@ double EpochEvaluator::ElapsedSeconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-Evaluation EpochEvaluator::Record(int epoch, const TableSet& model) {
-  Evaluation e = app_.Evaluate(model);
+proto::CurvePoint MakeCurvePoint(int epoch, double wall_seconds, double simulated_seconds, const Evaluation& e) {
   proto::CurvePoint point;
   point.set_epoch(epoch);
-  point.set_wall_seconds(ElapsedSeconds());
-  if (sim_ != nullptr) point.set_simulated_seconds(transport::ToSeconds(sim_->Now().time_since_epoch()));
+  point.set_wall_seconds(wall_seconds);
+  point.set_simulated_seconds(simulated_seconds);
   point.set_metric_value(e.value);
-  curve_.push_back(point);
-  progress_.Epoch(epoch, epochs_, e.metric, e.value, point.wall_seconds());
-  return e;
+  for (const auto& [name, value] : e.extra) (*point.mutable_metrics())[name] = value;
+  return point;
+}
+
+void EpochEvaluator::Record(int epoch, const TableSet& model) {
+  const double wall = ElapsedSeconds();
+  const double simulated = sim_ != nullptr ? transport::ToSeconds(sim_->Now().time_since_epoch()) : 0.0;
+  if (!in_parts()) {
+    const Evaluation e = app_.Evaluate(model);
+    metric_ = e.metric;
+    curve_.push_back(MakeCurvePoint(epoch, wall, simulated, e));
+    if (prints_) progress_.Epoch(epoch, epochs_, e.metric, e.value, wall);
+    return;
+  }
+  proto::EvalPart part;
+  part.set_epoch(epoch);
+  part.set_wall_seconds(wall);
+  part.set_simulated_seconds(simulated);
+  const std::vector<double> sums = app_.EvaluatePart(model, EvalContext{info_, state_});
+  *part.mutable_sums() = {sums.begin(), sums.end()};
+  parts_.push_back(part);
+  const Evaluation mine = app_.CombineParts(sums);
+  metric_ = mine.metric;
+  if (prints_) {
+    progress_.Epoch(epoch, epochs_, mine.metric + " (rank 0's part)", mine.value, wall);
+  }
 }
 
 void Straggler::Delay(std::chrono::nanoseconds compute_time) const {
@@ -25,18 +47,18 @@ void Straggler::Delay(std::chrono::nanoseconds compute_time) const {
   std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(factor_ * compute_time.count())));
 }
 
-void Straggler::EndComputeStep(ComputeCostSink* sink, const WorkCounters& work,
-                               std::chrono::nanoseconds compute_time) const {
-  if (sink == nullptr) {
+Status Straggler::EndComputeStep(transport::SimulatedTime* sim, const WorkCounters& work,
+                                 std::chrono::nanoseconds compute_time) const {
+  if (sim == nullptr) {
     Delay(compute_time);
-    return;
+    return Status::Ok();
   }
   const double scale = 1 + factor_;
   WorkCounters slowed = work;
   slowed.flops *= scale;
   slowed.bytes *= scale;
   slowed.random_row_accesses = static_cast<std::int64_t>(static_cast<double>(work.random_row_accesses) * scale);
-  sink->ChargeCompute(slowed);
+  return sim->ChargeComputeWork(metrics::ToComputeWork(slowed));
 }
 
 }  // namespace stalelearn::runtime

@@ -1,7 +1,12 @@
-// Evaluates the merged model at the end of an epoch on the evaluating rank,
-// records the learning curve point (epoch, wall seconds since the start,
-// simulated seconds under the timing backend, metric) and prints the progress line.
-// Not thread-safe (one rank's thread).
+// Evaluates the model at the end of an epoch and records the learning curve
+// point (epoch, wall seconds since the start, simulated seconds under the
+// timing backend, metrics), printing the progress line. Two ways, as the app
+// says (App::EvaluatesInParts):
+//   - whole model: one compute rank evaluates everything; the curve is final;
+//   - in parts: every compute rank evaluates its part and records the sums;
+//     GatherReport adds the parts over ranks and lets the app combine them.
+// Not thread-safe (one rank's thread). The app, progress printer, local
+// state and simulated clock must outlive it.
 #pragma once
 
 #include <chrono>
@@ -10,32 +15,55 @@
 #include "framework/metrics/progress.h"
 #include "framework/proto/report.pb.h"
 #include "framework/runtime/app.h"
-#include "framework/runtime/compute_cost_sink.h"
 #include "framework/transport/virtual_time.h"
 
 namespace stalelearn::runtime {
 
 class EpochEvaluator {
  public:
-  // `sim`: the evaluating rank's simulated clock (timing backend), which
-  // stamps each curve point's simulated_seconds; nullptr otherwise.
-  EpochEvaluator(const App& app, const metrics::ProgressPrinter& progress, int epochs,
-                 std::chrono::steady_clock::time_point start, const transport::SimulatedTime* sim = nullptr)
-      : app_(app), progress_(progress), epochs_(epochs), start_(start), sim_(sim) {}
+  // `info`/`state`: the evaluating rank and its local state (parts only).
+  // `sim`: the rank's simulated clock (timing backend), which stamps each
+  // point's simulated_seconds; nullptr otherwise. `prints`: this rank prints
+  // progress lines (in parts, rank 0's line shows its own part's metric).
+  EpochEvaluator(const App& app, RankInfo info, const LocalState* state, bool prints,
+                 const metrics::ProgressPrinter& progress, int epochs, std::chrono::steady_clock::time_point start,
+                 const transport::SimulatedTime* sim = nullptr)
+      : app_(app),
+        info_(info),
+        state_(state),
+        prints_(prints),
+        progress_(progress),
+        epochs_(epochs),
+        start_(start),
+        sim_(sim) {}
 
+  bool in_parts() const { return app_.EvaluatesInParts(); }
   // Evaluates `model` as the state after epoch `epoch` (1-based).
-  Evaluation Record(int epoch, const TableSet& model);
+  void Record(int epoch, const TableSet& model);
+  // Whole model: the curve (the last point is the final evaluation).
   const std::vector<proto::CurvePoint>& curve() const { return curve_; }
+  // In parts: this rank's parts, one per Record.
+  const std::vector<proto::EvalPart>& parts() const { return parts_; }
   double ElapsedSeconds() const;
+  // The headline metric's name (after a Record).
+  const std::string& metric() const { return metric_; }
 
  private:
   const App& app_;
+  RankInfo info_;
+  const LocalState* state_;
+  bool prints_;
   const metrics::ProgressPrinter& progress_;
   int epochs_;
   std::chrono::steady_clock::time_point start_;
   const transport::SimulatedTime* sim_;
   std::vector<proto::CurvePoint> curve_;
+  std::vector<proto::EvalPart> parts_;
+  std::string metric_;
 };
+
+// A curve point for `e` (metric_value and the extra metrics).
+proto::CurvePoint MakeCurvePoint(int epoch, double wall_seconds, double simulated_seconds, const Evaluation& e);
 
 // Slows one compute rank down (training.straggler): after a clock's compute
 // took d, sleeps (slowdown - 1) * d, so the rank computes `slowdown` times
@@ -47,9 +75,10 @@ class Straggler {
   void Delay(std::chrono::nanoseconds compute_time) const;
   bool active() const { return factor_ > 0; }
   // Ends a compute step that did `work` in `compute_time`: charges it to
-  // `sink` (timing backend) scaled by the slowdown, or, without a sink,
-  // sleeps the delay.
-  void EndComputeStep(ComputeCostSink* sink, const WorkCounters& work, std::chrono::nanoseconds compute_time) const;
+  // `sim` (timing backend) scaled by the slowdown, or, without one, sleeps
+  // the delay. The simulated clock's (scheduler's) error, if any.
+  Status EndComputeStep(transport::SimulatedTime* sim, const WorkCounters& work,
+                        std::chrono::nanoseconds compute_time) const;
 
  private:
   double factor_;

@@ -18,6 +18,11 @@ std::vector<transport::MemoryRegion*> RawRings(const MemoryEndpoints& e) {
 
 }  // namespace
 
+Result<std::unique_ptr<MemoryRank>> MemoryRank::Make(const RankEnv& env, MemoryEndpoints endpoints,
+                                                     const DataPlaneGeometry& geometry) {
+  return std::unique_ptr<MemoryRank>(new MemoryRank(env, std::move(endpoints), geometry));
+}
+
 MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry)
     : env_(env),
       me_(env.roles.memory_index(env.transport.rank())),
@@ -26,10 +31,12 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
       publisher_(*endpoints_.published, geometry.published[me_.value], env.layout) {
   poller_ = std::make_unique<sync::RingPoller>(env.layout, me_, geometry.ring, RawRings(endpoints_),
                                                *endpoints_.published, geometry.published[me_.value], merger_);
-  if (env.cost_sink != nullptr) {
-    poller_->set_merge_observer([sink = env.cost_sink](const metrics::WorkCounters& w) { sink->ChargeMerge(w); });
-  }
   if (transport::SimulatedTime* sim = env.wait.sim) {
+    // The PIM's merge work is priced by the memory preset; a scheduler error
+    // ends the run at the next poll.
+    poller_->set_merge_observer([this, sim](const metrics::WorkCounters& w) {
+      if (charge_status_.ok()) charge_status_ = sim->ChargeMergeWork(metrics::ToMergeWork(w));
+    });
     // Never merge a batch before the virtual time its put became visible.
     poller_->set_merge_gate([this, sim](const sync::BatchHeader& header) -> Status {
       const transport::VirtualTime visible_at = transport::VirtualTimeFromPs(header.visible_at_ps);
@@ -65,6 +72,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
     env_.transport.Progress();
     const bool paused = env_.hooks.merging_paused && env_.hooks.merging_paused(me_);
     const int consumed = paused ? 0 : poller_->PollOnce();
+    STALELEARN_RETURN_IF_ERROR(charge_status_);
     if (consumed > 0) {
       // A snapshot copies the whole shard, so while batches keep coming,
       // publish only when the slowest rank's clock advanced (what SSP/BSP

@@ -3,9 +3,9 @@
 // rank has finished. Sends nothing to compute ranks: they read its published
 // region one-sided (DESIGN.md).
 //
-//   MemoryRank memory(env, std::move(endpoints), geometry);
-//   memory.PublishInitial();        // before the start barrier
-//   auto result = memory.Run();     // returns when all compute ranks finished
+//   auto memory = MemoryRank::Make(env, std::move(endpoints), geometry);
+//   memory->PublishInitial();       // before the start barrier
+//   auto result = memory->Run();    // returns when all compute ranks finished
 //
 // Timing backend (env.wait.sim): merges a batch no earlier than its stamp
 // and stamps each snapshot with the rank's virtual time.
@@ -30,7 +30,9 @@ struct MemoryRankResult {
 
 class MemoryRank {
  public:
-  MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
+  // kInvalidArgument if the config's merge policies do not fit the tables.
+  static Result<std::unique_ptr<MemoryRank>> Make(const RankEnv& env, MemoryEndpoints endpoints,
+                                                  const DataPlaneGeometry& geometry);
   MemoryRank(const MemoryRank&) = delete;
   MemoryRank& operator=(const MemoryRank&) = delete;
 
@@ -39,6 +41,7 @@ class MemoryRank {
   Result<MemoryRankResult> Run();
 
  private:
+  MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
   std::uint64_t MinMergedClock() const;
   // Publishes the master as the next snapshot, stamped with the virtual time.
   void Publish();
@@ -49,6 +52,7 @@ class MemoryRank {
   sync::ShardMerger merger_;
   std::unique_ptr<sync::RingPoller> poller_;
   sync::SnapshotPublisher publisher_;
+  Status charge_status_;  // first error of charging merge work (timing backend)
 };
 
 }  // namespace stalelearn::runtime

@@ -15,7 +15,6 @@
 #include "framework/model/shard_layout.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
-#include "framework/runtime/compute_cost_sink.h"
 #include "framework/runtime/roles.h"
 #include "framework/sync/wait_options.h"
 #include "framework/transport/bootstrap.h"
@@ -57,8 +56,6 @@ struct RankEnv {
   const RoleMap& roles;
   transport::Transport& transport;  // counting decorator over the backend
   transport::Bootstrap& bootstrap;
-  ComputeCostSink* cost_sink;       // nullptr unless the backend simulates time
-                                    // (then wait.sim is its SimulatedTime)
   const RuntimeHooks& hooks;
   sync::WaitOptions wait;
   metrics::ProgressPrinter progress;

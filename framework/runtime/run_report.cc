@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
-#include "framework/core/config_loader.h"
+#include "framework/runtime/epoch_evaluator.h"
 
 namespace stalelearn::runtime {
 
@@ -33,19 +34,6 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
   return r;
 }
 
-int ReportedStaleness(const proto::Config& config) {
-  switch (config.consistency().mode()) {
-    case proto::BSP:
-    case proto::ALLREDUCE:
-      return 0;
-    case proto::ASP:
-    case proto::DIRECT:
-      return -1;
-    default:
-      return config.consistency().staleness();
-  }
-}
-
 proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedTime& sim) {
   proto::Simulated part;
   part.set_total_seconds(transport::ToSeconds(sim.Now().time_since_epoch()));
@@ -64,8 +52,42 @@ proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::Simula
   return part;
 }
 
+namespace {
+
+// Adds every rank's evaluation parts epoch by epoch and lets the app combine
+// them: the curve, and the final metric from the last point.
+Status CombineEvalParts(const App& app, const std::map<int, std::vector<const proto::EvalPart*>>& by_epoch,
+                        proto::Report& report) {
+  for (const auto& [epoch, parts] : by_epoch) {
+    std::vector<double> sums;
+    double wall = 0, simulated = 0;
+    for (const proto::EvalPart* p : parts) {
+      if (sums.empty()) sums.assign(p->sums().size(), 0.0);
+      if (static_cast<std::size_t>(p->sums().size()) != sums.size()) {
+        return Internal(fmt::format("evaluation parts of epoch {} differ in length", epoch));
+      }
+      for (int i = 0; i < p->sums().size(); ++i) sums[static_cast<std::size_t>(i)] += p->sums(i);
+      wall = std::max(wall, p->wall_seconds());
+      simulated = std::max(simulated, p->simulated_seconds());
+    }
+    *report.add_curve() = MakeCurvePoint(epoch, wall, simulated, app.CombineParts(sums));
+  }
+  return Status::Ok();
+}
+
+void SetFinalFromCurve(proto::Report& report, const std::string& metric) {
+  if (report.curve().empty()) return;
+  const proto::CurvePoint& last = report.curve(report.curve_size() - 1);
+  report.mutable_final()->set_metric(metric);
+  report.mutable_final()->set_value(last.metric_value());
+  *report.mutable_final()->mutable_metrics() = last.metrics();
+}
+
+}  // namespace
+
 Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto::Config& config, const App& app,
-                                   const RoleMap& roles, const char* backend, const proto::Report& partial) {
+                                   const RoleMap& roles, const char* backend, const ModeDefinition& mode,
+                                   const proto::Report& partial) {
   std::string mine;
   partial.SerializeToString(&mine);
   STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> all,
@@ -74,15 +96,18 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
   report.set_name(config.name());
   report.set_app(app.name());
   report.set_dataset(app.dataset());
-  report.set_mode(config::ModeName(config.consistency().mode()));
-  report.set_staleness(ReportedStaleness(config));
+  report.set_mode(mode.name);
+  report.set_staleness(mode.reported_staleness ? mode.reported_staleness(config) : -1);
   report.set_backend(backend);
   report.set_compute_ranks(roles.compute_ranks());
   report.set_memory_ranks(roles.memory_ranks());
   report.set_epochs(config.training().epochs());
   report.set_seed(config.seed());
-  for (const transport::Bytes& bytes : all) {
-    proto::Report part;
+  std::vector<proto::Report> parts(all.size());
+  std::map<int, std::vector<const proto::EvalPart*>> eval_parts;  // by epoch
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const transport::Bytes& bytes = all[i];
+    proto::Report& part = parts[i];
     if (!part.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
       return Internal("a rank sent an unreadable partial report");
     }
@@ -98,13 +123,19 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
       simulated.set_deterministic((first || simulated.deterministic()) && part.simulated().deterministic());
       for (const proto::SimulatedRank& r : part.simulated().ranks()) *simulated.add_ranks() = r;
     }
-    if (part.has_final()) {
-      *report.mutable_final() = part.final();
-      *report.mutable_curve() = part.curve();
+    if (!part.curve().empty()) *report.mutable_curve() = part.curve();
+    for (const proto::EvalPart& p : part.eval_parts()) eval_parts[p.epoch()].push_back(&p);
+    if (!part.model_checksum().empty()) {
       report.set_model_checksum(part.model_checksum());
       report.set_wall_seconds(part.wall_seconds());
     }
   }
+  std::string metric;
+  for (const proto::Report& part : parts) {
+    if (!part.final().metric().empty()) metric = part.final().metric();
+  }
+  if (!eval_parts.empty()) STALELEARN_RETURN_IF_ERROR(CombineEvalParts(app, eval_parts, report));
+  SetFinalFromCurve(report, metric);
   std::ranges::sort(*report.mutable_ranks(), {}, [](const proto::RankReport& r) { return r.rank(); });
   if (report.has_simulated()) {
     std::ranges::sort(*report.mutable_simulated()->mutable_ranks(), {},

@@ -11,6 +11,7 @@
 #include "framework/proto/config.pb.h"
 #include "framework/proto/report.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/roles.h"
 #include "framework/runtime/trainer_result.h"
 #include "framework/sync/ring_poller.h"
@@ -28,14 +29,13 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
 // is deterministic. GatherReport takes the maximum total over ranks.
 proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedTime& sim);
 
-// The staleness the report prints for a config: s for SSP, 0 for BSP and
-// ALLREDUCE, -1 (no bound) for ASP and DIRECT.
-int ReportedStaleness(const proto::Config& config);
-
 // All-gathers every rank's `partial` and merges them under the run's header
-// fields. Collective.
+// fields (the mode's name and reported staleness). Evaluation parts (apps
+// that evaluate in parts) are added over ranks, epoch by epoch, and turned
+// into the curve and final metric by the app. Collective.
 Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto::Config& config, const App& app,
-                                   const RoleMap& roles, const char* backend, const proto::Report& partial);
+                                   const RoleMap& roles, const char* backend, const ModeDefinition& mode,
+                                   const proto::Report& partial);
 
 // All-gathers every compute rank's per-clock record as CSV (the trace file of
 // output.trace): header "rank,clock,observed_staleness,min_merged_of_others,

@@ -1,5 +1,7 @@
 #include "framework/runtime/sample_schedule.h"
 
+#include "framework/runtime/app.h"
+
 #include <algorithm>
 #include <numeric>
 #include <utility>
@@ -37,8 +39,38 @@ SampleSchedule::SampleSchedule(std::int64_t total_samples, int compute_ranks, in
   std::int64_t begin = 0;
   for (int c = 0; c < compute_index; ++c) begin += share_of(c);
   mine_.assign(all.begin() + begin, all.begin() + begin + share_of(compute_index));
-  const std::int64_t largest = share_of(0);
-  clocks_per_epoch_ = std::max<std::int64_t>(1, (largest + samples_per_clock - 1) / samples_per_clock);
+  SetClocks(share_of(0));
+}
+
+SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
+                               std::uint64_t seed)
+    : samples_per_clock_(samples_per_clock), seed_(seed), compute_index_(compute_index) {
+  const std::int64_t total = app.TrainingSamples();
+  const std::int64_t groups = app.SampleGroups();
+  if (groups == total) {  // every sample its own group: the plain deal
+    *this = SampleSchedule(total, compute_ranks, compute_index, samples_per_clock, seed);
+    return;
+  }
+  std::vector<std::int64_t> order(static_cast<std::size_t>(groups));
+  std::iota(order.begin(), order.end(), 0);
+  Shuffle(order, seed ^ 0xD1B54A32D192ED03ull);
+  std::vector<std::int64_t> shares(static_cast<std::size_t>(compute_ranks), 0);
+  std::int64_t dealt = 0;
+  for (std::int64_t g : order) {
+    const SampleRange range = app.GroupSamples(g);
+    // The rank whose even share holds this group's first sample.
+    const auto owner = static_cast<int>(std::min<std::int64_t>(compute_ranks - 1, dealt * compute_ranks / total));
+    shares[static_cast<std::size_t>(owner)] += range.end - range.begin;
+    if (owner == compute_index) {
+      for (std::int64_t s = range.begin; s < range.end; ++s) mine_.push_back(s);
+    }
+    dealt += range.end - range.begin;
+  }
+  SetClocks(*std::ranges::max_element(shares));
+}
+
+void SampleSchedule::SetClocks(std::int64_t largest_share) {
+  clocks_per_epoch_ = std::max<std::int64_t>(1, (largest_share + samples_per_clock_ - 1) / samples_per_clock_);
 }
 
 std::vector<std::int64_t> SampleSchedule::EpochOrder(int epoch) const {

@@ -12,10 +12,19 @@
 
 namespace stalelearn::runtime {
 
+class App;
+
 class SampleSchedule {
  public:
   SampleSchedule(std::int64_t total_samples, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
                  std::uint64_t seed);
+  // The app's samples; when the app groups samples (App::SampleGroups), whole
+  // groups are dealt (a seeded permutation of the groups, cut where the
+  // running sample count crosses each rank's even share).
+  SampleSchedule(const App& app, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
+                 std::uint64_t seed);
+  // This rank's samples (in dealing order).
+  std::span<const std::int64_t> samples() const { return mine_; }
 
   std::int64_t clocks_per_epoch() const { return clocks_per_epoch_; }
   std::int64_t share() const { return static_cast<std::int64_t>(mine_.size()); }
@@ -25,6 +34,8 @@ class SampleSchedule {
   std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch) const;
 
  private:
+  void SetClocks(std::int64_t largest_share);
+
   std::vector<std::int64_t> mine_;
   std::int64_t samples_per_clock_;
   std::int64_t clocks_per_epoch_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "framework/proto/report.pb.h"
+#include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/rank_env.h"
 #include "framework/transport/registry.h"
 
@@ -24,8 +25,9 @@ struct TrainInputs {
   const proto::Config& config;  // resolved (config_loader); backend.name set
   const App& app;
   const transport::BackendRegistry& backends;
-  RuntimeHooks hooks;
-  sync::WaitOptions wait;
+  const ModeRegistry& modes;    // consistency.mode is looked up here
+  RuntimeHooks hooks = {};
+  sync::WaitOptions wait = {};
 };
 
 struct RankRun {

@@ -17,6 +17,7 @@ class ForwardingTransport : public Transport {
   Rank rank() const override { return inner_.rank(); }
   int world_size() const override { return inner_.world_size(); }
   Capabilities capabilities() const override { return inner_.capabilities(); }
+  SimulatedTime* simulated_time() override { return inner_.simulated_time(); }
   const char* name() const override { return inner_.name(); }
   Result<std::unique_ptr<MemoryRegion>> Register(std::size_t bytes, Access access) override {
     return inner_.Register(bytes, access);

@@ -35,6 +35,8 @@
 
 namespace stalelearn::transport {
 
+class SimulatedTime;
+
 using Timeout = std::chrono::nanoseconds;
 
 // Handle of a non-blocking operation. Not thread-safe: one owner thread.
@@ -80,6 +82,10 @@ class Transport {
   virtual Rank rank() const = 0;
   virtual int world_size() const = 0;
   virtual Capabilities capabilities() const = 0;
+  // The simulated clock when this transport simulates time (the timing
+  // backend, framework/transport/virtual_time.h), else nullptr. Decorators
+  // forward it, so the runtime asks the outermost transport.
+  virtual SimulatedTime* simulated_time() { return nullptr; }
   virtual const char* name() const = 0;
 
   // Allocates and registers `bytes` (zeroed, 8-byte aligned) with `access`.

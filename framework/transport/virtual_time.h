@@ -1,7 +1,5 @@
 // Simulated (virtual) time: what the training runtime tells the
 // hardware-timing backend (backends/timing) and what it reads back for the
-// report. (The runtime's ComputeCostSink, framework/runtime/compute_cost_sink.h,
-// is implemented by the same transport and forwards to the Charge* methods.)
 // The backend's Transport also implements SimulatedTime; every other
 // backend does not, and FindSimulatedTime returns nullptr for it, so the
 // runtime calls these hooks only when timing is on:
@@ -140,8 +138,6 @@ class SimulatedTime {
 };
 
 // The SimulatedTime behind `transport`, or nullptr if it is not timed.
-inline SimulatedTime* FindSimulatedTime(Transport& transport) {
-  return dynamic_cast<SimulatedTime*>(&transport);
-}
+inline SimulatedTime* FindSimulatedTime(Transport& transport) { return transport.simulated_time(); }
 
 }  // namespace stalelearn::transport

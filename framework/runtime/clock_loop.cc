@@ -1,0 +1,71 @@
+#include "framework/runtime/clock_loop.h"
+
+namespace stalelearn::runtime {
+
+ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
+    : env_(env),
+      info_(info),
+      mode_(mode),
+      schedule_(env.app, info.compute_ranks, info.rank.value, env.config.training().samples_per_clock(),
+                env.config.seed()),
+      straggler_(env.config.training().straggler().slowdown(),
+                 env.config.training().straggler().rank() == info.rank.value),
+      state_(env.app.CreateLocalState(info, schedule_.samples())),
+      clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {}
+
+Status ClockLoop::Initialize() {
+  WorkCounters work;
+  RandomStream random = RandomStream::For(info_.seed, info_.rank.value, -1);
+  KernelContext context{info_, 0, -1, random, state_.get(), work};
+  env_.app.InitializeFromData(mode_.view(), context);
+  if (env_.wait.sim != nullptr) STALELEARN_RETURN_IF_ERROR(env_.wait.sim->ChargeComputeWork(metrics::ToComputeWork(work)));
+  return mode_.ShareInitialization();
+}
+
+Result<TrainerResult> ClockLoop::Run() {
+  if (clock_offset_ > 0) STALELEARN_RETURN_IF_ERROR(Initialize());
+  TrainerResult result;
+  const int epochs = env_.config.training().epochs();
+  const int eval_every = env_.config.training().eval_every_epochs();
+  const std::int64_t clocks_per_epoch = schedule_.clocks_per_epoch();
+  TableSet eval_model;
+  if (evaluator_ != nullptr) eval_model = model::MakeTableSet(env_.layout.tables());
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    const std::vector<std::int64_t> order = schedule_.EpochOrder(epoch);
+    for (std::int64_t k = 0; k < clocks_per_epoch; ++k) {
+      ClockRecord record;
+      record.rank = info_.rank;
+      record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
+      const std::span<const std::int64_t> samples = schedule_.ClockSamples(order, k);
+      STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
+      if (env_.hooks.after_refresh && mode_.replica() != nullptr) env_.hooks.after_refresh(record, *mode_.replica());
+
+      WorkCounters work;
+      RandomStream random = RandomStream::For(info_.seed, info_.rank.value, record.clock);
+      KernelContext context{info_, epoch, record.clock, random, state_.get(), work};
+      const auto compute_start = std::chrono::steady_clock::now();
+      if (!samples.empty()) env_.app.UpdateBatch(samples, mode_.view(), context);
+      STALELEARN_RETURN_IF_ERROR(
+          straggler_.EndComputeStep(env_.wait.sim, work, std::chrono::steady_clock::now() - compute_start));
+      result.samples += static_cast<std::int64_t>(samples.size());
+
+      STALELEARN_RETURN_IF_ERROR(mode_.AfterClock(record.clock, record));
+      result.Add(record);
+    }
+    const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
+    if (evaluator_ != nullptr && !last && (epoch + 1) % eval_every == 0) {
+      STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
+      evaluator_->Record(epoch + 1, eval_model);
+    }
+  }
+  STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(clock_offset_ + epochs * clocks_per_epoch)));
+  if (evaluator_ != nullptr) {
+    // Read while the memory ranks still progress (before any collective).
+    final_model_ = model::MakeTableSet(env_.layout.tables());
+    STALELEARN_RETURN_IF_ERROR(mode_.ReadFinalModel(final_model_));
+  }
+  STALELEARN_RETURN_IF_ERROR(mode_.Release());
+  return result;
+}
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,54 @@
+// The one clock loop every consistency mode runs on a compute rank:
+//
+//   [initialisation: app.InitializeFromData -> mode.ShareInitialization]
+//   for each epoch, for each clock t:
+//     mode.BeforeClock(t)         SSP: gate + refresh; DIRECT: fetch rows
+//     app.UpdateBatch(samples)    on mode.view(), with a KernelContext
+//     charge work / straggle      (timing backend / training.straggler)
+//     mode.AfterClock(t)          push; push + wait; allreduce
+//   at epoch ends: mode.ReadModel -> evaluate (whole model or this rank's part)
+//   mode.Finish; [mode.ReadFinalModel -> evaluate]; mode.Release
+//
+// Not thread-safe: the compute rank's main thread. The environment, mode and
+// evaluator must outlive it.
+#pragma once
+
+#include <memory>
+
+#include "framework/runtime/consistency_mode.h"
+#include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/trainer_result.h"
+
+namespace stalelearn::runtime {
+
+class ClockLoop {
+ public:
+  // `evaluator`: null unless this rank evaluates (the whole model on compute
+  // rank 0, or every compute rank when the app evaluates in parts).
+  ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode);
+
+  // Creates the rank's local state; call before Run (the evaluator may need it).
+  const LocalState* local_state() const { return state_.get(); }
+  void set_evaluator(EpochEvaluator* evaluator) { evaluator_ = evaluator; }
+
+  // Trains every epoch, then finishes: after Run, `final_model()` holds the
+  // final model if this rank evaluates, and the memory ranks are released.
+  Result<TrainerResult> Run();
+  const TableSet& final_model() const { return final_model_; }
+
+ private:
+  Status Initialize();
+
+  const RankEnv& env_;
+  RankInfo info_;
+  ConsistencyMode& mode_;
+  SampleSchedule schedule_;
+  Straggler straggler_;
+  std::unique_ptr<LocalState> state_;
+  EpochEvaluator* evaluator_ = nullptr;
+  std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
+  TableSet final_model_;
+};
+
+}  // namespace stalelearn::runtime

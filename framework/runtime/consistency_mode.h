@@ -1,0 +1,95 @@
+// A consistency mode is a policy of the one clock loop (clock_loop.h): what
+// a compute rank does before a clock (SSP: gate and refresh; DIRECT: fetch
+// the clock's rows; ALLREDUCE: nothing), after it (push; push and wait for
+// the merge; allreduce), and how it reads the model for evaluation. Modes
+// are registered by name like backends; adding one is a new file under
+// framework/runtime/modes/ and one registration line (builtin_modes.cc), or
+// a registration from an app's program.
+//
+//   ModeRegistry modes;
+//   ThrowIfError(RegisterBuiltinModes(modes));
+//   const ModeDefinition* ssp = ValueOrThrow(modes.Find("SSP"));
+//
+// Clock numbers given to a mode are protocol clocks: when the app has
+// data-dependent initialisation, clock 0 carries it (ShareInitialization)
+// and training clocks start at 1.
+//
+// Threading: one ConsistencyMode per compute rank, used by that rank's
+// thread only. The registry: Add during start-up, then read-only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "framework/runtime/data_plane.h"
+#include "framework/runtime/rank_env.h"
+
+namespace stalelearn::runtime {
+
+class ConsistencyMode {
+ public:
+  virtual ~ConsistencyMode() = default;
+
+  // The model the kernel reads and writes during a clock.
+  virtual model::ModelView& view() = 0;
+  // The whole replica when the mode keeps one (tests inspect it after each
+  // refresh: RuntimeHooks::after_refresh), else nullptr.
+  virtual const TableSet* replica() const { return nullptr; }
+  // After the app's InitializeFromData wrote into view() (as protocol clock
+  // 0): makes the sum of every compute rank's writes part of this rank's
+  // model before it returns.
+  virtual Status ShareInitialization() = 0;
+  // Before clock `clock`, whose samples are `samples`. Fills record's
+  // min_merged_of_others, observed_staleness, and adds to stall_seconds.
+  virtual Status BeforeClock(std::int64_t clock, std::span<const std::int64_t> samples, ClockRecord& record) = 0;
+  // After the kernel ran: ships the clock's changes; adds to stall_seconds.
+  virtual Status AfterClock(std::int64_t clock, ClockRecord& record) = 0;
+  // The merged model for an evaluation during the run.
+  virtual Status ReadModel(TableSet& model) = 0;
+  // After the last clock (`total_clocks` protocol clocks): nothing more is pushed.
+  virtual Status Finish(std::uint64_t total_clocks) = 0;
+  // After Finish: the model with every clock of every rank merged.
+  virtual Status ReadFinalModel(TableSet& model) = 0;
+  // The last call to the memory ranks (after ReadFinalModel, if any).
+  virtual Status Release() = 0;
+};
+
+// What a mode is built from on one compute rank. `endpoints` and `geometry`
+// are set only for modes that use memory ranks (the mode takes the endpoints).
+struct ModeContext {
+  const RankEnv& env;
+  model::ComputeIndex me;
+  ComputeEndpoints* endpoints = nullptr;
+  const DataPlaneGeometry* geometry = nullptr;
+};
+
+struct ModeDefinition {
+  std::string name;  // upper-case, e.g. "SSP"
+  bool uses_memory_ranks = true;
+  // The bound the report prints for a config (-1: unbounded).
+  std::function<int(const proto::Config&)> reported_staleness;
+  std::function<Result<std::unique_ptr<ConsistencyMode>>(ModeContext&)> create;
+};
+
+class ModeRegistry {
+ public:
+  // kInvalidArgument if the name is taken or not upper-case.
+  Status Add(ModeDefinition mode);
+  // kInvalidArgument naming the known modes if `name` is unknown (names are
+  // compared case-insensitively).
+  Result<const ModeDefinition*> Find(std::string_view name) const;
+  std::string KnownNames() const;
+
+ private:
+  std::map<std::string, ModeDefinition, std::less<>> modes_;
+};
+
+// SSP, BSP, ASP, DIRECT, ALLREDUCE (framework/runtime/modes/).
+Status RegisterBuiltinModes(ModeRegistry& registry);
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,145 @@
+// SSP (BSP with s = 0, ASP unbounded): the StaleLearn path. Before clock t:
+// if the replica lacks some other rank's clocks 0..t-s-1, wait until they are
+// merged (I1) and refresh the replica: newer snapshots + own unmerged deltas
+// (I2); otherwise keep computing on the replica. After the clock: push the
+// deltas of touched rows through the rings (backpressure, I5).
+#include <fmt/format.h>
+
+#include "framework/model/replica.h"
+#include "framework/runtime/compute_links.h"
+#include "framework/runtime/modes/builtin_modes.h"
+#include "framework/sync/staleness_gate.h"
+#include "framework/sync/wait_until.h"
+
+namespace stalelearn::runtime::modes {
+namespace {
+
+std::int64_t ObservedStaleness(std::uint64_t clock, std::uint64_t min_merged_of_others) {
+  // UINT64_MAX: no other compute rank, nothing can be stale.
+  return clock > min_merged_of_others ? static_cast<std::int64_t>(clock - min_merged_of_others) : 0;
+}
+
+class SspConsistency final : public ConsistencyMode {
+ public:
+  SspConsistency(ModeContext& context, sync::StalenessBound bound)
+      : env_(context.env),
+        me_(context.me),
+        links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/true),
+        bound_(bound),
+        replica_(context.env.layout.tables()) {}
+
+  model::ModelView& view() override { return replica_; }
+  const TableSet* replica() const override { return &replica_.tables(); }
+
+  Status ShareInitialization() override {
+    STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds stalled, links_.pusher.PushClock(replica_, 0));
+    (void)stalled;
+    // Everyone's clock 0 (their initialisation) must be in the installed model.
+    ClockRecord record;
+    return GateAndRefresh(1, sync::StalenessBound::Of(0), record);
+  }
+
+  Status BeforeClock(std::int64_t clock, std::span<const std::int64_t>, ClockRecord& record) override {
+    return GateAndRefresh(static_cast<std::uint64_t>(clock), bound_, record);
+  }
+
+  Status AfterClock(std::int64_t clock, ClockRecord& record) override {
+    STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
+                                links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock)));
+    record.stall_seconds += std::chrono::duration<double>(push_stall).count();
+    return Status::Ok();
+  }
+
+  Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
+  Status Finish(std::uint64_t total_clocks) override {
+    total_clocks_ = total_clocks;
+    return links_.pusher.Finish();
+  }
+  Status ReadFinalModel(TableSet& model) override { return links_.ReadFinalModel(env_, total_clocks_, model); }
+  Status Release() override { return links_.Release(); }
+
+ private:
+  // SSP reads from its replica while it is fresh enough (Petuum's SSP cache):
+  // a replica that already holds every other rank's clocks 0..t-s-1 serves
+  // clock t without touching the network. Own updates are in it already (I2).
+  // Unbounded (ASP) refreshes every clock, as nothing would ever force it to.
+  Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
+    if (installed_ && bound.bounded() && bound.Allows(t, installed_min_merged_)) {
+      record.min_merged_of_others = installed_min_merged_;
+      record.observed_staleness = ObservedStaleness(t, installed_min_merged_);
+      return Status::Ok();
+    }
+    sync::StalenessGate gate(links_.clocks, me_, bound, env_.transport, env_.wait);
+    std::chrono::nanoseconds refreshing{0};
+    std::uint64_t min_merged = 0;
+    // The control block can run ahead of the snapshot we install: the
+    // installed model itself must satisfy the bound, so refresh until it does.
+    STALELEARN_ASSIGN_OR_RETURN(
+        std::chrono::nanoseconds waited,
+        sync::WaitUntil(
+            env_.wait, env_.transport,
+            [&]() -> Result<bool> {
+              STALELEARN_RETURN_IF_ERROR(gate.WaitUntilAllowed(t).status());
+              const auto refresh_start = std::chrono::steady_clock::now();
+              STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_.mutable_tables()));
+              refreshing += std::chrono::steady_clock::now() - refresh_start;
+              replica_.Rebase();
+              installed_ = true;
+              installed_min_merged_ = min_merged;
+              return bound.Allows(t, min_merged);
+            },
+            [&] {
+              return fmt::format("a snapshot that lets compute rank {} start clock {} under bound {} (it holds the "
+                                 "slowest other rank's clocks below {})",
+                                 me_.value, t, bound.value(), min_merged);
+            }));
+    record.min_merged_of_others = min_merged;
+    record.observed_staleness = ObservedStaleness(t, min_merged);
+    // Stall: waiting at the gate and idling between refreshes, not refreshing.
+    record.stall_seconds += std::chrono::duration<double>(waited - refreshing).count();
+    return Status::Ok();
+  }
+
+  const RankEnv& env_;
+  model::ComputeIndex me_;
+  ComputeLinks links_;
+  sync::StalenessBound bound_;
+  model::Replica replica_;
+  bool installed_ = false;                  // a snapshot has been installed
+  std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it
+  std::uint64_t total_clocks_ = 0;
+};
+
+ModeDefinition Bounded(std::string name, std::function<sync::StalenessBound(const proto::Config&)> bound,
+                       std::function<int(const proto::Config&)> reported) {
+  ModeDefinition mode;
+  mode.name = std::move(name);
+  mode.uses_memory_ranks = true;
+  mode.reported_staleness = std::move(reported);
+  mode.create = [bound](ModeContext& context) -> Result<std::unique_ptr<ConsistencyMode>> {
+    return std::unique_ptr<ConsistencyMode>(new SspConsistency(context, bound(context.env.config)));
+  };
+  return mode;
+}
+
+}  // namespace
+
+ModeDefinition SspMode() {
+  return Bounded(
+      "SSP", [](const proto::Config& c) { return sync::StalenessBound::Of(c.consistency().staleness()); },
+      [](const proto::Config& c) { return c.consistency().staleness(); });
+}
+
+ModeDefinition BspMode() {
+  return Bounded(
+      "BSP", [](const proto::Config&) { return sync::StalenessBound::Of(0); },
+      [](const proto::Config&) { return 0; });
+}
+
+ModeDefinition AspMode() {
+  return Bounded(
+      "ASP", [](const proto::Config&) { return sync::StalenessBound::Unbounded(); },
+      [](const proto::Config&) { return -1; });
+}
+
+}  // namespace stalelearn::runtime::modes

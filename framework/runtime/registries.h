@@ -1,0 +1,26 @@
+// Everything a program registers at start-up, passed to each app's (and
+// each extension's) registration function: apps, consistency modes and
+// backends. Explicit registration, no static initialisers (STYLE.md 4).
+//
+//   Registries registries;                          // built-in modes and backends
+//   ThrowIfError(my_app::RegisterApp(registries));  // one line per app
+//
+// Thread-safety: filled during start-up, then read-only.
+#pragma once
+
+#include "framework/runtime/app_registry.h"
+#include "framework/runtime/consistency_mode.h"
+#include "framework/transport/registry.h"
+
+namespace stalelearn::runtime {
+
+struct Registries {
+  AppRegistry apps;
+  ModeRegistry modes;
+  transport::BackendRegistry backends;
+};
+
+// A registration function of an app or extension.
+using Registration = Status (*)(Registries&);
+
+}  // namespace stalelearn::runtime
