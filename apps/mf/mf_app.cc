@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "apps/mf/register.h"
 #include "framework/core/config_loader.h"
 
 namespace stalelearn::apps::mf {
@@ -102,7 +103,10 @@ Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std:
   STALELEARN_ASSIGN_OR_RETURN(data::RatingsSplit split,
                               data::SplitRatings(table, config.data().test_fraction(), config.data().split_seed()));
   if (split.train.empty()) return InvalidArgument(fmt::format("{}: no training ratings", ratings_file.string()));
-  STALELEARN_ASSIGN_OR_RETURN(const MfConfig mf, config::UnpackAppParams<MfConfig>(config));
+  STALELEARN_ASSIGN_OR_RETURN(MfConfig mf, config::UnpackAppParams<MfConfig>(config));
+  // A config built in code (tests, tools) may carry no resolved section.
+  proto::Config scratch;
+  STALELEARN_RETURN_IF_ERROR(ResolveConfig(mf, scratch));
   const MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed()};
   const std::string dataset = config.data().name().empty() ? "movielens" : config.data().name();
   return std::make_unique<MfApp>(dataset, table.num_users(), table.num_items(), std::move(split.train),

@@ -3,10 +3,10 @@
 // its own config message (protobuf, in apps/<name>/) with a resolve function
 // (defaults and validation); a config then reads
 //
-//   app { name: "mf" mf { rank: 20 learning_rate: 0.01 } }
+//   app { name: "topics" topics { k: 20 alpha: 0.1 } }
 //   training { epochs: 20 }
 //
-// and `--set app.mf.rank=30` works like any framework field. Behind the
+// and `--set app.topics.k=30` works like any framework field. Behind the
 // scenes ConfigReader builds, at run time, a descriptor in which `app` has
 // one field per registered section (a DescriptorPool layered over the
 // generated pool); the parsed text is converted into the typed proto::Config
@@ -14,7 +14,7 @@
 // (config_loader.h).
 //
 //   ConfigSchema schema;
-//   ThrowIfError(schema.AddApp({"mf", &MfConfig::default_instance(), ResolveMf}));
+//   ThrowIfError(schema.AddApp({"topics", &TopicsConfig::default_instance(), ResolveTopics}));
 //   auto config = config::LoadConfig("run.pbtxt", overrides, schema);
 //
 // Thread-safety: AddApp during start-up only; a built ConfigReader is

@@ -19,7 +19,8 @@ void CountingApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows
   rows.push_back({TableId{1}, RowId{sample % 8}});
 }
 
-void CountingApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::WorkCounters& work) const {
+void CountingApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const {
+  runtime::WorkCounters& work = ctx.work;
   volatile std::uint64_t sink = 0;
   for (int i = 0; i < spin_; ++i) sink = sink * 31 + static_cast<std::uint64_t>(i);
   model.IntRow(TableId{0}, RowId{sample})[0] += 1;
@@ -49,11 +50,11 @@ runtime::TableSet CountingApp::ExpectedModel(int epochs) const {
   return expected;
 }
 
-proto::Config TestConfig(proto::ConsistencyMode mode, int staleness, int memory_ranks, int epochs,
+proto::Config TestConfig(std::string_view mode, int staleness, int memory_ranks, int epochs,
                          int samples_per_clock) {
   proto::Config config;
   config.set_seed(7);
-  config.mutable_consistency()->set_mode(mode);
+  config.mutable_consistency()->set_mode(std::string(mode));
   config.mutable_consistency()->set_staleness(staleness);
   config.mutable_cluster()->set_memory_ranks(memory_ranks);
   config.mutable_cluster()->set_ring_slots(4);
@@ -66,10 +67,19 @@ proto::Config TestConfig(proto::ConsistencyMode mode, int staleness, int memory_
   return config;
 }
 
+const runtime::ModeRegistry& BuiltinModes() {
+  static const runtime::ModeRegistry* modes = [] {
+    auto* registry = new runtime::ModeRegistry;
+    ThrowIfError(runtime::RegisterBuiltinModes(*registry));
+    return registry;
+  }();
+  return *modes;
+}
+
 LocalRun RunLocal(const proto::Config& config, const runtime::App& app, int world_size, runtime::RuntimeHooks hooks) {
   sync::WaitOptions wait;
   wait.timeout = std::chrono::seconds(60);
-  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), std::move(hooks), wait};
+  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), BuiltinModes(), std::move(hooks), wait};
   LocalRun run;
   run.ranks.resize(static_cast<std::size_t>(world_size));
   std::mutex mutex;

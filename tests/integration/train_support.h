@@ -32,7 +32,7 @@ class CountingApp final : public runtime::App {
   std::vector<runtime::TableSpec> Tables() const override;
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
-  void Update(std::int64_t sample, runtime::ModelView& model, runtime::WorkCounters& work) const override;
+  void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
 
   // The exact model after `epochs` epochs.
@@ -44,13 +44,16 @@ class CountingApp final : public runtime::App {
 };
 
 // A resolved config for the counting app (or MF) with small rings.
-proto::Config TestConfig(proto::ConsistencyMode mode, int staleness, int memory_ranks, int epochs,
+proto::Config TestConfig(std::string_view mode, int staleness, int memory_ranks, int epochs,
                          int samples_per_clock);
 
 struct LocalRun {
   std::vector<runtime::RankRun> ranks;  // by world rank
   const proto::Report& report() const { return ranks.at(0).report; }
 };
+
+// The built-in consistency modes (SSP, BSP, ASP, DIRECT, ALLREDUCE).
+const runtime::ModeRegistry& BuiltinModes();
 
 // Runs every rank as a thread on the local backend; rethrows a rank's error.
 LocalRun RunLocal(const proto::Config& config, const runtime::App& app, int world_size,

@@ -25,8 +25,8 @@ namespace stalelearn::testing {
 namespace {
 
 // A config of `mode` priced on the StaleLearn presets, timing over local.
-proto::Config TimedConfig(proto::ConsistencyMode mode, int memory_ranks, int epochs, int samples_per_clock) {
-  proto::Config config = TestConfig(mode, mode == proto::SSP ? 2 : 0, memory_ranks, epochs, samples_per_clock);
+proto::Config TimedConfig(std::string mode, int memory_ranks, int epochs, int samples_per_clock) {
+  proto::Config config = TestConfig(mode, mode == "SSP" ? 2 : 0, memory_ranks, epochs, samples_per_clock);
   config.mutable_backend()->set_name("timing");
   (*config.mutable_backend()->mutable_options())["inner"] = "local";
   config.mutable_timing()->set_memory("hmc2");
@@ -80,7 +80,7 @@ void ExpectSimulatedSectionIsComplete(const proto::Report& report, int world_siz
 
 struct ModeCase {
   const char* label;
-  proto::ConsistencyMode mode;
+  std::string mode;
   int compute;
   int memory;
 };
@@ -106,10 +106,10 @@ TEST_P(TimingDeterminism, ThreeRunsGiveTheSameModelAndTimeline) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TimingDeterminism,
-                         ::testing::Values(ModeCase{"ssp_3x1", proto::SSP, 3, 1},
-                                           ModeCase{"ssp_2x2", proto::SSP, 2, 2},
-                                           ModeCase{"direct_3x1", proto::DIRECT, 3, 1},
-                                           ModeCase{"allreduce_3", proto::ALLREDUCE, 3, 0}),
+                         ::testing::Values(ModeCase{"ssp_3x1", "SSP", 3, 1},
+                                           ModeCase{"ssp_2x2", "SSP", 2, 2},
+                                           ModeCase{"direct_3x1", "DIRECT", 3, 1},
+                                           ModeCase{"allreduce_3", "ALLREDUCE", 3, 0}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 std::optional<std::string_view> Env(const char* name) {
@@ -124,7 +124,7 @@ TEST(TimingDeterminismMf, SameModelBitsAndTimelineOnMovieLens) {
   const std::filesystem::path file =
       data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not fetched; run: deploy/fetch-data.sh movielens";
-  proto::Config config = TimedConfig(proto::SSP, 1, /*epochs=*/2, /*samples_per_clock=*/1024);
+  proto::Config config = TimedConfig("SSP", 1, /*epochs=*/2, /*samples_per_clock=*/1024);
   config.mutable_cluster()->set_slot_bytes(1 << 20);
   config.mutable_data()->set_name("movielens");
   const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, file));
@@ -141,7 +141,7 @@ TEST(TimingDeterminismMf, SameModelBitsAndTimelineOnMovieLens) {
 
 TEST(TimingStamps, NoBatchIsMergedBeforeItsVisibleTime) {
   const CountingApp app(/*samples=*/480);
-  const proto::Config config = TimedConfig(proto::SSP, 2, /*epochs=*/2, /*samples_per_clock=*/16);
+  const proto::Config config = TimedConfig("SSP", 2, /*epochs=*/2, /*samples_per_clock=*/16);
   std::mutex mutex;
   int merged = 0;
   std::vector<std::string> early;
@@ -161,7 +161,7 @@ TEST(TimingStamps, NoBatchIsMergedBeforeItsVisibleTime) {
 
 TEST(TimingStraggler, IsChargedSlowdownTimesTheComputeInsteadOfSleeping) {
   const CountingApp app(/*samples=*/480);
-  proto::Config config = TimedConfig(proto::SSP, 1, /*epochs=*/2, /*samples_per_clock=*/16);
+  proto::Config config = TimedConfig("SSP", 1, /*epochs=*/2, /*samples_per_clock=*/16);
   config.mutable_training()->mutable_straggler()->set_rank(1);
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
   const LocalRun run = RunLocal(config, app, 4);

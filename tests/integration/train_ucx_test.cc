@@ -28,14 +28,14 @@ runtime::RankRun RunUcx(proto::Config config, const runtime::App& app, runtime::
   config.mutable_backend()->set_name("ucx");
   sync::WaitOptions wait;
   wait.timeout = std::chrono::seconds(60);
-  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), std::move(hooks), wait};
+  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), BuiltinModes(), std::move(hooks), wait};
   return ValueOrThrow(runtime::TrainRank(inputs, MpiTestBootstrap()));
 }
 
 TEST(TrainUcx, IntegerTableEndsAtExactlyThePushedTotal) {
   ASSERT_EQ(MpiTestBootstrap().world_size(), kCompute + 1);
   const CountingApp app(900);
-  const proto::Config config = TestConfig(proto::SSP, 1, 1, 3, 32);
+  const proto::Config config = TestConfig("SSP", 1, 1, 3, 32);
   const runtime::RankRun run = RunUcx(config, app);
   EXPECT_EQ(run.report.final().value(), 900.0 * 3);
   EXPECT_EQ(run.report.model_checksum(), model::HexDigest(model::ModelChecksum(app.ExpectedModel(3))));
@@ -54,7 +54,7 @@ TEST(TrainUcx, IntegerTableEndsAtExactlyThePushedTotal) {
 TEST(TrainUcx, EveryRefreshHoldsItsOwnUpdatesAndOthersWithinTheBound) {
   constexpr int kPerClock = 16, kClocks = 8, kBound = 1;
   const CountingApp app(kCompute * kPerClock * kClocks, /*spin_per_sample=*/2000);
-  proto::Config config = TestConfig(proto::SSP, kBound, 1, 2, kPerClock);
+  proto::Config config = TestConfig("SSP", kBound, 1, 2, kPerClock);
   config.mutable_training()->mutable_straggler()->set_rank(0);
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
   std::vector<int> owner(static_cast<std::size_t>(app.TrainingSamples()));
@@ -83,7 +83,7 @@ TEST(TrainUcx, EveryRefreshHoldsItsOwnUpdatesAndOthersWithinTheBound) {
 TEST(TrainUcx, CorruptedBatchIsRejectedAndTheRunGoesOn) {
   constexpr int kPerClock = 16;
   const CountingApp app(kCompute * kPerClock * 4);
-  const proto::Config config = TestConfig(proto::SSP, 1, 1, 2, kPerClock);
+  const proto::Config config = TestConfig("SSP", 1, 1, 2, kPerClock);
   runtime::RuntimeHooks hooks;
   hooks.wrap_transport = [](transport::Transport& inner) -> std::unique_ptr<transport::Transport> {
     if (inner.rank().value != 2) return nullptr;
@@ -101,14 +101,14 @@ TEST(TrainUcx, CorruptedBatchIsRejectedAndTheRunGoesOn) {
 // the makespan is reported, and the run says it is not deterministic.
 TEST(TrainUcx, TimingOverUcxReportsANonDeterministicMakespan) {
   const CountingApp app(900);
-  proto::Config config = TestConfig(proto::SSP, 1, 1, 3, 32);
+  proto::Config config = TestConfig("SSP", 1, 1, 3, 32);
   config.mutable_backend()->set_name("timing");
   (*config.mutable_backend()->mutable_options())["inner"] = "ucx";
   config.mutable_timing()->set_memory("hmc2");
   backends::ApplyTimingConfig(config);
   sync::WaitOptions wait;
   wait.timeout = std::chrono::seconds(60);
-  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), {}, wait};
+  const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), BuiltinModes(), {}, wait};
   const runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, MpiTestBootstrap()));
   EXPECT_EQ(run.report.model_checksum(), model::HexDigest(model::ModelChecksum(app.ExpectedModel(3))));
   EXPECT_EQ(run.report.backend(), "timing");
@@ -134,7 +134,7 @@ std::optional<std::string_view> Env(const char* name) {
   return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);
 }
 
-class MfOnUcx : public ::testing::TestWithParam<proto::ConsistencyMode> {};
+class MfOnUcx : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MfOnUcx, Converges) {
   const data::DatasetEntry entry = ValueOrThrow(data::FindDataset("movielens"));
@@ -150,8 +150,8 @@ TEST_P(MfOnUcx, Converges) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, MfOnUcx,
-                         ::testing::Values(proto::SSP, proto::BSP, proto::ASP, proto::DIRECT, proto::ALLREDUCE),
-                         [](const auto& info) { return proto::ConsistencyMode_Name(info.param); });
+                         ::testing::Values("SSP", "BSP", "ASP", "DIRECT", "ALLREDUCE"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace stalelearn::testing

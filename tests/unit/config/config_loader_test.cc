@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "apps/mf/register.h"
+#include "framework/core/error.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,7 +22,7 @@ constexpr const char* kGood = R"pb(
   app { name: "mf" mf { rank: 8 learning_rate: 0.02 } }
   data { name: "movielens" test_fraction: 0.2 }
   training { epochs: 3 samples_per_clock: 256 }
-  consistency { mode: SSP staleness: 2 }
+  consistency { mode: "SSP" staleness: 2 }
   cluster { memory_ranks: 2 }
   backend { name: "local" options { key: "inner" value: "local" } }
   seed: 42
@@ -40,20 +43,37 @@ class ConfigFile {
   std::filesystem::path path_;
 };
 
+// The schema of a program with the mf app registered (its section, defaults
+// and validation live in apps/mf).
+const ConfigSchema& Schema() {
+  static const runtime::Registries* registries = [] {
+    auto* r = new runtime::Registries;
+    ThrowIfError(apps::mf::RegisterApp(*r));
+    return r;
+  }();
+  return registries->apps.schema();
+}
+
+Result<proto::Config> LoadConfig(const std::string& path, std::vector<std::string> overrides) {
+  return config::LoadConfig(path, overrides, Schema());
+}
+
 Result<proto::Config> Load(const std::string& text, std::vector<std::string> overrides = {}) {
   ConfigFile file(text);
   return LoadConfig(file.path(), overrides);
 }
 
+apps::mf::MfConfig Mf(const proto::Config& c) { return ValueOrThrow(UnpackAppParams<apps::mf::MfConfig>(c)); }
+
 TEST(ConfigLoaderTest, ParsesEveryGroup) {
   auto c = Load(kGood);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->name(), "unit");
-  EXPECT_EQ(c->app().mf().rank(), 8);
-  EXPECT_FLOAT_EQ(c->app().mf().learning_rate(), 0.02f);
+  EXPECT_EQ(Mf(*c).rank(), 8);
+  EXPECT_FLOAT_EQ(Mf(*c).learning_rate(), 0.02f);
   EXPECT_DOUBLE_EQ(c->data().test_fraction(), 0.2);
   EXPECT_EQ(c->training().epochs(), 3);
-  EXPECT_EQ(c->consistency().mode(), proto::SSP);
+  EXPECT_EQ(c->consistency().mode(), "SSP");
   EXPECT_EQ(c->consistency().staleness(), 2);
   EXPECT_EQ(c->cluster().memory_ranks(), 2);
   EXPECT_EQ(c->backend().options().at("inner"), "local");
@@ -63,19 +83,49 @@ TEST(ConfigLoaderTest, ParsesEveryGroup) {
 TEST(ConfigLoaderTest, FillsDefaultsForZeroFields) {
   auto c = Load("seed: 7");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->app().name(), "mf");
-  EXPECT_EQ(c->app().mf().rank(), 20);
+  EXPECT_EQ(c->app().name(), "mf") << "the only registered app is the default";
+  EXPECT_EQ(Mf(*c).rank(), 20) << "the app's defaults come from the app";
+  EXPECT_EQ(c->data().name(), "movielens") << "the app defaults data.name";
   EXPECT_EQ(c->training().epochs(), 20);
-  EXPECT_EQ(c->consistency().mode(), proto::SSP);
+  EXPECT_EQ(c->consistency().mode(), "SSP");
   EXPECT_EQ(c->cluster().memory_ranks(), 1);
   EXPECT_EQ(c->cluster().partitioning(), proto::RANGE);
   EXPECT_EQ(c->data().split_seed(), 7u) << "split seed defaults to the run seed";
 }
 
-TEST(ConfigLoaderTest, BspForcesZeroStaleness) {
-  auto c = Load(kGood, {"consistency.mode=BSP"});
+TEST(ConfigLoaderTest, ModeNamesAreCaseInsensitive) {
+  auto c = Load(kGood, {"consistency.mode=bsp"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->consistency().staleness(), 0);
+  EXPECT_EQ(c->consistency().mode(), "BSP");
+}
+
+TEST(ConfigLoaderTest, MergePoliciesPerTableFromTextAndOverrides) {
+  auto c = Load(std::string(kGood) + R"pb(merge { key: "user" value { policy: "adagrad" } })pb",
+                {"merge.user.learning_rate=0.5", "merge.*.policy=average"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->merge().at("user").policy(), "adagrad");
+  EXPECT_FLOAT_EQ(c->merge().at("user").learning_rate(), 0.5f);
+  EXPECT_EQ(c->merge().at("*").policy(), "average");
+}
+
+TEST(ConfigLoaderTest, AnotherAppsSectionIsAnError) {
+  auto c = Load(R"pb(app { name: "lr" mf { rank: 3 } })pb");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("app.name: unknown app 'lr' (apps: mf)"), std::string::npos)
+      << c.status().message();
+}
+
+TEST(ConfigLoaderTest, UnknownAppSectionNamesTheApps) {
+  auto c = Load(R"pb(app { name: "mf" lda { topics: 3 } })pb");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("apps: mf"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("lda"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigLoaderTest, WithoutAppsAnAppNameIsRejected) {
+  ConfigFile file(kGood);
+  auto c = config::LoadConfig(file.path(), {}, ConfigSchema{});
+  ASSERT_FALSE(c.ok()) << "an mf section parsed without the mf app registered";
 }
 
 TEST(ConfigLoaderTest, OverridesScalarsEnumsBoolsAndMaps) {
@@ -84,9 +134,9 @@ TEST(ConfigLoaderTest, OverridesScalarsEnumsBoolsAndMaps) {
                         "backend.options.inner=ucx", "seed=9", "data.name=heart_scale"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->consistency().staleness(), 4);
-  EXPECT_EQ(c->consistency().mode(), proto::ALLREDUCE);
+  EXPECT_EQ(c->consistency().mode(), "ALLREDUCE");
   EXPECT_EQ(c->training().epochs(), 5);
-  EXPECT_FLOAT_EQ(c->app().mf().learning_rate(), 0.5f);
+  EXPECT_FLOAT_EQ(Mf(*c).learning_rate(), 0.5f);
   EXPECT_TRUE(c->output().quiet());
   EXPECT_EQ(c->backend().options().at("tls"), "tcp");
   EXPECT_EQ(c->backend().options().at("inner"), "ucx");
@@ -125,13 +175,15 @@ INSTANTIATE_TEST_SUITE_P(
                       BadOverride{"training.epochs=three", "'three' is not a valid number"},
                       BadOverride{"training.epochs=3.5", "not a valid number"},
                       BadOverride{"training.epochs=99999999999", "not a valid number"},
-                      BadOverride{"consistency.mode=FAST", "unknown value 'FAST'"},
                       BadOverride{"output.quiet=maybe", "not a bool"},
                       BadOverride{"training=1", "is a message"},
                       BadOverride{"seed.x=1", "'seed' is not a message"},
                       BadOverride{"training.epochs", "expected field.path=value"},
                       BadOverride{"=3", "expected field.path=value"},
                       BadOverride{"backend.options=x", "a map"},
+                      BadOverride{"merge.user=x", "a map of messages"},
+                      BadOverride{"merge.user.bogus=1", "unknown field 'bogus'"},
+                      BadOverride{"app.mf.regularization=-1", "app.mf.regularization must be >= 0"},
                       BadOverride{"app.mf.learning_rate=nan", "not finite"},
                       BadOverride{"consistency.staleness=-1", "consistency.staleness must be >= 0"},
                       BadOverride{"training.epochs=-2", "training.epochs must be > 0"},
@@ -189,10 +241,6 @@ TEST(ConfigLoaderTest, ADirectoryIsNotAnEmptyConfig) {
       << c.status().message();
 }
 
-TEST(ConfigLoaderTest, ModeNamesMatchTheProto) {
-  EXPECT_EQ(ModeName(proto::SSP), "SSP");
-  EXPECT_EQ(ModeName(proto::DIRECT), "DIRECT");
-}
 
 }  // namespace
 }  // namespace stalelearn::config

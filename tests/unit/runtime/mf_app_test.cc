@@ -56,7 +56,9 @@ TEST(MfApp, UpdateIsOneBiasedSgdStep) {
   std::copy(p, p + 3, t[0].FloatRow(0).begin());
   std::copy(q, q + 3, t[1].FloatRow(1).begin());
   runtime::WorkCounters work;
-  app.Update(0, replica, work);  // rating 4 of user 0 on item 1
+  runtime::RandomStream random(1);
+  runtime::KernelContext ctx{runtime::RankInfo{}, 0, 0, random, nullptr, work};
+  app.Update(0, replica, ctx);  // rating 4 of user 0 on item 1
   const float prediction = 3.0f + 0.5f + 0.25f + (1 * 0.5f + 2 * -1.0f);  // 2.25
   const float e = 4.0f - prediction;
   const float lr = 0.1f, lambda = 0.05f;

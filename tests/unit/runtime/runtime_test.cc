@@ -12,6 +12,9 @@
 #include "framework/metrics/counting_transport.h"
 #include "framework/metrics/report_writer.h"
 #include "framework/runtime/app_registry.h"
+#include "framework/runtime/consistency_mode.h"
+#include "framework/runtime/modes/builtin_modes.h"
+#include "framework/runtime/random_stream.h"
 #include "framework/runtime/roles.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/transport/inprocess_bootstrap.h"
@@ -72,14 +75,44 @@ TEST(SampleSchedule, EpochOrderIsSeededAndChangesPerEpoch) {
 
 TEST(AppRegistry, UnknownAppListsTheKnownOnes) {
   AppRegistry registry;
-  ASSERT_TRUE(registry.Add("mf", [](const AppContext&) -> Result<std::unique_ptr<App>> {
-                        return Unimplemented("not needed");
-                      }).ok());
-  EXPECT_EQ(registry.Add("mf", nullptr).code(), StatusCode::kInvalidArgument);
+  const auto factory = [](const AppContext&) -> Result<std::unique_ptr<App>> { return Unimplemented("not needed"); };
+  ASSERT_TRUE(registry.Add<proto::MergeConfig>("mf", nullptr, factory).ok());
+  EXPECT_EQ(registry.Add<proto::MergeConfig>("mf", nullptr, factory).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Add<proto::MergeConfig>("x", nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Add<proto::MergeConfig>("not a name", nullptr, factory).code(), StatusCode::kInvalidArgument);
   proto::Config config;
   const Result<std::unique_ptr<App>> app = registry.Create("lda", AppContext{config, "/nowhere"});
-  EXPECT_EQ(app.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(app.status().message().find("known apps: mf"), std::string::npos) << app.status().message();
+  EXPECT_EQ(app.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(app.status().message().find("(apps: mf)"), std::string::npos) << app.status().message();
+}
+
+TEST(ModeRegistry, BuiltinModesAndUnknownMode) {
+  ModeRegistry modes;
+  ASSERT_TRUE(RegisterBuiltinModes(modes).ok());
+  EXPECT_EQ(modes.KnownNames(), "ALLREDUCE, ASP, BSP, DIRECT, SSP");
+  EXPECT_EQ(ValueOrThrow(modes.Find("ssp"))->name, "SSP");
+  EXPECT_FALSE(ValueOrThrow(modes.Find("ALLREDUCE"))->uses_memory_ranks);
+  const auto unknown = modes.Find("FAST");
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("unknown mode 'FAST' (modes: ALLREDUCE, ASP, BSP, DIRECT, SSP)"),
+            std::string::npos);
+  EXPECT_EQ(modes.Add(modes::SspMode()).code(), StatusCode::kInvalidArgument) << "registered twice";
+}
+
+TEST(RandomStream, SameSeedRankClockSameDrawsOthersDiffer) {
+  RandomStream a = RandomStream::For(7, 1, 3), b = RandomStream::For(7, 1, 3);
+  RandomStream c = RandomStream::For(7, 2, 3), d = RandomStream::For(7, 1, 4);
+  const std::uint64_t first = a.Next();
+  EXPECT_EQ(first, b.Next());
+  EXPECT_NE(first, c.Next());
+  EXPECT_NE(first, d.Next());
+  // Below(n) stays in range and covers it (a broken reduction would not).
+  std::vector<int> seen(10, 0);
+  for (int i = 0; i < 10000; ++i) ++seen[static_cast<std::size_t>(a.Below(10))];
+  for (int n : seen) EXPECT_GT(n, 850);
+  double mean = 0;
+  for (int i = 0; i < 20000; ++i) mean += a.Normal() / 20000;
+  EXPECT_NEAR(mean, 0.0, 0.05);
 }
 
 TEST(ReportWriter, WritesSnakeCaseJsonWithEveryField) {

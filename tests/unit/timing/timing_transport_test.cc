@@ -12,6 +12,7 @@
 #include "backends/timing/register.h"
 #include "backends/timing/timing_options.h"
 #include "framework/core/error.h"
+#include "framework/metrics/work_counters.h"
 #include "framework/transport/inprocess_bootstrap.h"
 
 namespace stalelearn::backends::timing {
@@ -106,18 +107,18 @@ TEST(TimingTransport, GetAndFetchingAtomicsCostARoundTrip) {
   });
 }
 
-TEST(TimingTransport, CostSinkChargesComputeAndMergeByThePresets) {
+TEST(TimingTransport, ChargesComputeAndMergeByThePresets) {
   WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion&, std::byte*) {
-    runtime::ComputeCostSink* sink = runtime::FindComputeCostSink(t);
-    ASSERT_NE(sink, nullptr);
+    transport::SimulatedTime* sim = static_cast<transport::Transport&>(t).simulated_time();
+    ASSERT_EQ(sim, &t) << "the capability is asked through the Transport interface";
     const metrics::WorkCounters kernel{.flops = 1e6, .bytes = 4e5, .random_row_accesses = 2000};
-    sink->ChargeCompute(kernel);
+    ASSERT_TRUE(sim->ChargeComputeWork(metrics::ToComputeWork(kernel)).ok());
     EXPECT_EQ(t.breakdown().compute, t.model().compute.Compute({.flops = 1e6, .bytes = 4e5, .random_accesses = 2000}));
     // ShardMerger's counters for 100 rows of width 20: 2000 adds, 3 x 4 bytes each.
     const metrics::WorkCounters merged{.flops = 2000, .bytes = 3 * 2000 * 4};
-    EXPECT_EQ(MergeWorkOf(merged).bytes, 2000u * 4);
-    EXPECT_EQ(MergeWorkOf(merged).ops, 2000u);
-    sink->ChargeMerge(merged);
+    EXPECT_EQ(metrics::ToMergeWork(merged).bytes, 2000u * 4);
+    EXPECT_EQ(metrics::ToMergeWork(merged).ops, 2000u);
+    ASSERT_TRUE(sim->ChargeMergeWork(metrics::ToMergeWork(merged)).ok());
     EXPECT_EQ(t.breakdown().merge, t.model().memory.Merge({.bytes = 8000, .ops = 2000}));
     EXPECT_EQ(t.Now().time_since_epoch(), t.breakdown().compute + t.breakdown().merge);
   });
