@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/mf/datasets.h"
 #include "apps/mf/mf_app.h"
 #include "framework/data/catalog.h"
 
@@ -13,12 +14,9 @@ Status RegisterApp(runtime::AppRegistry& registry) {
     std::filesystem::path file = config.data().path();
     if (file.empty()) {
       const std::string name = config.data().name().empty() ? "movielens" : config.data().name();
-      STALELEARN_ASSIGN_OR_RETURN(data::DatasetEntry dataset, data::FindDataset(name));
-      file = data::DatasetPath(dataset, context.data_dir);
-      if (!std::filesystem::exists(file)) {
-        return NotFound(fmt::format("{}: data set '{}' not fetched; run: deploy/fetch-data.sh {}", file.string(),
-                                    name, name));
-      }
+      data::DatasetCatalog catalog;
+      STALELEARN_RETURN_IF_ERROR(RegisterDatasets(catalog));
+      STALELEARN_ASSIGN_OR_RETURN(file, data::ResolveDatasetFile(catalog, name, context.data_dir));
     }
     STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MfApp> app, LoadMfApp(config, file));
     return std::unique_ptr<runtime::App>(std::move(app));
