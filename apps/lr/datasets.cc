@@ -16,10 +16,11 @@ data::DatasetSummarizer LabelCountingSummarizer(std::string positive_name, std::
   return [positive_name, negative_name](const std::filesystem::path& file) -> Result<data::DatasetSummary> {
     STALELEARN_ASSIGN_OR_RETURN(data::SparseDataset sparse, data::ReadLibsvm(file));
     const auto positive = std::count_if(sparse.labels.begin(), sparse.labels.end(), [](float y) { return y > 0; });
-    data::DatasetSummary summary{.samples = sparse.rows(),
-                                 .rows = sparse.rows(),
-                                 .columns = sparse.num_columns,
-                                 .nonzeros = sparse.nonzeros()};
+    data::DatasetSummary summary;
+    summary.samples = sparse.rows();
+    summary.rows = sparse.rows();
+    summary.columns = sparse.num_columns;
+    summary.nonzeros = sparse.nonzeros();
     summary.note = fmt::format("{} {} (+1), {} {} (-1)", positive, positive_name,
                                sparse.rows() - static_cast<std::size_t>(positive), negative_name);
     return summary;
@@ -29,20 +30,22 @@ data::DatasetSummarizer LabelCountingSummarizer(std::string positive_name, std::
 }  // namespace
 
 Status RegisterDatasets(data::DatasetCatalog& catalog) {
-  STALELEARN_RETURN_IF_ERROR(catalog.Add({.name = "spam",
-                                          .relative_path = "spam/spam.libsvm",
-                                          .format = data::DatasetFormat::kLibsvm,
-                                          .sample_noun = "mails",
-                                          .row_noun = "mails",
-                                          .column_noun = "words",
-                                          .summarize = LabelCountingSummarizer("spam", "ham"),
-                                          .prepare = PrepareSpamBagOfWords}));
-  return catalog.Add({.name = "heart_scale",
-                      .relative_path = "heart_scale/heart_scale",
-                      .format = data::DatasetFormat::kLibsvm,
-                      .sample_noun = "samples",
-                      .row_noun = "samples",
-                      .column_noun = "features"});
+  data::DatasetEntry spam;
+  spam.name = "spam";
+  spam.relative_path = "spam/spam.libsvm";
+  spam.format = data::DatasetFormat::kLibsvm;
+  spam.sample_noun = "mails";
+  spam.row_noun = "mails";
+  spam.column_noun = "words";
+  spam.summarize = LabelCountingSummarizer("spam", "ham");
+  spam.prepare = PrepareSpamBagOfWords;
+  STALELEARN_RETURN_IF_ERROR(catalog.Add(std::move(spam)));
+
+  data::DatasetEntry heart_scale;
+  heart_scale.name = "heart_scale";
+  heart_scale.relative_path = "heart_scale/heart_scale";
+  heart_scale.format = data::DatasetFormat::kLibsvm;
+  return catalog.Add(std::move(heart_scale));
 }
 
 }  // namespace stalelearn::apps::lr

@@ -3,12 +3,14 @@
 namespace stalelearn::apps::mf {
 
 Status RegisterDatasets(data::DatasetCatalog& catalog) {
-  return catalog.Add({.name = "movielens",
-                      .relative_path = "movielens/ratings.tsv",
-                      .format = data::DatasetFormat::kRatingsTsv,
-                      .sample_noun = "ratings",
-                      .row_noun = "users",
-                      .column_noun = "movies"});
+  data::DatasetEntry movielens;
+  movielens.name = "movielens";
+  movielens.relative_path = "movielens/ratings.tsv";
+  movielens.format = data::DatasetFormat::kRatingsTsv;
+  movielens.sample_noun = "ratings";
+  movielens.row_noun = "users";
+  movielens.column_noun = "movies";
+  return catalog.Add(std::move(movielens));
 }
 
 }  // namespace stalelearn::apps::mf

@@ -4,11 +4,14 @@
 // its format, how to summarize a fetched file (rows, columns, nonzeros) and,
 // when the fetch script converts raw files with the program, how to prepare it.
 //
-//   data::DatasetCatalog catalog;
-//   STALELEARN_RETURN_IF_ERROR(catalog.Add({.name = "ratings", .relative_path = "ratings/ratings.tsv",
-//                                           .format = data::DatasetFormat::kRatingsTsv}));
-//   STALELEARN_ASSIGN_OR_RETURN(std::filesystem::path file,
-//                               data::ResolveDatasetFile(catalog, "ratings", data_dir));
+//   data::DatasetEntry stars;  // in the app's RegisterDatasets
+//   stars.name = "stars";
+//   stars.relative_path = "stars/ratings.tsv";
+//   stars.format = data::DatasetFormat::kRatingsTsv;
+//   STALELEARN_RETURN_IF_ERROR(catalog.Add(std::move(stars)));
+//   ...
+//   STALELEARN_ASSIGN_OR_RETURN(std::filesystem::path file,  // in the app's loader
+//                               data::ResolveDatasetFile(catalog, "stars", data_dir));
 //
 // The data directory is resolved once at the program's boundary (main reads
 // the environment and passes the values in), never deep in the code.

@@ -9,18 +9,23 @@
 namespace stalelearn::data {
 namespace {
 
-DatasetEntry RatingsEntry() {
-  return {.name = "stars",
-          .relative_path = "stars/ratings.tsv",
-          .format = DatasetFormat::kRatingsTsv,
-          .sample_noun = "ratings",
-          .row_noun = "users",
-          .column_noun = "items"};
+DatasetEntry Entry(std::string name, std::string relative_path, DatasetFormat format = DatasetFormat::kLibsvm) {
+  DatasetEntry entry;
+  entry.name = std::move(name);
+  entry.relative_path = std::move(relative_path);
+  entry.format = format;
+  return entry;
 }
 
-DatasetEntry SparseEntry() {
-  return {.name = "sparse", .relative_path = "sparse/s.txt", .format = DatasetFormat::kLibsvm};
+DatasetEntry RatingsEntry() {
+  DatasetEntry entry = Entry("stars", "stars/ratings.tsv", DatasetFormat::kRatingsTsv);
+  entry.sample_noun = "ratings";
+  entry.row_noun = "users";
+  entry.column_noun = "items";
+  return entry;
 }
+
+DatasetEntry SparseEntry() { return Entry("sparse", "sparse/s.txt"); }
 
 DatasetCatalog TwoEntries() {
   DatasetCatalog catalog;
@@ -54,8 +59,8 @@ TEST(CatalogTest, RefusesDuplicatesAndEntriesWithoutNameOrPath) {
   Status twice = catalog.Add(SparseEntry());
   EXPECT_EQ(twice.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(twice.message(), "data set 'sparse' is added twice");
-  EXPECT_EQ(catalog.Add({.name = "", .relative_path = "x"}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(catalog.Add({.name = "nopath"}).message(), "data set 'nopath' needs a path under the data directory");
+  EXPECT_EQ(catalog.Add(Entry("", "x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(catalog.Add(Entry("nopath", "")).message(), "data set 'nopath' needs a path under the data directory");
   EXPECT_EQ(catalog.entries().size(), 2u);
 }
 
@@ -111,17 +116,14 @@ TEST(CatalogTest, SummarizesRatingsAndLibsvmFilesByFormat) {
 }
 
 TEST(CatalogTest, AnEntrysOwnSummarizerIsUsedAndItsNotePrinted) {
+  DatasetEntry entry = Entry("counted", "c");
+  entry.summarize = [](const std::filesystem::path& file) -> Result<DatasetSummary> {
+    STALELEARN_ASSIGN_OR_RETURN(DatasetSummary summary, SummarizeFormat(DatasetFormat::kLibsvm, file));
+    summary.note = "seen by the entry's summarizer";
+    return summary;
+  };
   DatasetCatalog catalog;
-  ASSERT_TRUE(catalog
-                  .Add({.name = "counted",
-                        .relative_path = "c",
-                        .summarize = [](const std::filesystem::path& file) -> Result<DatasetSummary> {
-                          STALELEARN_ASSIGN_OR_RETURN(DatasetSummary summary,
-                                                      SummarizeFormat(DatasetFormat::kLibsvm, file));
-                          summary.note = "seen by the entry's summarizer";
-                          return summary;
-                        }})
-                  .ok());
+  ASSERT_TRUE(catalog.Add(std::move(entry)).ok());
   testing::ScratchDir dir;
   const std::filesystem::path file = dir.Write("c", "1 2:1\n");
   const DatasetEntry& counted = **catalog.Find("counted");

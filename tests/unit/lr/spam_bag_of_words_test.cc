@@ -84,7 +84,7 @@ class SpamCorpusTest : public ::testing::Test {
  protected:
   void WriteMail(const std::string& folder, const std::string& name, const std::string& mail) {
     fs::create_directories(corpus() / folder);
-    scratch_.Write(folder + "/" + name, mail);
+    scratch_.Write("package-data/" + folder + "/" + name, mail);
   }
   void WriteFiveFolders() {
     // Written out of name order: rows must come sorted by name.
@@ -140,7 +140,7 @@ TEST_F(SpamCorpusTest, AnEmptyCorpusDirectoryNamesTheMissingFolder) {
   Result<std::vector<LabelledMail>> mails = ReadSpamCorpus(corpus());
   ASSERT_FALSE(mails.ok());
   EXPECT_EQ(mails.status().code(), StatusCode::kNotFound);
-  const std::string& message = mails.status().message();
+  const std::string message = mails.status().message();
   EXPECT_NE(message.find((corpus() / "easy-ham-1").string() + ": no such folder"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
 }
