@@ -76,6 +76,8 @@ void RunPrepare(const DataOptions& options) {
   }
   const std::filesystem::path out =
       options.out.empty() ? data::DatasetPath(entry, options.data_dir) : std::filesystem::path(options.out);
+  std::error_code ec;
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path(), ec);
   const Status status = entry.prepare(options.source, out);
   if (!status.ok()) throw Error(status.WithContext(fmt::format("preparing {}", entry.name)));
 }

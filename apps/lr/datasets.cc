@@ -10,8 +10,8 @@
 namespace stalelearn::apps::lr {
 namespace {
 
-// The LIBSVM shape and the labels (+1 / -1 or 0/1): a binary classifier's
-// data set should say how balanced it is.
+// The LIBSVM shape and how many rows are positive (label > 0) or not: a binary
+// classifier's data set should say how balanced it is.
 data::DatasetSummarizer LabelCountingSummarizer(std::string positive_name, std::string negative_name) {
   return [positive_name, negative_name](const std::filesystem::path& file) -> Result<data::DatasetSummary> {
     STALELEARN_ASSIGN_OR_RETURN(data::SparseDataset sparse, data::ReadLibsvm(file));
