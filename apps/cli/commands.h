@@ -11,7 +11,7 @@
 namespace stalelearn::cli {
 
 void AddTrainCommand(CLI::App& app, const runtime::Registries& registries);  // train_command.cc
-void AddDataCommand(CLI::App& app);    // data_command.cc
+void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog);  // data_command.cc
 void AddBenchCommand(CLI::App& app);   // bench_command.cc
 
 }  // namespace stalelearn::cli

@@ -1,11 +1,16 @@
 // `stalelearn data ...`: inspect fetched data sets and convert R data.
 //   data list                      known data sets, their paths, fetched or not
 //   data info NAME [--path FILE]   rows, columns, nonzeros of a fetched data set
+//   data prepare NAME --source DIR [--out FILE]
+//                                  convert raw files fetched into DIR into the
+//                                  data set's file (used by deploy/fetch-data.sh)
 //   data convert-rdata --rdb-dir DIR --object NAME [--columns a,b] --out FILE
 //                                  export a data.frame of an R lazy-load
 //                                  database as TSV (used by deploy/fetch-data.sh)
 // The data directory is resolved here, at the program's boundary, from
-// --data-dir, else $STALELEARN_DATA, else $HOME/.cache/stalelearn.
+// --data-dir, else $STALELEARN_DATA, else $HOME/.cache/stalelearn. The data
+// sets are those the built-in apps register (builtin_datasets.h); this file
+// names none of them.
 #include <fmt/core.h>
 
 #include <cstdlib>
@@ -33,6 +38,7 @@ struct DataOptions {
   std::string data_dir;
   std::string name;
   std::string path;  // overrides the catalog path
+  std::string source;
   std::string rdb_dir;
   std::string db_name = "Rdata";
   std::string object;
@@ -40,8 +46,8 @@ struct DataOptions {
   std::string out;
 };
 
-void RunList(const DataOptions& options) {
-  for (const data::DatasetEntry& entry : data::KnownDatasets()) {
+void RunList(const DataOptions& options, const data::DatasetCatalog& catalog) {
+  for (const data::DatasetEntry& entry : catalog.entries()) {
     const std::filesystem::path path = data::DatasetPath(entry, options.data_dir);
     std::error_code ec;
     fmt::print("{:<12} {} ({})\n", entry.name, path.string(),
@@ -49,17 +55,27 @@ void RunList(const DataOptions& options) {
   }
 }
 
-void RunInfo(const DataOptions& options) {
-  const data::DatasetEntry entry = ValueOrThrow(data::FindDataset(options.name));
-  const std::filesystem::path path =
-      options.path.empty() ? data::DatasetPath(entry, options.data_dir) : std::filesystem::path(options.path);
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw Error(NotFound(fmt::format("{} is not fetched (no {}): run deploy/fetch-data.sh {}", entry.name,
-                                     path.string(), entry.name)));
-  }
+void RunInfo(const DataOptions& options, const data::DatasetCatalog& catalog) {
+  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find(options.name));
+  const std::filesystem::path path = options.path.empty()
+                                         ? ValueOrThrow(data::ResolveDatasetFile(catalog, options.name, options.data_dir))
+                                         : std::filesystem::path(options.path);
   const data::DatasetSummary summary = ValueOrThrow(data::Summarize(entry, path));
   fmt::print("{}\n", data::FormatSummary(entry, summary));
+}
+
+void RunPrepare(const DataOptions& options, const data::DatasetCatalog& catalog) {
+  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find(options.name));
+  if (!entry.prepare) {
+    throw Error(InvalidArgument(fmt::format("data set '{}' has nothing to prepare: run {}", entry.name,
+                                            entry.fetch_command)));
+  }
+  const std::filesystem::path out =
+      options.out.empty() ? data::DatasetPath(entry, options.data_dir) : std::filesystem::path(options.out);
+  std::error_code ec;
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path(), ec);
+  const Status status = entry.prepare(options.source, out);
+  if (!status.ok()) throw Error(status.WithContext(fmt::format("preparing {}", entry.name)));
 }
 
 void RunConvertRdata(const DataOptions& options) {
@@ -78,7 +94,7 @@ void RunConvertRdata(const DataOptions& options) {
 
 }  // namespace
 
-void AddDataCommand(CLI::App& app) {
+void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog) {
   auto options = std::make_shared<DataOptions>();
   options->data_dir = data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")).string();
 
@@ -87,14 +103,20 @@ void AddDataCommand(CLI::App& app) {
   data->add_option("--data-dir", options->data_dir, "Data directory (default: $STALELEARN_DATA or ~/.cache/stalelearn)")
       ->capture_default_str();
 
-  data->add_subcommand("list", "List known data sets and whether they are fetched")->callback([options] {
-    RunList(*options);
+  data->add_subcommand("list", "List known data sets and whether they are fetched")->callback([options, &catalog] {
+    RunList(*options, catalog);
   });
 
   CLI::App* info = data->add_subcommand("info", "Print rows, columns and nonzeros of a fetched data set");
   info->add_option("name", options->name, "Data set name (see `stalelearn data list`)")->required();
   info->add_option("--path", options->path, "Read this file instead of the data set's place in the data directory");
-  info->callback([options] { RunInfo(*options); });
+  info->callback([options, &catalog] { RunInfo(*options, catalog); });
+
+  CLI::App* prepare = data->add_subcommand("prepare", "Convert a data set's raw files (fetched by deploy/fetch-data.sh)");
+  prepare->add_option("name", options->name, "Data set name (see `stalelearn data list`)")->required();
+  prepare->add_option("--source", options->source, "Directory holding the raw files")->required();
+  prepare->add_option("--out", options->out, "Output file, written atomically (default: the data set's place)");
+  prepare->callback([options, &catalog] { RunPrepare(*options, catalog); });
 
   CLI::App* convert = data->add_subcommand(
       "convert-rdata", "Export a data.frame from an R lazy-load database (<dir>/<db>.rdx/.rdb) as TSV");

@@ -1,11 +1,13 @@
 // The `stalelearn` program: the command line (cli_main.h) with the built-in
 // apps, one registration line each.
 #include "apps/cli/cli_main.h"
+#include "apps/lr/register.h"
 #include "apps/mf/register.h"
 
 int main(int argc, char** argv) {
   return stalelearn::cli::Main(argc, argv,
                                {
                                    &stalelearn::apps::mf::RegisterApp,
+                                   &stalelearn::apps::lr::RegisterApp,
                                });
 }

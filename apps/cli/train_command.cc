@@ -111,7 +111,8 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
                                             config.backend().name(), registries.backends.KnownNames())));
   }
 
-  const runtime::AppContext app_context{config, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME"))};
+  const runtime::AppContext app_context{config, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")),
+                                        registries.datasets};
   const std::unique_ptr<runtime::App> app = ValueOrThrow(registries.apps.Create(config.app().name(), app_context));
   const runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
 

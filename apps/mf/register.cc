@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "apps/mf/datasets.h"
 #include "apps/mf/mf_app.h"
 #include "framework/data/catalog.h"
 
@@ -39,13 +40,8 @@ Result<std::unique_ptr<runtime::App>> Load(const runtime::AppContext& context) {
   const proto::Config& config = context.config;
   std::filesystem::path file = config.data().path();
   if (file.empty()) {
-    const std::string& name = config.data().name();
-    STALELEARN_ASSIGN_OR_RETURN(data::DatasetEntry dataset, data::FindDataset(name));
-    file = data::DatasetPath(dataset, context.data_dir);
-    if (!std::filesystem::exists(file)) {
-      return NotFound(
-          fmt::format("{}: data set '{}' not fetched; run: deploy/fetch-data.sh {}", file.string(), name, name));
-    }
+    STALELEARN_ASSIGN_OR_RETURN(file, data::ResolveDatasetFile(context.datasets, config.data().name(),
+                                                               context.data_dir));
   }
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MfApp> app, LoadMfApp(config, file));
   return std::unique_ptr<runtime::App>(std::move(app));
@@ -54,6 +50,7 @@ Result<std::unique_ptr<runtime::App>> Load(const runtime::AppContext& context) {
 }  // namespace
 
 Status RegisterApp(runtime::Registries& registries) {
+  STALELEARN_RETURN_IF_ERROR(RegisterDatasets(registries.datasets));
   return registries.apps.Add<MfConfig>("mf", ResolveConfig, Load);
 }
 

@@ -11,8 +11,8 @@ namespace stalelearn::apps::mf {
 // and validates; errors name the field ("app.mf.rank ...").
 Status ResolveConfig(MfConfig& params, proto::Config& config);
 
-// Adds "mf": reads data.path, or the catalog's path of data.name (default
-// "movielens") under the data directory.
+// Adds "mf" and its data set "movielens": reads data.path, or the catalog's
+// path of data.name (default "movielens") under the data directory.
 Status RegisterApp(runtime::Registries& registries);
 
 }  // namespace stalelearn::apps::mf

@@ -2,31 +2,43 @@
 
 #include <fmt/format.h>
 
-#include <array>
-
 #include "framework/data/libsvm.h"
 #include "framework/data/ratings.h"
 
 namespace stalelearn::data {
-namespace {
 
-constexpr std::array<DatasetEntry, 2> kDatasets = {{
-    {"movielens", DatasetFormat::kRatingsTsv, "movielens/ratings.tsv", "ratings", "users", "movies"},
-    {"heart_scale", DatasetFormat::kLibsvm, "heart_scale/heart_scale", "samples", "samples", "features"},
-}};
+Status DatasetCatalog::Add(DatasetEntry entry) {
+  if (entry.name.empty()) return InvalidArgument("a data set needs a name");
+  if (entry.relative_path.empty()) {
+    return InvalidArgument(fmt::format("data set '{}' needs a path under the data directory", entry.name));
+  }
+  for (const DatasetEntry& known : entries_) {
+    if (known.name == entry.name) return InvalidArgument(fmt::format("data set '{}' is added twice", entry.name));
+  }
+  if (!entry.summarize) {
+    entry.summarize = [format = entry.format](const std::filesystem::path& file) {
+      return SummarizeFormat(format, file);
+    };
+  }
+  if (entry.fetch_command.empty()) entry.fetch_command = "deploy/fetch-data.sh " + entry.name;
+  entries_.push_back(std::move(entry));
+  return Status::Ok();
+}
 
-}  // namespace
+Result<const DatasetEntry*> DatasetCatalog::Find(std::string_view name) const {
+  for (const DatasetEntry& entry : entries_) {
+    if (entry.name == name) return &entry;
+  }
+  return NotFound(fmt::format("unknown data set '{}' (known: {})", name, KnownNames()));
+}
 
-std::span<const DatasetEntry> KnownDatasets() { return kDatasets; }
-
-Result<DatasetEntry> FindDataset(std::string_view name) {
+std::string DatasetCatalog::KnownNames() const {
   std::string known;
-  for (const DatasetEntry& entry : kDatasets) {
-    if (entry.name == name) return entry;
+  for (const DatasetEntry& entry : entries_) {
     known += known.empty() ? "" : ", ";
     known += entry.name;
   }
-  return NotFound(fmt::format("unknown data set '{}' (known: {})", name, known));
+  return known.empty() ? "none" : known;
 }
 
 std::filesystem::path ResolveDataDir(std::optional<std::string_view> stalelearn_data,
@@ -40,11 +52,23 @@ std::filesystem::path DatasetPath(const DatasetEntry& dataset, const std::filesy
   return data_dir / dataset.relative_path;
 }
 
-Result<DatasetSummary> Summarize(const DatasetEntry& dataset, const std::filesystem::path& path) {
+Result<std::filesystem::path> ResolveDatasetFile(const DatasetCatalog& catalog, std::string_view name,
+                                                 const std::filesystem::path& data_dir) {
+  STALELEARN_ASSIGN_OR_RETURN(const DatasetEntry* entry, catalog.Find(name));
+  std::filesystem::path file = DatasetPath(*entry, data_dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    return NotFound(
+        fmt::format("{} is not fetched (no {}): run {}", entry->name, file.string(), entry->fetch_command));
+  }
+  return file;
+}
+
+Result<DatasetSummary> SummarizeFormat(DatasetFormat format, const std::filesystem::path& file) {
   DatasetSummary summary;
-  switch (dataset.format) {
+  switch (format) {
     case DatasetFormat::kRatingsTsv: {
-      STALELEARN_ASSIGN_OR_RETURN(RatingsTable table, ReadRatingsTsv(path));
+      STALELEARN_ASSIGN_OR_RETURN(RatingsTable table, ReadRatingsTsv(file));
       summary.samples = table.ratings.size();
       summary.rows = table.num_users();
       summary.columns = table.num_items();
@@ -52,7 +76,7 @@ Result<DatasetSummary> Summarize(const DatasetEntry& dataset, const std::filesys
       break;
     }
     case DatasetFormat::kLibsvm: {
-      STALELEARN_ASSIGN_OR_RETURN(SparseDataset sparse, ReadLibsvm(path));
+      STALELEARN_ASSIGN_OR_RETURN(SparseDataset sparse, ReadLibsvm(file));
       summary.samples = sparse.rows();
       summary.rows = sparse.rows();
       summary.columns = sparse.num_columns;
@@ -63,12 +87,19 @@ Result<DatasetSummary> Summarize(const DatasetEntry& dataset, const std::filesys
   return summary;
 }
 
+Result<DatasetSummary> Summarize(const DatasetEntry& dataset, const std::filesystem::path& file) {
+  if (!dataset.summarize) return SummarizeFormat(dataset.format, file);
+  return dataset.summarize(file);
+}
+
 std::string FormatSummary(const DatasetEntry& dataset, const DatasetSummary& summary) {
   std::string counts = fmt::format("{} {}", summary.samples, dataset.sample_noun);
   if (dataset.row_noun != dataset.sample_noun) counts += fmt::format(", {} {}", summary.rows, dataset.row_noun);
   counts += fmt::format(", {} {}", summary.columns, dataset.column_noun);
-  return fmt::format("{}: {} (rows={} columns={} nonzeros={})", dataset.name, counts, summary.rows, summary.columns,
-                     summary.nonzeros);
+  std::string line = fmt::format("{}: {} (rows={} columns={} nonzeros={})", dataset.name, counts, summary.rows,
+                                 summary.columns, summary.nonzeros);
+  if (!summary.note.empty()) line += "; " + summary.note;
+  return line;
 }
 
 }  // namespace stalelearn::data

@@ -1,5 +1,5 @@
-// Ratings datasets (MovieLens): a TSV reader and a deterministic train/test
-// split.
+// Ratings datasets (user, item, rating triples): a TSV reader and a
+// deterministic train/test split.
 //
 // File format (what deploy/fetch-data.sh writes): a header line
 //   userId<TAB>movieId<TAB>rating[<TAB>timestamp]

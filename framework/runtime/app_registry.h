@@ -25,14 +25,16 @@
 #include "framework/core/config_loader.h"
 #include "framework/core/config_schema.h"
 #include "framework/core/status.h"
+#include "framework/data/catalog.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 
 namespace stalelearn::runtime {
 
 struct AppContext {
-  const proto::Config& config;     // resolved; app.params holds the app's section
-  std::filesystem::path data_dir;  // resolved once by the program
+  const proto::Config& config;            // resolved; app.params holds the app's section
+  std::filesystem::path data_dir;         // resolved once by the program
+  const data::DatasetCatalog& datasets;   // data sets by name (data.name)
 };
 
 // Loads the app's data and returns it ready to train.

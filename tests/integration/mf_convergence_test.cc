@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "apps/mf/datasets.h"
 #include "apps/mf/mf_app.h"
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
@@ -24,7 +25,9 @@ std::optional<std::string_view> Env(const char* name) {
 }
 
 std::filesystem::path MovieLensFile() {
-  const data::DatasetEntry entry = ValueOrThrow(data::FindDataset("movielens"));
+  data::DatasetCatalog catalog;
+  ThrowIfError(apps::mf::RegisterDatasets(catalog));
+  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
   return data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/mf/datasets.h"
 #include "apps/mf/mf_app.h"
 #include "backends/builtin.h"
 #include "framework/core/error.h"
@@ -120,7 +121,9 @@ std::optional<std::string_view> Env(const char* name) {
 // Float SGD on real data: the model bits depend on the merge order, so equal
 // checksums show the interleaving repeats.
 TEST(TimingDeterminismMf, SameModelBitsAndTimelineOnMovieLens) {
-  const data::DatasetEntry entry = ValueOrThrow(data::FindDataset("movielens"));
+  data::DatasetCatalog catalog;
+  ThrowIfError(apps::mf::RegisterDatasets(catalog));
+  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
   const std::filesystem::path file =
       data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not fetched; run: deploy/fetch-data.sh movielens";

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "apps/mf/datasets.h"
 #include "apps/mf/mf_app.h"
 #include "backends/builtin.h"
 #include "framework/core/error.h"
@@ -137,7 +138,9 @@ std::optional<std::string_view> Env(const char* name) {
 class MfOnUcx : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MfOnUcx, Converges) {
-  const data::DatasetEntry entry = ValueOrThrow(data::FindDataset("movielens"));
+  data::DatasetCatalog catalog;
+  ThrowIfError(apps::mf::RegisterDatasets(catalog));
+  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
   const std::filesystem::path file =
       data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
   // The same file is visible to every rank of this one-machine job, so all skip together.

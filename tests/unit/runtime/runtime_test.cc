@@ -81,7 +81,8 @@ TEST(AppRegistry, UnknownAppListsTheKnownOnes) {
   EXPECT_EQ(registry.Add<proto::MergeConfig>("x", nullptr, nullptr).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(registry.Add<proto::MergeConfig>("not a name", nullptr, factory).code(), StatusCode::kInvalidArgument);
   proto::Config config;
-  const Result<std::unique_ptr<App>> app = registry.Create("lda", AppContext{config, "/nowhere"});
+  const data::DatasetCatalog datasets;
+  const Result<std::unique_ptr<App>> app = registry.Create("lda", AppContext{config, "/nowhere", datasets});
   EXPECT_EQ(app.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(app.status().message().find("(apps: mf)"), std::string::npos) << app.status().message();
 }
