@@ -33,14 +33,13 @@ class AdamPolicy final : public MergePolicy {
     // Read delta, read + write master, m and v; read + write the step count.
     work_.bytes = 7 * elements * model::kElementBytes + 8;
     work_.random_row_accesses = 3;  // master row, moments row, step count
+    TabulateCorrections();
   }
 
   std::string_view name() const override { return "adam"; }
 
   void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
-    const std::uint32_t step = ++steps_[static_cast<std::size_t>(local_row)];
-    const auto c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), static_cast<double>(step)));
-    const auto c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2_), static_cast<double>(step)));
+    const auto [c1, c2] = CorrectionsAt(++steps_[static_cast<std::size_t>(local_row)]);
     std::span<float> row = master.FloatRow(local_row);
     float* m = moments_.data() + 2 * static_cast<std::size_t>(local_row) * static_cast<std::size_t>(width_);
     float* v = m + width_;
@@ -59,6 +58,34 @@ class AdamPolicy final : public MergePolicy {
   }
 
  private:
+  struct Corrections {
+    float c1, c2;
+  };
+  // The formula itself.
+  Corrections ComputeCorrections(std::uint32_t step) const {
+    return {static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), static_cast<double>(step))),
+            static_cast<float>(1.0 - std::pow(static_cast<double>(beta2_), static_cast<double>(step)))};
+  }
+  // Tabulates the corrections of the first steps, so that two std::pow per
+  // row (most of a narrow row's step) leave the merge; the values are the
+  // formula's. Both corrections only grow with the step, so once both have
+  // rounded to 1 they stay 1.
+  void TabulateCorrections() {
+    constexpr std::uint32_t kMaxTabulated = 1u << 16;
+    for (std::uint32_t step = 1; step <= kMaxTabulated; ++step) {
+      const Corrections c = ComputeCorrections(step);
+      corrections_.push_back(c);
+      if (c.c1 == 1.0f && c.c2 == 1.0f) {
+        corrections_saturate_ = true;
+        return;
+      }
+    }
+  }
+  Corrections CorrectionsAt(std::uint32_t step) const {
+    if (step <= corrections_.size()) return corrections_[step - 1];
+    return corrections_saturate_ ? Corrections{1.0f, 1.0f} : ComputeCorrections(step);
+  }
+
   std::int32_t width_;
   float learning_rate_;
   float beta1_;
@@ -66,6 +93,8 @@ class AdamPolicy final : public MergePolicy {
   float epsilon_;
   std::vector<float> moments_;        // [row][m: width][v: width]
   std::vector<std::uint32_t> steps_;  // [row]: steps applied to the row
+  std::vector<Corrections> corrections_;  // [step - 1], for the first steps
+  bool corrections_saturate_ = false;     // both are 1 after the table
   metrics::WorkCounters work_;
 };
 

@@ -194,6 +194,31 @@ TEST(AdamPolicy, BiasCorrectionUsesEachRowsOwnStepCount) {
   EXPECT_PRED2(near, t.At(1), step) << "row 1's first step, in the 100th batch";
 }
 
+// Long runs of one row: past the step where both corrections have rounded
+// to 1 (defaults), and past 65,536 steps with a beta2 so close to 1 that they
+// never do.
+TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
+  MergePolicySpec slow = Spec("adam");
+  slow.beta2 = 0.9999999f;
+  for (const auto& [spec, steps] : {std::pair{Spec("adam"), 5000}, std::pair{slow, 70000}}) {
+    const model::TableSpec table{"w", model::ElementType::kFloat32, 1, 2};
+    std::unique_ptr<MergePolicy> policy = ValueOrThrow(BuiltinMergePolicies().Create(spec, table, 1));
+    model::RowBlock master(table.type, 1, 2);
+    ReferenceMerge reference(spec, 1, 2);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    for (int k = 0; k < steps; ++k) {
+      const float delta[2] = {value(rng), 0.01f};
+      policy->Apply(master, 0, reinterpret_cast<const std::byte*>(delta));
+      reference.Apply(0, delta);
+    }
+    for (std::int32_t i = 0; i < 2; ++i) {
+      EXPECT_NEAR(master.FloatRow(0)[i], reference.value(0, i), 1e-6f * std::max(1.0f, std::abs(reference.value(0, i))))
+          << "beta2 " << spec.beta2 << ", element " << i;
+    }
+  }
+}
+
 TEST(MergePolicySpec, EveryBadHyperparameterIsNamed) {
   EXPECT_TRUE(ValidateMergePolicySpec(MergePolicySpec{}).ok()) << "the defaults must be valid";
   struct Bad {
