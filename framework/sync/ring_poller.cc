@@ -73,10 +73,16 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
 
 int RingPoller::PollOnce() {
   int consumed = 0;
+  // One merge window per pass: policies that combine a row's deltas across
+  // batches (average) see every batch of the pass, and the master is whole
+  // again before PollOnce returns (so a snapshot taken next is consistent).
+  merger_.BeginWindow();
   for (int c = 0; c < compute_ranks(); ++c) {
     // Bounded by the ring size: a busy ring cannot starve the others.
     for (int i = 0; i < ring_geometry_.slots && ConsumeNext(model::ComputeIndex{c}); ++i) ++consumed;
   }
+  const metrics::WorkCounters window_work = merger_.EndWindow();
+  if (merge_observer_ && (window_work.flops > 0 || window_work.bytes > 0)) merge_observer_(window_work);
   return consumed;
 }
 

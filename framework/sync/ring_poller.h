@@ -37,8 +37,9 @@ class RingPoller {
              std::vector<transport::MemoryRegion*> rings, transport::MemoryRegion& published,
              PublishedGeometry published_geometry, ShardMerger& merger);
 
-  // Consumes every batch committed so far, ring after ring, in sequence order.
-  // Returns how many batches it consumed (merged or rejected).
+  // Consumes every batch committed so far, ring after ring, in sequence order,
+  // as one merge window of the merger (ShardMerger::BeginWindow). Returns how
+  // many batches it consumed (merged or rejected).
   int PollOnce();
 
   // Every compute rank has set its finish word and all its batches are consumed.
@@ -53,7 +54,8 @@ class RingPoller {
   std::uint64_t merged_clock(model::ComputeIndex c) const { return rings_[c.value].merged_clock; }
   int compute_ranks() const { return static_cast<int>(rings_.size()); }
 
-  // Called with the work of every merged batch (timing backends charge it).
+  // Called with the work of every merged batch, and of each window's end where
+  // a policy did work there (timing backends charge it).
   void set_merge_observer(std::function<void(const metrics::WorkCounters&)> observer) {
     merge_observer_ = std::move(observer);
   }

@@ -1,12 +1,24 @@
-// Adds validated batches into a memory rank's master shard (the "PIM" merge).
+// Folds validated batches into a memory rank's master shard (the "PIM"
+// merge), each table by its merge policy (merge_policy.h: sum by default).
 // Rows of one batch are distinct (checked), so large batches are merged in
 // parallel over rows with oneTBB inside the rank's own task arena.
 //
+// Merge windows: policies that combine the deltas of several batches
+// (average) hold them from BeginWindow until EndWindow, which applies them.
+// RingPoller opens one window per PollOnce pass. Merge outside a window is a
+// window of its own (the master reflects the batch on return). Snapshots must
+// be taken outside windows; they see master rows only, never policy state.
+//
+//   merger.BeginWindow();
+//   for (const DecodedBatch& b : batches) work += merger.Merge(b).value();
+//   work += merger.EndWindow();
+//
 // Not thread-safe: one merging thread (the memory rank's poll loop) calls
-// Merge; the parallelism is internal.
+// everything; the parallelism is internal. Not movable (the arena).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <tbb/task_arena.h>
@@ -15,29 +27,52 @@
 #include "framework/metrics/work_counters.h"
 #include "framework/model/shard_layout.h"
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/merge_policy.h"
 
 namespace stalelearn::sync {
 
 class ShardMerger {
  public:
-  // `threads` >= 1: concurrency of the merge arena.
-  ShardMerger(const model::ModelLayout& layout, model::MemoryIndex shard, int threads);
+  // `threads` >= 1: concurrency of the merge arena. `policies`: one per table
+  // of `layout`, in table order, made for shard `shard` (CreateMergePolicies);
+  // empty: sum for every table.
+  ShardMerger(const model::ModelLayout& layout, model::MemoryIndex shard, int threads,
+              std::vector<std::unique_ptr<MergePolicy>> policies = {});
+  ShardMerger(const ShardMerger&) = delete;
+  ShardMerger& operator=(const ShardMerger&) = delete;
 
   const model::TableSet& master() const { return master_; }
   model::TableSet& mutable_master() { return master_; }
 
-  // Applies every entry of `batch`. kDataLoss (and nothing applied) if a row
-  // appears twice. Returns the work done (for timing backends).
+  // Applies every entry of `batch` by its table's policy. kDataLoss (and
+  // nothing applied) if a row appears twice. Returns the work done (for timing
+  // backends); outside a window, including the window's end.
   Result<metrics::WorkCounters> Merge(const DecodedBatch& batch);
+
+  // Opens a merge window (none may be open).
+  void BeginWindow();
+  // Closes the window: policies apply what they held. Returns that work.
+  metrics::WorkCounters EndWindow();
+  bool in_window() const { return in_window_; }
+
+  const MergePolicy& policy(model::TableId table) const { return *policies_[table.value]; }
+  // Bytes of optimizer state held beside the master rows, all tables.
+  std::size_t policy_state_bytes() const;
 
  private:
   Status CheckDistinctRows(const DecodedBatch& batch);
+  // Runs body over chunks of [0, n), in parallel when n is large.
+  void ForChunks(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body);
 
   const model::ModelLayout& layout_;
   model::TableSet master_;
+  std::vector<std::unique_ptr<MergePolicy>> policies_;  // [table]
+  std::vector<metrics::WorkCounters> apply_work_;       // [table]: work of one row
   // stamp_[table][local row] = number of the last batch that named the row.
   std::vector<std::vector<std::uint64_t>> stamp_;
   std::uint64_t batches_seen_ = 0;
+  bool in_window_ = false;
+  ParallelChunks parallel_;  // ForChunks, for the policies' window ends
   tbb::task_arena arena_;
 };
 

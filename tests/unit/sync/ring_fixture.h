@@ -14,6 +14,7 @@
 #include "backends/builtin.h"
 #include "framework/core/error.h"
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/merge_policy.h"
 #include "framework/sync/ring_poller.h"
 #include "framework/sync/ring_writer.h"
 #include "framework/sync/snapshot.h"
@@ -28,8 +29,12 @@ using stalelearn::testing::PutFault;
 
 class RingFixture {
  public:
-  explicit RingFixture(int slots = 4, int memory_ranks = 1)
-      : layout_({{"counts", model::ElementType::kInt32, 16, 2}}, memory_ranks, model::PartitionScheme::kRange) {
+  // The default model is one int32 table "counts" of 16 x 2, merged by sum;
+  // `policies` (one per table, or empty for sum) pick other merge policies.
+  explicit RingFixture(int slots = 4, int memory_ranks = 1,
+                       std::vector<model::TableSpec> tables = {{"counts", model::ElementType::kInt32, 16, 2}},
+                       const std::vector<MergePolicySpec>& policies = {})
+      : layout_(std::move(tables), memory_ranks, model::PartitionScheme::kRange) {
     group_ = ValueOrThrow(transport::InProcessGroup::Create(1));
     bootstrap_ = ValueOrThrow(group_->MakeBootstrap(transport::Rank{0}));
     const transport::BackendContext context{*bootstrap_, options_, backends::BuiltinRegistry()};
@@ -44,7 +49,8 @@ class RingFixture {
     ring_ = ValueOrThrow(base_->Register(ring_geometry_.region_bytes(), transport::Access::kAll));
     published_ = ValueOrThrow(base_->Register(published_geometry_.region_bytes(), transport::Access::kRemoteReadOnly));
     remote_published_ = ValueOrThrow(base_->Import(transport::Rank{0}, published_->key()));
-    merger_ = std::make_unique<ShardMerger>(layout_, model::MemoryIndex{0}, 1);
+    merger_ = std::make_unique<ShardMerger>(
+        layout_, model::MemoryIndex{0}, 1, ValueOrThrow(CreateMergePolicies(policies, layout_, model::MemoryIndex{0})));
     poller_ = std::make_unique<RingPoller>(layout_, model::MemoryIndex{0}, ring_geometry_,
                                            std::vector<transport::MemoryRegion*>{ring_.get()}, *published_,
                                            published_geometry_, *merger_);

@@ -1,0 +1,171 @@
+// Memory-side merge policies: how a memory rank folds a pushed row delta into
+// its master row. The policy of each table is chosen by name; the memory rank
+// keeps any optimizer state next to its master rows, so the "PIM" does the
+// optimizer step, not only an addition.
+//
+//   sum       master += d. int32 wraps (exact integer totals, I4). No state.
+//   average   within one merge window, each row's deltas are averaged over the
+//             number of batches of the window that named the row, then added:
+//             master += (d_1 + ... + d_k) / k (summed in merge order, one
+//             float division per element). A window is one RingPoller::PollOnce
+//             pass, or ShardMerger::BeginWindow .. EndWindow. A row named once
+//             in a window gets its delta unchanged. float32 only.
+//   adagrad   the delta is a pseudo-gradient g = -d (the server-optimizer view
+//             of Reddi et al., "Adaptive Federated Optimization", ICLR 2021:
+//             FedAdagrad), one step per (batch, row), per element:
+//               a += g * g;   master -= (lr * g) / (sqrt(a) + epsilon)
+//             a starts at initial_accumulator. float32 only.
+//   adam      g = -d as above (FedAdam), one step per (batch, row), with a
+//             per-row step count t (1 at a row's first step) for Kingma & Ba's
+//             bias correction, per element:
+//               m = beta1 * m + (1 - beta1) * g
+//               v = beta2 * v + (1 - beta2) * g * g
+//               master -= (lr * (m / c1)) / (sqrt(v / c2) + epsilon)
+//             where c1 = 1 - beta1^t and c2 = 1 - beta2^t are computed in
+//             double per row and rounded to float; every other operation is
+//             float, in the order written. m and v start at 0. float32 only.
+// adagrad and adam do not depend on windows: each batch that names a row is
+// one step of that row, in merge order. average does (a window is its round).
+//
+// Every policy reports the work of what it did (WorkCounters: flops, bytes
+// read and written including its state, random row accesses), so a timing
+// backend charges the optimizer step to the memory rank.
+//
+// Optimizer state is private to the policy: snapshots publish master rows
+// only, and sum tables hold no state.
+//
+// Adding a policy: one file that defines the class and a
+// Register<Name>MergePolicy function, and one registration line in
+// RegisterBuiltinMergePolicies (merge_policy.cc).
+//
+//   std::vector<MergePolicySpec> specs = {{.name = "adam", .learning_rate = 0.01f}};  // one per table
+//   STALELEARN_RETURN_IF_ERROR(ValidateMergePolicies(specs, layout.tables()));  // at config time
+//   auto policies = CreateMergePolicies(specs, layout, shard);  // on the memory rank
+//   ShardMerger merger(layout, shard, threads, std::move(policies).value());
+//
+// Thread-safety: MergePolicySpec is a value type. A MergePolicy is used by its
+// ShardMerger only: Apply may run concurrently for distinct rows of one batch,
+// never concurrently with EndWindow. The registry: Add during start-up only,
+// then const use from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/metrics/work_counters.h"
+#include "framework/model/shard_layout.h"
+
+namespace stalelearn::sync {
+
+// A table's merge policy and its hyperparameters. Fields a policy does not use
+// are still validated, so a typo is caught whichever policy is chosen.
+struct MergePolicySpec {
+  std::string name = "sum";  // a registered policy: sum, average, adagrad, adam
+  // adagrad, adam: the server step size (lr), > 0.
+  float learning_rate = 0.01f;
+  // adam: decay of the first and second moment estimates, in [0, 1). The
+  // defaults are Reddi et al.'s (FedAdam); Kingma & Ba use beta2 = 0.999.
+  float beta1 = 0.9f;
+  float beta2 = 0.99f;
+  // adagrad, adam: added to the root of the second moment, > 0 (Reddi et al.'s
+  // adaptivity tau = 1e-3; Kingma & Ba use 1e-8 on raw gradients).
+  float epsilon = 1e-3f;
+  // adagrad: the accumulator's start value, >= 0 (epsilon > 0 keeps a zero
+  // accumulator from dividing by zero).
+  float initial_accumulator = 0.0f;
+};
+
+// kInvalidArgument with one line naming the field ("merge_policy.beta1 must be
+// in [0, 1), got 1") if a hyperparameter is out of range. Does not look the
+// name up (ValidateMergePolicies does).
+Status ValidateMergePolicySpec(const MergePolicySpec& spec);
+
+// Rows of one table in one memory rank's shard.
+struct MergePolicyShape {
+  model::ElementType type = model::ElementType::kFloat32;
+  std::int64_t rows = 0;  // rows of this shard (local rows 0..rows-1)
+  std::int32_t width = 0;
+};
+
+// Runs body(begin, end) over chunks covering [0, n); distinct chunks may run
+// concurrently. ShardMerger supplies one bound to its task arena.
+using ParallelChunks = std::function<void(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body)>;
+
+// The merge of one table of one shard, with its state.
+class MergePolicy {
+ public:
+  virtual ~MergePolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Folds one batch's `delta` (width elements of the table's type, possibly
+  // unaligned) for `local_row` into `master` (the table's shard rows), or
+  // holds it until EndWindow. Concurrent calls name distinct rows.
+  virtual void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) = 0;
+  // The work of one Apply call (the same for every row of the table).
+  virtual metrics::WorkCounters ApplyWork() const = 0;
+
+  // The merge window closes: applies what was held. Returns its work.
+  virtual metrics::WorkCounters EndWindow(model::RowBlock& master, const ParallelChunks& parallel) {
+    (void)master;
+    (void)parallel;
+    return {};
+  }
+
+  // Bytes of state held beside the master rows (0 for sum).
+  virtual std::size_t state_bytes() const { return 0; }
+};
+
+// Builds a policy for one table's shard rows; the spec is validated and the
+// element type is one the policy merges.
+using MergePolicyFactory =
+    std::function<std::unique_ptr<MergePolicy>(const MergePolicySpec& spec, const MergePolicyShape& shape)>;
+
+class MergePolicyRegistry {
+ public:
+  // kInvalidArgument if `name` is taken.
+  Status Add(std::string name, std::string description, bool merges_int32, MergePolicyFactory factory);
+
+  // ValidateMergePolicySpec, then: kNotFound listing the known names if the
+  // name is unknown; kInvalidArgument naming the table if the policy cannot
+  // merge its element type.
+  Status Validate(const MergePolicySpec& spec, const model::TableSpec& table) const;
+  // Validate, then the policy for `rows` shard rows of `table`.
+  Result<std::unique_ptr<MergePolicy>> Create(const MergePolicySpec& spec, const model::TableSpec& table,
+                                              std::int64_t rows) const;
+
+  bool Contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
+  std::vector<std::string> names() const;
+  // "adagrad, adam, average, sum"
+  std::string KnownNames() const;
+
+ private:
+  struct Entry {
+    std::string description;
+    bool merges_int32;
+    MergePolicyFactory factory;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+// Registers sum, average, adagrad and adam (explicitly: no static initialisers).
+Status RegisterBuiltinMergePolicies(MergePolicyRegistry& registry);
+// A registry holding the built-in policies, built on first use.
+const MergePolicyRegistry& BuiltinMergePolicies();
+
+// `specs`: one per table of `tables`, in table order, or empty (sum for every
+// table). Errors name the table ("table 'w': ...").
+Status ValidateMergePolicies(const std::vector<MergePolicySpec>& specs, const std::vector<model::TableSpec>& tables,
+                             const MergePolicyRegistry& registry = BuiltinMergePolicies());
+// The policies of shard `shard`, one per table, for ShardMerger.
+Result<std::vector<std::unique_ptr<MergePolicy>>> CreateMergePolicies(
+    const std::vector<MergePolicySpec>& specs, const model::ModelLayout& layout, model::MemoryIndex shard,
+    const MergePolicyRegistry& registry = BuiltinMergePolicies());
+
+}  // namespace stalelearn::sync

@@ -1,0 +1,63 @@
+// adagrad (FedAdagrad, Reddi et al. 2021): g = -delta; per element
+//   a += g * g;   master -= (lr * g) / (sqrt(a) + epsilon)
+// State (float32 tables only): one accumulator per master element, started at
+// spec.initial_accumulator. Rows are independent, so distinct rows may be
+// applied concurrently.
+#include <cmath>
+#include <cstring>
+
+#include "framework/sync/merge_policy.h"
+
+namespace stalelearn::sync {
+namespace {
+
+class AdagradPolicy final : public MergePolicy {
+ public:
+  AdagradPolicy(const MergePolicySpec& spec, const MergePolicyShape& shape)
+      : width_(shape.width),
+        learning_rate_(spec.learning_rate),
+        epsilon_(spec.epsilon),
+        accumulator_(static_cast<std::size_t>(shape.rows) * static_cast<std::size_t>(shape.width),
+                     spec.initial_accumulator) {
+    const double elements = width_;
+    // Negate, square, accumulate, root, add epsilon, scale, divide, subtract.
+    work_.flops = 8 * elements;
+    // Read delta, read + write master, read + write accumulator.
+    work_.bytes = 5 * elements * model::kElementBytes;
+    work_.random_row_accesses = 2;  // master row, accumulator row
+  }
+
+  std::string_view name() const override { return "adagrad"; }
+
+  void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
+    std::span<float> row = master.FloatRow(local_row);
+    float* accumulator = accumulator_.data() + static_cast<std::size_t>(local_row) * static_cast<std::size_t>(width_);
+    for (std::int32_t i = 0; i < width_; ++i) {
+      float d;
+      std::memcpy(&d, delta + i * model::kElementBytes, sizeof d);
+      const float g = -d;
+      accumulator[i] += g * g;
+      row[i] -= (learning_rate_ * g) / (std::sqrt(accumulator[i]) + epsilon_);
+    }
+  }
+  metrics::WorkCounters ApplyWork() const override { return work_; }
+  std::size_t state_bytes() const override { return accumulator_.size() * sizeof(float); }
+
+ private:
+  std::int32_t width_;
+  float learning_rate_;
+  float epsilon_;
+  std::vector<float> accumulator_;  // [row * width + element]
+  metrics::WorkCounters work_;
+};
+
+}  // namespace
+
+Status RegisterAdagradMergePolicy(MergePolicyRegistry& registry) {
+  return registry.Add("adagrad", "server AdaGrad on the pseudo-gradient -delta", /*merges_int32=*/false,
+                      [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
+                        return std::make_unique<AdagradPolicy>(spec, shape);
+                      });
+}
+
+}  // namespace stalelearn::sync

@@ -1,0 +1,111 @@
+// adam (FedAdam, Reddi et al. 2021, with Kingma & Ba's bias correction):
+// g = -delta; t = the row's step count after this step (1 at its first);
+// c1 = 1 - beta1^t, c2 = 1 - beta2^t (double, rounded to float); per element
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g * g
+//   master -= (lr * (m / c1)) / (sqrt(v / c2) + epsilon)
+// State (float32 tables only): m and v per master element, stored row by row
+// (m then v, so one row's moments are one access), and a step count per row.
+// Rows are independent, so distinct rows may be applied concurrently.
+#include <cmath>
+#include <cstring>
+
+#include "framework/sync/merge_policy.h"
+
+namespace stalelearn::sync {
+namespace {
+
+class AdamPolicy final : public MergePolicy {
+ public:
+  AdamPolicy(const MergePolicySpec& spec, const MergePolicyShape& shape)
+      : width_(shape.width),
+        learning_rate_(spec.learning_rate),
+        beta1_(spec.beta1),
+        beta2_(spec.beta2),
+        epsilon_(spec.epsilon),
+        moments_(2 * static_cast<std::size_t>(shape.rows) * static_cast<std::size_t>(shape.width), 0.0f),
+        steps_(static_cast<std::size_t>(shape.rows), 0) {
+    const double elements = width_;
+    // Per element: negate; m: 2 mul + add; v: 3 mul + add; 2 corrections,
+    // scale, root, add epsilon, divide, subtract. Per row: count, 2 powers, 2
+    // subtractions.
+    work_.flops = 15 * elements + 5;
+    // Read delta, read + write master, m and v; read + write the step count.
+    work_.bytes = 7 * elements * model::kElementBytes + 8;
+    work_.random_row_accesses = 3;  // master row, moments row, step count
+    TabulateCorrections();
+  }
+
+  std::string_view name() const override { return "adam"; }
+
+  void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
+    const auto [c1, c2] = CorrectionsAt(++steps_[static_cast<std::size_t>(local_row)]);
+    std::span<float> row = master.FloatRow(local_row);
+    float* m = moments_.data() + 2 * static_cast<std::size_t>(local_row) * static_cast<std::size_t>(width_);
+    float* v = m + width_;
+    for (std::int32_t i = 0; i < width_; ++i) {
+      float d;
+      std::memcpy(&d, delta + i * model::kElementBytes, sizeof d);
+      const float g = -d;
+      m[i] = beta1_ * m[i] + (1.0f - beta1_) * g;
+      v[i] = beta2_ * v[i] + (1.0f - beta2_) * g * g;
+      row[i] -= (learning_rate_ * (m[i] / c1)) / (std::sqrt(v[i] / c2) + epsilon_);
+    }
+  }
+  metrics::WorkCounters ApplyWork() const override { return work_; }
+  std::size_t state_bytes() const override {
+    return moments_.size() * sizeof(float) + steps_.size() * sizeof(std::uint32_t);
+  }
+
+ private:
+  struct Corrections {
+    float c1, c2;
+  };
+  // The formula itself.
+  Corrections ComputeCorrections(std::uint32_t step) const {
+    return {static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), static_cast<double>(step))),
+            static_cast<float>(1.0 - std::pow(static_cast<double>(beta2_), static_cast<double>(step)))};
+  }
+  // Tabulates the corrections of the first steps, so that two std::pow per
+  // row (most of a narrow row's step) leave the merge; the values are the
+  // formula's. Both corrections only grow with the step, so once both have
+  // rounded to 1 they stay 1.
+  void TabulateCorrections() {
+    constexpr std::uint32_t kMaxTabulated = 1u << 16;
+    for (std::uint32_t step = 1; step <= kMaxTabulated; ++step) {
+      const Corrections c = ComputeCorrections(step);
+      corrections_.push_back(c);
+      if (c.c1 == 1.0f && c.c2 == 1.0f) {
+        corrections_saturate_ = true;
+        return;
+      }
+    }
+  }
+  Corrections CorrectionsAt(std::uint32_t step) const {
+    if (step <= corrections_.size()) return corrections_[step - 1];
+    return corrections_saturate_ ? Corrections{1.0f, 1.0f} : ComputeCorrections(step);
+  }
+
+  std::int32_t width_;
+  float learning_rate_;
+  float beta1_;
+  float beta2_;
+  float epsilon_;
+  std::vector<float> moments_;        // [row][m: width][v: width]
+  std::vector<std::uint32_t> steps_;  // [row]: steps applied to the row
+  std::vector<Corrections> corrections_;  // [step - 1], for the first steps
+  bool corrections_saturate_ = false;     // both are 1 after the table
+  metrics::WorkCounters work_;
+};
+
+}  // namespace
+
+Status RegisterAdamMergePolicy(MergePolicyRegistry& registry) {
+  return registry.Add("adam", "server Adam on the pseudo-gradient -delta, bias-corrected per row",
+                      /*merges_int32=*/false,
+                      [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
+                        return std::make_unique<AdamPolicy>(spec, shape);
+                      });
+}
+
+}  // namespace stalelearn::sync

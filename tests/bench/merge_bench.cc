@@ -1,0 +1,96 @@
+// Merge throughput of each merge policy (rows merged per second, one merge
+// thread), at row widths 20 and 1024, next to the plain sum in the same run.
+// A window is 4 batches of about 256 KiB each (as a PollOnce pass might see);
+// rows are random and distinct within a batch.
+//
+//   build/tests/bench/merge_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "framework/core/error.h"
+#include "framework/sync/batch_codec.h"
+#include "framework/sync/merge_policy.h"
+#include "framework/sync/shard_merger.h"
+
+namespace stalelearn::sync {
+namespace {
+
+constexpr int kBatchesPerWindow = 4;
+constexpr int kDistinctBatches = 32;  // cycled through, so no step repeats its inputs exactly
+constexpr std::size_t kMasterBytes = 16 << 20;  // beyond the caches, as a real shard
+constexpr std::size_t kBatchBytes = 256 << 10;
+
+const char* const kPolicies[] = {"sum", "average", "adagrad", "adam"};
+
+// Encoded and decoded batches of one table, kept alive together.
+struct Batches {
+  std::vector<std::vector<std::byte>> bytes;
+  std::vector<DecodedBatch> decoded;
+  std::int64_t rows_per_batch = 0;
+};
+
+Batches MakeBatches(const model::ModelLayout& layout) {
+  const model::TableSpec& table = layout.tables()[0];
+  Batches b;
+  b.rows_per_batch = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(kBatchBytes / (table.row_bytes() + kEntryPrefixBytes)));
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> value(0.0f, 0.01f);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(table.rows));
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<float> delta(table.width);
+  for (int k = 0; k < kDistinctBatches; ++k) {
+    std::shuffle(rows.begin(), rows.end(), rng);
+    BatchEncoder encoder(layout.tables());
+    for (std::int64_t i = 0; i < b.rows_per_batch; ++i) {
+      for (float& d : delta) d = value(rng);
+      encoder.Add(model::TableId{0}, model::RowId{rows[i]}, std::as_bytes(std::span(delta)));
+    }
+    b.bytes.push_back(encoder.Seal(1, 0, kEndOfClock));
+  }
+  for (const auto& bytes : b.bytes) {
+    b.decoded.push_back(ValueOrThrow(DecodeBatch(bytes, 1, layout, model::MemoryIndex{0})));
+  }
+  return b;
+}
+
+// Args: policy index into kPolicies, row width.
+void BM_Merge(benchmark::State& state) {
+  const std::string policy = kPolicies[state.range(0)];
+  const auto width = static_cast<std::int32_t>(state.range(1));
+  const auto rows = static_cast<std::int64_t>(kMasterBytes / (width * model::kElementBytes));
+  const model::ModelLayout layout({{"w", model::ElementType::kFloat32, rows, width}}, 1,
+                                  model::PartitionScheme::kRange);
+  MergePolicySpec spec;
+  spec.name = policy;
+  ShardMerger merger(layout, model::MemoryIndex{0}, 1,
+                     ValueOrThrow(CreateMergePolicies({spec}, layout, model::MemoryIndex{0})));
+  const Batches batches = MakeBatches(layout);
+  std::size_t next = 0;
+  double bytes_counted = 0;
+  for (auto _ : state) {
+    merger.BeginWindow();
+    for (int k = 0; k < kBatchesPerWindow; ++k) {
+      bytes_counted += ValueOrThrow(merger.Merge(batches.decoded[next])).bytes;
+      next = (next + 1) % batches.decoded.size();
+    }
+    bytes_counted += merger.EndWindow().bytes;
+  }
+  benchmark::DoNotOptimize(merger.master()[0].FloatRow(0)[0]);
+  state.SetItemsProcessed(state.iterations() * kBatchesPerWindow * batches.rows_per_batch);
+  state.SetLabel(policy + " w" + std::to_string(width));
+  // Bytes the policy says it moved (master, delta and state), per second.
+  state.counters["counted_bytes"] = benchmark::Counter(bytes_counted, benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_Merge)->ArgsProduct({{0, 1, 2, 3}, {20, 1024}})->ArgNames({"policy", "width"})->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace stalelearn::sync
+
+BENCHMARK_MAIN();
