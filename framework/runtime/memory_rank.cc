@@ -20,14 +20,18 @@ std::vector<transport::MemoryRegion*> RawRings(const MemoryEndpoints& e) {
 
 Result<std::unique_ptr<MemoryRank>> MemoryRank::Make(const RankEnv& env, MemoryEndpoints endpoints,
                                                      const DataPlaneGeometry& geometry) {
-  return std::unique_ptr<MemoryRank>(new MemoryRank(env, std::move(endpoints), geometry));
+  const model::MemoryIndex me = env.roles.memory_index(env.transport.rank());
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<sync::MergePolicy>> policies,
+                              sync::CreateMergePolicies(env.merge, env.layout, me));
+  return std::unique_ptr<MemoryRank>(new MemoryRank(env, std::move(endpoints), geometry, std::move(policies)));
 }
 
-MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry)
+MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry,
+                       std::vector<std::unique_ptr<sync::MergePolicy>> policies)
     : env_(env),
       me_(env.roles.memory_index(env.transport.rank())),
       endpoints_(std::move(endpoints)),
-      merger_(env.layout, me_, env.config.training().threads_per_rank()),
+      merger_(env.layout, me_, env.config.training().threads_per_rank(), std::move(policies)),
       publisher_(*endpoints_.published, geometry.published[me_.value], env.layout) {
   poller_ = std::make_unique<sync::RingPoller>(env.layout, me_, geometry.ring, RawRings(endpoints_),
                                                *endpoints_.published, geometry.published[me_.value], merger_);

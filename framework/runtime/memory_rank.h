@@ -41,7 +41,8 @@ class MemoryRank {
   Result<MemoryRankResult> Run();
 
  private:
-  MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
+  MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry,
+             std::vector<std::unique_ptr<sync::MergePolicy>> policies);
   std::uint64_t MinMergedClock() const;
   // Publishes the master as the next snapshot, stamped with the virtual time.
   void Publish();

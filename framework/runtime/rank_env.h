@@ -16,6 +16,7 @@
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 #include "framework/runtime/roles.h"
+#include "framework/sync/merge_policy.h"
 #include "framework/sync/wait_options.h"
 #include "framework/transport/bootstrap.h"
 #include "framework/transport/transport.h"
@@ -59,6 +60,7 @@ struct RankEnv {
   const RuntimeHooks& hooks;
   sync::WaitOptions wait;
   metrics::ProgressPrinter progress;
+  std::vector<sync::MergePolicySpec> merge;  // one per table (merge_config.h)
 };
 
 }  // namespace stalelearn::runtime

@@ -9,6 +9,7 @@
 #include "framework/model/hash64.h"
 #include "framework/runtime/clock_loop.h"
 #include "framework/runtime/memory_rank.h"
+#include "framework/runtime/merge_config.h"
 #include "framework/runtime/run_report.h"
 
 namespace stalelearn::runtime {
@@ -159,10 +160,12 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                                    config.cluster().placement()));
   std::vector<TableSpec> tables = inputs.app.Tables();
   STALELEARN_RETURN_IF_ERROR(model::ValidateTables(tables));
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<sync::MergePolicySpec> merge,
+                              MergeSpecsOf(config, tables, mode->uses_memory_ranks));
   const model::ModelLayout layout(std::move(tables), std::max(1, roles.memory_ranks()),
                                   SchemeOf(config.cluster().partitioning()));
   const RankEnv env{config,       inputs.app, layout, roles, counting, bootstrap,
-                    inputs.hooks, wait,       metrics::ProgressPrinter(config.output().quiet())};
+                    inputs.hooks, wait,       metrics::ProgressPrinter(config.output().quiet()), merge};
   RankRunner runner(env, *mode, counting);
   return runner.Run();
 }

@@ -1,0 +1,25 @@
+// The memory-side merge policy of every table, from the config's `merge` map
+// (table name -> MergeConfig; "*" for every table not named) onto
+// sync::MergePolicySpec (framework/sync/merge_policy.h). Zero fields keep
+// the policy's documented defaults.
+// Stateless functions; thread-safe.
+#pragma once
+
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/model/table_spec.h"
+#include "framework/proto/config.pb.h"
+#include "framework/sync/merge_policy.h"
+
+namespace stalelearn::runtime {
+
+// One spec per table, in table order; kInvalidArgument naming the field if
+// a key names no table or a policy does not fit its table (e.g. adam on an
+// int32 table), or if `uses_memory_ranks` is false and a policy is not sum
+// (without memory ranks nothing merges on the memory side).
+Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& config,
+                                                        const std::vector<model::TableSpec>& tables,
+                                                        bool uses_memory_ranks);
+
+}  // namespace stalelearn::runtime
