@@ -4,6 +4,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "framework/core/planted_defect.h"
+
 namespace stalelearn::sync {
 namespace {
 // Below this many rows a parallel merge costs more than it saves.
@@ -35,14 +37,18 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
     master_[e.table.value].AddDelta(e.local_row, e.delta);
   };
   const std::size_t n = batch.entries.size();
-  if (n >= kParallelMergeRows && arena_.max_concurrency() > 1) {
-    arena_.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 256), [&](const tbb::blocked_range<std::size_t>& r) {
-        for (std::size_t i = r.begin(); i != r.end(); ++i) apply(i);
+  // Planted defect (self-tests only): every 5th batch is merged twice.
+  const int times = DefectPlanted(PlantedDefect::kDeltaMergedTwice) && batches_seen_ % 5 == 0 ? 2 : 1;
+  for (int time = 0; time < times; ++time) {
+    if (n >= kParallelMergeRows && arena_.max_concurrency() > 1) {
+      arena_.execute([&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 256), [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i != r.end(); ++i) apply(i);
+        });
       });
-    });
-  } else {
-    for (std::size_t i = 0; i < n; ++i) apply(i);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) apply(i);
+    }
   }
   metrics::WorkCounters work;
   for (const DecodedEntry& e : batch.entries) {
