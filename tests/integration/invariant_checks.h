@@ -51,10 +51,20 @@ void CheckReadYourWritesWithoutABound();
 // The MovieLens ratings file, if deploy/fetch-data.sh fetched it.
 std::optional<std::filesystem::path> FetchedMovieLens();
 
-// MF on MovieLens, 5 epochs, in mode `c`: the test RMSE falls and the
-// trained model beats a biases-only model (the same run with the latent
-// factors initialised to zero, where they stay) by kMfMarginOverBiasesOnly.
-inline constexpr double kMfMarginOverBiasesOnly = 0.008;
+// MF on MovieLens (movielens.pbtxt's model settings), 20 epochs, in mode `c`:
+// the test RMSE falls, ends below kMfRmseBound, and the trained model beats a
+// biases-only model (the same run with the latent factors initialised to
+// zero, where they stay) by kMfMarginOverBiasesOnly. Measured on this data
+// (seed 7), all six modes and repeated runs: trained 0.8847-0.8893, biases
+// only 0.8930-0.9003, the gap between the two 0.0073-0.0099. With the factor
+// updates deleted from the kernel the "trained" model (factors frozen at
+// their random start) is 0.0016 worse than biases only in every mode but
+// DIRECT, where lost bias updates make both noisy (gap up to +0.0035 seen).
+// The margin sits between those: 0.005. (At 5 epochs the two models are
+// within 0.001: the factors have not started to learn yet; after ~25 epochs
+// the model overfits.)
+inline constexpr double kMfRmseBound = 0.895;
+inline constexpr double kMfMarginOverBiasesOnly = 0.005;
 void CheckMfBeatsBiasesOnly(const ModeCase& c, const std::filesystem::path& ratings);
 
 }  // namespace stalelearn::testing

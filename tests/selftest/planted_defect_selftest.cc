@@ -71,7 +71,9 @@ TEST_P(PlantedDefects, GuardingTestFailsWithItsSpecificMessage) {
   ASSERT_NE(caught, failures.end()) << c.guarding_test << " failed, but not with \"" << c.expected_failure
                                     << "\"; first failure:\n"
                                     << failures.front();
-  std::cout << "  " << c.guarding_test << " caught it: " << *caught << "\n";
+  std::string one_line = *caught;
+  std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+  std::cout << "  " << c.guarding_test << " caught it: " << one_line << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(

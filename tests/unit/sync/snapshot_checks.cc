@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -28,6 +29,7 @@ bool AllEqual(std::span<const std::byte> shard, std::int32_t* value) {
 }
 
 void CheckConcurrentReaderSeesOnlyWholeGenerations(int reads) {
+  constexpr std::uint64_t kMinGenerations = 200;
   RingFixture f;
   const PublishedGeometry g = f.published_geometry();
   SnapshotPublisher publisher(f.published_region(), g, f.layout());
@@ -46,7 +48,15 @@ void CheckConcurrentReaderSeesOnlyWholeGenerations(int reads) {
         publisher.Publish(f.merger().master(), f.poller());
       }
     });
-    for (int i = 0; i < reads; ++i) {
+    // Reads go on until the writer has published enough generations to race
+    // with: a reader that finished before the writer thread ran would pass
+    // whatever the publisher does.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int i = 0; i < reads || last < kMinGenerations; ++i) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "the writer published only " << last << " generations in 20 s";
+        break;
+      }
       Result<std::optional<SnapshotMeta>> meta = reader.ReadNewer(0, shard);
       if (!meta.ok() || !meta->has_value()) {
         ADD_FAILURE() << "read " << i << " got no snapshot: "
