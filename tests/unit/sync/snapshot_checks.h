@@ -20,9 +20,10 @@ void FillMaster(ShardMerger& merger, std::int32_t value);
 bool AllEqual(std::span<const std::byte> shard, std::int32_t* value);
 
 // A writer thread publishes generation g with every element g - 1, as fast
-// as it can, while this thread reads at least `reads` snapshots and until it
-// has seen generation 200: each read must hold one whole generation (failure
-// "torn snapshots read") and generations never go backwards.
+// as it can, while this thread reads at least `reads` snapshots and until
+// 500 reads found a newer generation than the read before: each read must
+// hold one whole generation (failure "torn snapshots read") and generations
+// never go backwards.
 void CheckConcurrentReaderSeesOnlyWholeGenerations(int reads = 2000);
 
 }  // namespace stalelearn::sync::testing
