@@ -11,5 +11,9 @@ namespace stalelearn::cli {
 void AddTrainCommand(CLI::App& app);   // train_command.cc
 void AddDataCommand(CLI::App& app);    // data_command.cc
 void AddBenchCommand(CLI::App& app);   // bench_command.cc
+void AddVersionCommand(CLI::App& app);  // version_command.cc
+
+// What `stalelearn version` prints: this build and the UCX and MPI libraries.
+std::string VersionText();
 
 }  // namespace stalelearn::cli

@@ -31,9 +31,7 @@ int main(int argc, char** argv) {
                "stalelearn"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(stalelearn::kVersion));
-  app.add_subcommand("version", "Print the version and the libraries it was built with")->callback([] {
-    fmt::print("{}\n", stalelearn::VersionString());
-  });
+  stalelearn::cli::AddVersionCommand(app);
   stalelearn::cli::AddTrainCommand(app);
   stalelearn::cli::AddDataCommand(app);
   stalelearn::cli::AddBenchCommand(app);

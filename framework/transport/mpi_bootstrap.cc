@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -254,6 +256,20 @@ Result<std::unique_ptr<Bootstrap>> MakeMpiBootstrap() {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   return std::unique_ptr<Bootstrap>(std::make_unique<MpiBootstrap>(comm, rank, size));
+}
+
+std::string MpiLibraryVersion() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown MPI library";
+  std::string version(text, static_cast<std::size_t>(std::max(length, 0)));
+  // Open MPI adds its release date and more lines; the first line names it.
+  version = version.substr(0, version.find_first_of("\r\n"));
+  while (!version.empty() && (std::isspace(static_cast<unsigned char>(version.back())) != 0 ||
+                              version.back() == ',' || version.back() == '\0')) {
+    version.pop_back();
+  }
+  return version;
 }
 
 }  // namespace stalelearn::transport

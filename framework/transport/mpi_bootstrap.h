@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "framework/transport/bootstrap.h"
 
@@ -35,5 +36,10 @@ bool LaunchedByMpiLauncher();
 
 // Requires an MpiSession; kFailedPrecondition otherwise.
 Result<std::unique_ptr<Bootstrap>> MakeMpiBootstrap();
+
+// The MPI library's own version line (MPI_Get_library_version, first line),
+// e.g. "Open MPI v4.1.4, package: Debian OpenMPI, ...". Needs no MpiSession
+// (MPI allows the call before MPI_Init).
+std::string MpiLibraryVersion();
 
 }  // namespace stalelearn::transport
