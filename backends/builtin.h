@@ -1,4 +1,4 @@
-// Registers every backend built into this binary (explicitly; STYLE.md 4).
+// Registers every backend built into this binary (explicitly; framework/README.md, convention 4).
 #pragma once
 
 #include <string>

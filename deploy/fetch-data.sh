@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 DATA_DIR=${STALELEARN_DATA:-${HOME:-.}/.cache/stalelearn}
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 STALELEARN_BIN=$BUILD_DIR/bin/stalelearn
-MOVIELENS_MD5=c40bdb5195a09b036b1f6ed7beb9a91f    # DATA.md
+MOVIELENS_MD5=c40bdb5195a09b036b1f6ed7beb9a91f    # deploy/README.md
 HEART_SCALE_MD5=8d29846f56e4b9ea0f4bf9b8083ecef8  # liblinear-tools 2.3.0+dfsg-5
 KNOWN="movielens heart_scale"
 

@@ -234,7 +234,7 @@ std::optional<RmaBenchResult> RunRank(Bootstrap& bootstrap, const RmaBenchSpec& 
     ThrowIfError(loop.Verify(spec.warmup + spec.iters + result->latency_samples));
     ThrowIfError(FetchAddBlocking(*t, *remote_control, 0, 1, kOpTimeout).status());
   } else if (t->rank() == kTarget) {
-    // The target only progresses (FACTS.md: tcp and large puts need it).
+    // The target only progresses (deploy/README.md: tcp and large puts need it).
     const auto deadline = Clock::now() + kTargetDeadline;
     while (transport::LoadAcquire64(control->data()) == 0) {
       t->Progress();

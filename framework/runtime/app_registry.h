@@ -1,5 +1,5 @@
 // Apps created by name (config app.name), registered explicitly at start-up
-// like backends (STYLE.md 4): the program calls each app's Register function.
+// like backends (framework/README.md, convention 4): the program calls each app's Register function.
 //
 // Thread-safety: Add() during start-up only; Create() and KnownNames() may
 // then be called from any thread.

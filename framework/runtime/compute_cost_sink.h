@@ -1,5 +1,5 @@
 // Optional interface a transport implements when it simulates time (the
-// hardware-timing backend, DESIGN.md): the runtime charges each compute rank's
+// hardware-timing backend, backends/timing/README.md): the runtime charges each compute rank's
 // kernel work once per clock, and each memory rank's merge work per batch, so
 // the backend can advance that rank's virtual clock. Real backends do not
 // implement it and nothing is charged.

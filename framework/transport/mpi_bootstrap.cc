@@ -1,5 +1,5 @@
 // Bootstrap and collectives over MPI: the only file of the framework and the
-// backends that includes mpi.h (DESIGN.md). Every call runs on a duplicate of
+// backends that includes mpi.h (framework/README.md). Every call runs on a duplicate of
 // MPI_COMM_WORLD with MPI_ERRORS_RETURN, so an MPI failure becomes a Status
 // instead of an abort, and our traffic never matches the application's.
 #include "framework/transport/mpi_bootstrap.h"

@@ -1,5 +1,5 @@
 // Bootstrap over MPI. MPI_Init/Finalize happen only through MpiSession, which
-// main() owns (STYLE.md 9). This header does not include mpi.h.
+// main() owns (framework/README.md, convention 9). This header does not include mpi.h.
 // Same threading rules as Bootstrap.
 #pragma once
 
