@@ -13,6 +13,14 @@
 
 namespace stalelearn::backends {
 
+std::string UcxVersionLine() {
+#ifdef STALELEARN_WITH_UCX
+  return "UCX " + ucx::UcxLibraryVersion();
+#else
+  return "UCX: not built";
+#endif
+}
+
 Status RegisterBuiltinBackends(transport::BackendRegistry& registry) {
   STALELEARN_RETURN_IF_ERROR(local::RegisterBackend(registry));
 #ifdef STALELEARN_WITH_UCX

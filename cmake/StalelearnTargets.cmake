@@ -1,5 +1,5 @@
 # Helpers applied to every stalelearn target: C++20, warnings, optional sanitizers.
-# Targets only; no global flags (STYLE.md 15).
+# Targets only; no global flags (framework/README.md, convention 15).
 include_guard(GLOBAL)
 
 function(stalelearn_target_defaults target)

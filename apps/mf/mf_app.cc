@@ -7,6 +7,7 @@
 
 #include "apps/mf/register.h"
 #include "framework/core/config_loader.h"
+#include "framework/core/planted_defect.h"
 
 namespace stalelearn::apps::mf {
 namespace {
@@ -72,7 +73,8 @@ void MfApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::Kern
   const float lambda = params_.regularization;
   p[k] += lr * (error - lambda * p[k]);
   q[k] += lr * (error - lambda * q[k]);
-  for (int f = 0; f < k; ++f) {
+  const int trained = DefectPlanted(PlantedDefect::kKernelSkipsFactors) ? 0 : k;  // planted defect (self-tests)
+  for (int f = 0; f < trained; ++f) {
     const float pf = p[f];
     p[f] += lr * (error * q[f] - lambda * pf);
     q[f] += lr * (error * pf - lambda * q[f]);

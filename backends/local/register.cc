@@ -14,9 +14,14 @@ namespace {
 constexpr const char* kFabricKey = "stalelearn.backends.local.fabric";
 
 Result<std::unique_ptr<transport::Transport>> CreateLocalTransport(const transport::BackendContext& context) {
+  // The registry prefixes "backend 'local': " to these messages.
+  if (!context.options.empty()) {
+    return InvalidArgument(fmt::format("unknown option '{}' (the local backend takes no options)",
+                                       context.options.begin()->first));
+  }
   auto* in_process = dynamic_cast<transport::InProcessBootstrap*>(&context.bootstrap);
   if (in_process == nullptr) {
-    return FailedPrecondition("backend 'local' needs single-process emulation (--ranks C:M)");
+    return FailedPrecondition("needs single-process emulation (--ranks C:M)");
   }
   transport::InProcessGroup& group = in_process->group();
   std::shared_ptr<LocalFabric> fabric = group.GetOrCreateShared<LocalFabric>(

@@ -32,8 +32,8 @@ Result<std::shared_ptr<VirtualTimeScheduler>> JobScheduler(const TimingOptions& 
   if (!can_schedule) {
     if (options.schedule == ScheduleMode::kVirtualTime) {
       return InvalidArgument(fmt::format(
-          "timing backend option schedule=virtual-time needs ranks as threads of one process over an "
-          "in-process inner backend; inner '{}' is not",
+          "option schedule=virtual-time needs ranks as threads of one process over an in-process inner "
+          "backend; inner '{}' is not",
           options.inner));
     }
     return std::shared_ptr<VirtualTimeScheduler>();

@@ -18,7 +18,7 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
     if (key.starts_with(kInnerPrefix) && key.size() > kInnerPrefix.size()) {
       parsed.inner_options[key.substr(kInnerPrefix.size())] = value;
     } else if (key == "inner") {
-      if (value == "timing") return InvalidArgument("timing backend option inner: cannot wrap itself");
+      if (value == "timing") return InvalidArgument("option inner: 'timing' cannot wrap itself");
       parsed.inner = value;
     } else if (key == "memory") {
       parsed.memory = value;
@@ -32,9 +32,9 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
       if (value == "auto") parsed.schedule = ScheduleMode::kAuto;
       else if (value == "virtual-time") parsed.schedule = ScheduleMode::kVirtualTime;
       else if (value == "none") parsed.schedule = ScheduleMode::kNone;
-      else return InvalidArgument(fmt::format("timing backend option schedule: '{}' is not auto, virtual-time or none", value));
+      else return InvalidArgument(fmt::format("option schedule: '{}' is not auto, virtual-time or none", value));
     } else {
-      return InvalidArgument(fmt::format("timing backend: unknown option '{}' (known: {})", key, kKnownKeys));
+      return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, kKnownKeys));
     }
   }
   return parsed;

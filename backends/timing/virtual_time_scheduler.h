@@ -1,5 +1,5 @@
 // Deterministic emulation: ranks that are threads of one process take turns in
-// virtual-time order (DESIGN.md, "Hardware-timing backend").
+// virtual-time order (backends/timing/README.md).
 //
 // A rank joins, then runs only while it holds the turn. At each scheduling
 // point (Yield) it reports its clock and gives the turn back; the turn goes to

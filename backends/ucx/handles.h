@@ -1,4 +1,4 @@
-// One move-only RAII type per UCX handle (STYLE.md 8): config, context,
+// One move-only RAII type per UCX handle (framework/README.md, convention 8): config, context,
 // worker, worker address, endpoint, memory mapping, packed rkey buffer,
 // unpacked rkey. Each releases its handle in its destructor, which logs a
 // failure and never throws. Owners must outlive what they made (a worker its

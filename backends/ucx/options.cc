@@ -34,16 +34,16 @@ Result<UcxOptions> ParseUcxOptions(const std::map<std::string, std::string>& opt
   for (const auto& [name, value] : options) {
     if (name == kProgressThread) {
       if (value != "on" && value != "off") {
-        return InvalidArgument(fmt::format("backend 'ucx': option '{}' is '{}', expected on or off", name, value));
+        return InvalidArgument(fmt::format("option '{}' is '{}', expected on or off", name, value));
       }
       parsed.progress_thread = value == "on";
       continue;
     }
     auto known = KnownOptions().find(name);
     if (known == KnownOptions().end()) {
-      return InvalidArgument(fmt::format("backend 'ucx': unknown option '{}' (known: {})", name, KnownOptionNames()));
+      return InvalidArgument(fmt::format("unknown option '{}' (known: {})", name, KnownOptionNames()));
     }
-    if (value.empty()) return InvalidArgument(fmt::format("backend 'ucx': option '{}' has an empty value", name));
+    if (value.empty()) return InvalidArgument(fmt::format("option '{}' has an empty value", name));
     parsed.ucx_settings[known->second] = value;
   }
   return parsed;

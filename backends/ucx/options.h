@@ -1,5 +1,5 @@
 // Options of the 'ucx' backend (config.backend.options), resolved once into
-// UCX configuration settings (STYLE.md 10: no environment read deep in code;
+// UCX configuration settings (framework/README.md, convention 10: no environment read deep in code;
 // UCX itself still honours UCX_* variables, which these override).
 //
 //   tls=tcp            -> UCX_TLS: transports (default: UCX picks; shared

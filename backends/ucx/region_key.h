@@ -1,6 +1,6 @@
 // The bytes of an exported UCX region key (transport::PackedKey): the packed
 // rkey wrapped with what the origin needs to check an access before UCX sees
-// it (DESIGN.md I7): owner, remote base address, size, access rights. A
+// it (framework/README.md, I7): owner, remote base address, size, access rights. A
 // checksum covers everything, so a corrupt or foreign key is refused here and
 // never reaches ucp_ep_rkey_unpack (which trusts its input).
 //

@@ -2,6 +2,8 @@
 // (MPI under mpirun, or in-process for ranks as threads).
 #include "backends/ucx/register.h"
 
+#include <ucp/api/ucp.h>
+
 #include "backends/ucx/options.h"
 #include "backends/ucx/ucx_transport.h"
 
@@ -20,5 +22,7 @@ Status RegisterBackend(transport::BackendRegistry& registry) {
   return registry.Add("ucx", "one-sided RMA over UCX (shared memory within a node, tcp with tls=tcp)",
                       CreateUcxTransport);
 }
+
+std::string UcxLibraryVersion() { return ucp_get_version_string(); }
 
 }  // namespace stalelearn::backends::ucx

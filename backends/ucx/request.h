@@ -29,7 +29,7 @@ Status WaitForAllUcs(ucp_worker_h worker, std::span<const ucs_status_ptr_t> requ
                      std::string_view what);
 
 // Progress-loop pacing shared by every wait: spin first (latency), then yield
-// so that ranks oversubscribing the cores do not starve each other (FACTS.md).
+// so that ranks oversubscribing the cores do not starve each other (deploy/README.md).
 class PollBackoff {
  public:
   void Idle();

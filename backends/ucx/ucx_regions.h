@@ -1,7 +1,7 @@
 // Local and remote regions of the 'ucx' backend. A UcxMemoryRegion owns its
 // UCX mapping and the exported key bytes; a UcxRemoteRegion owns the rkey
 // unpacked for its owner's endpoint and remembers the bounds and rights the
-// key announced, which the origin checks before every access (DESIGN.md I7).
+// key announced, which the origin checks before every access (framework/README.md, I7).
 //
 // Thread-safety: immutable after construction; safe to share between threads.
 // Lifetimes: both must be destroyed before the UcxTransport that made them

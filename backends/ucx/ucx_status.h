@@ -1,4 +1,4 @@
-// UCX status codes as stalelearn Status (STYLE.md 7): the message carries
+// UCX status codes as stalelearn Status (framework/README.md, convention 7): the message carries
 // ucs_status_string and what was being done. Thread-safe (pure functions).
 #pragma once
 

@@ -203,7 +203,7 @@ Result<transport::RequestPtr> UcxTransport::FetchAdd(const transport::RemoteRegi
 Result<transport::RequestPtr> UcxTransport::CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
                                                         std::uint64_t expected, std::uint64_t desired,
                                                         std::uint64_t* old) {
-  // A CSWAP without a reply buffer aborts inside UCX (FACTS.md): never issue one.
+  // A CSWAP without a reply buffer aborts inside UCX (deploy/README.md): never issue one.
   if (old == nullptr) return InvalidArgument("ucx CompareSwap: `old` is null");
   // UCX takes the value to store in the reply buffer and returns the old one there.
   *old = desired;

@@ -1,4 +1,4 @@
-// The 'ucx' backend: one-sided RMA over UCX (DESIGN.md, transport contract).
+// The 'ucx' backend: one-sided RMA over UCX (framework/README.md, transport contract).
 // One ucp_context and one UCS_THREAD_MODE_MULTI worker per rank, endpoints to
 // every rank (itself included) from worker addresses all-gathered through the
 // bootstrap, regions allocated by ucp_mem_map with protection flags from
@@ -7,7 +7,7 @@
 //
 // Threading: as transport::Transport; every method may be called from any
 // thread of the rank. Progress is explicit: a target must call Progress() (or
-// wait on something) for tcp and for large puts to complete (FACTS.md),
+// wait on something) for tcp and for large puts to complete (deploy/README.md),
 // unless the option progress_thread=on runs a ProgressThread for it.
 //
 // Lifetimes: regions, remote regions and requests must be destroyed before the

@@ -1,6 +1,6 @@
 // Loads a run's Config: protobuf text format, then `--set field.path=value`
 // overrides in order, then defaults for zero fields and validation. The result
-// is resolved once and passed down as the typed proto (STYLE.md 10).
+// is resolved once and passed down as the typed proto (framework/README.md, convention 10).
 //
 // Every error is one line naming the file (and line:column) or the field, and
 // the reason; its code is kInvalidArgument (exit code 2 at the CLI).

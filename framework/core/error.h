@@ -1,4 +1,4 @@
-// Typed exception of the public API (STYLE.md 7). Inner layers return Status;
+// Typed exception of the public API (framework/README.md, convention 7). Inner layers return Status;
 // the boundary (CLI, app API, test harness) throws Error to carry it out.
 #pragma once
 

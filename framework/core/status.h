@@ -1,5 +1,5 @@
 // Status and Result: the error model of the hot paths and of every layer below
-// the public API (STYLE.md 7). Public entry points convert a bad Status into
+// the public API (framework/README.md, convention 7). Public entry points convert a bad Status into
 // stalelearn::Error (error.h) at the boundary.
 //
 // Thread-safety: value types; distinct objects may be used from any thread.

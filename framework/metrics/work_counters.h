@@ -1,6 +1,6 @@
 // Work an app kernel (or a merge) reports, so that a hardware-timing backend
-// can charge simulated compute time for it (DESIGN.md, "Hardware-timing
-// backend"). Counts are totals over the work described. Value type.
+// can charge simulated compute time for it (backends/timing/README.md).
+// Counts are totals over the work described. Value type.
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Strong ids for the two roles (STYLE.md 14): the i-th compute rank and the
+// Strong ids for the two roles (framework/README.md, convention 14): the i-th compute rank and the
 // j-th memory rank, independent of their world ranks (framework/runtime/roles.h
 // maps between them). Value types.
 #pragma once

@@ -1,4 +1,4 @@
-// Setting up the one-sided data plane (DESIGN.md data flow): memory ranks
+// Setting up the one-sided data plane (framework/README.md, data flow): memory ranks
 // register one ring region per compute rank (remote-writable) and one
 // published region (remote-read-only) and put their keys in the bootstrap
 // store; after the collective Sync, compute rank c imports only ring c of each

@@ -1,7 +1,7 @@
 // The memory-rank role (the "PIM"): holds the master shard, consumes the
 // compute ranks' rings, merges, and publishes snapshots until every compute
 // rank has finished. Sends nothing to compute ranks: they read its published
-// region one-sided (DESIGN.md).
+// region one-sided (framework/README.md).
 //
 //   auto memory = MemoryRank::Make(env, std::move(endpoints), geometry);
 //   memory->PublishInitial();       // before the start barrier

@@ -1,5 +1,5 @@
 // Everything one rank's role code needs, resolved once at start-up and passed
-// down (STYLE.md 10), plus the test hooks.
+// down (framework/README.md, convention 10), plus the test hooks.
 //
 // Lifetimes: every reference outlives the rank's run. Hooks are called from
 // the rank's own thread; with ranks as threads they run concurrently on

@@ -1,6 +1,6 @@
 // Everything a program registers at start-up, passed to each app's (and
 // each extension's) registration function: apps, consistency modes and
-// backends, and the data sets apps know by name. Explicit registration, no static initialisers (STYLE.md 4).
+// backends, and the data sets apps know by name. Explicit registration, no static initialisers (convention 4, framework/README.md).
 //
 //   Registries registries;                          // built-in modes and backends
 //   ThrowIfError(my_app::RegisterApp(registries));  // one line per app

@@ -1,6 +1,6 @@
 // Escalating idle wait for polling loops: spin, then yield, then sleep with a
 // doubling period. With more ranks than cores, busy polling starves the ranks
-// doing real work; yielding and sleeping when idle fixed that (FACTS.md: ~5x
+// doing real work; yielding and sleeping when idle fixed that (deploy/README.md: ~5x
 // at 8 ranks on 2 cores). Reset() as soon as there is work again.
 // A policy's on_idle hook (the timing backend's IdleUntilProgress under its
 // virtual-time scheduler) is called first and may do the waiting instead;
@@ -42,7 +42,7 @@ class IdleBackoff {
   std::int64_t idle_rounds_ = 0;
 };
 
-// A deadline for waits that must not hang (STYLE.md 11).
+// A deadline for waits that must not hang (framework/README.md, convention 11).
 class Deadline {
  public:
   explicit Deadline(std::chrono::nanoseconds timeout) : end_(std::chrono::steady_clock::now() + timeout) {}

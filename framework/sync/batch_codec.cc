@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "framework/core/planted_defect.h"
 #include "framework/model/hash64.h"
 
 namespace stalelearn::sync {
@@ -25,6 +26,10 @@ std::size_t BatchEncoder::EntryBytes(model::TableId table) const {
 }
 
 void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const std::byte> delta) {
+  if (DefectPlanted(PlantedDefect::kDeltaDropped) && entries_ == 1 && !dropped_) {
+    dropped_ = true;  // planted defect (self-tests only): the batch's second row is lost
+    return;
+  }
   const std::size_t at = payload_.size();
   payload_.resize(at + kEntryPrefixBytes + delta.size());
   const std::uint32_t zero = 0;
@@ -49,6 +54,7 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   if (!payload_.empty()) std::memcpy(out.data() + sizeof h, payload_.data(), payload_.size());
   payload_.clear();
   entries_ = 0;
+  dropped_ = false;
   return out;
 }
 

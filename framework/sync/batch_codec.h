@@ -69,6 +69,7 @@ class BatchEncoder {
   const std::vector<model::TableSpec>* tables_;
   std::vector<std::byte> payload_;
   std::size_t entries_ = 0;
+  bool dropped_ = false;  // planted defect kDeltaDropped fired in this batch
 };
 
 struct DecodedEntry {

@@ -1,4 +1,4 @@
-// Byte layout of the registered regions that carry the data plane (DESIGN.md
+// Byte layout of the registered regions that carry the data plane (framework/README.md,
 // data flow). Every rank computes the same geometry from the config, so no
 // offsets travel at run time.
 //

@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cassert>
+#include "framework/core/planted_defect.h"
 
 namespace stalelearn::sync {
 namespace {
@@ -74,12 +75,16 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   STALELEARN_RETURN_IF_ERROR(CheckDistinctRows(batch));
   const bool own_window = !in_window_;
   if (own_window) BeginWindow();
-  ForChunks(batch.entries.size(), [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const DecodedEntry& e = batch.entries[i];
-      policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
-    }
-  });
+  // Planted defect (self-tests only): every 5th batch is merged twice.
+  const int times = DefectPlanted(PlantedDefect::kDeltaMergedTwice) && batches_seen_ % 5 == 0 ? 2 : 1;
+  for (int time = 0; time < times; ++time) {
+    ForChunks(batch.entries.size(), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const DecodedEntry& e = batch.entries[i];
+        policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
+      }
+    });
+  }
   metrics::WorkCounters work;
   for (const DecodedEntry& e : batch.entries) work += apply_work_[e.table.value];
   if (own_window) work += EndWindow();

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "framework/core/planted_defect.h"
+
 namespace stalelearn::sync {
 
 SnapshotPublisher::SnapshotPublisher(transport::MemoryRegion& published, PublishedGeometry geometry,
@@ -25,7 +27,15 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
     transport::StoreRelease64(base + geometry_.buffer_merged_clock_offset(b, ci), poller.merged_clock(ci));
     transport::StoreRelease64(base + geometry_.buffer_included_offset(b, ci), poller.consumed(ci));
   }
-  layout_.SerializeShard(master, base + geometry_.buffer_data_offset(b));
+  std::byte* data = base + geometry_.buffer_data_offset(b);
+  if (DefectPlanted(PlantedDefect::kSnapshotHalfWritten)) {
+    // Planted defect (self-tests only): the second half keeps what the buffer held before.
+    serialized_.resize(geometry_.shard_bytes);
+    layout_.SerializeShard(master, serialized_.data());
+    std::memcpy(data, serialized_.data(), geometry_.shard_bytes / 2);
+  } else {
+    layout_.SerializeShard(master, data);
+  }
   transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g);
   // Latest generation first, then the control copies of its clocks: a reader
   // that saw a clock in the control block then finds a snapshot holding it.

@@ -49,6 +49,7 @@ class SnapshotPublisher {
   PublishedGeometry geometry_;
   const model::ModelLayout& layout_;
   std::uint64_t generation_ = 0;
+  std::vector<std::byte> serialized_;  // planted defect kSnapshotHalfWritten only
 };
 
 struct SnapshotMeta {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "framework/core/planted_defect.h"
 #include "framework/sync/clock_table.h"
 
 namespace stalelearn::sync {
@@ -25,8 +26,11 @@ class StalenessBound {
   int value() const { return s_.value_or(-1); }
   // May clock `clock` start when the slowest other rank has merged `merged` clocks?
   bool Allows(std::uint64_t clock, std::uint64_t merged) const {
+    if (!s_) return true;
+    // Planted defect (self-tests only): the bound is s + 1.
+    const auto s = static_cast<std::uint64_t>(*s_) + (DefectPlanted(PlantedDefect::kStalenessBoundOffByOne) ? 1 : 0);
     // Written without merged + s: merged is UINT64_MAX when there are no others.
-    return !s_ || merged >= clock || clock - merged <= static_cast<std::uint64_t>(*s_);
+    return merged >= clock || clock - merged <= s;
   }
 
  private:

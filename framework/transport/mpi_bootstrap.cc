@@ -1,11 +1,13 @@
 // Bootstrap and collectives over MPI: the only file of the framework and the
-// backends that includes mpi.h (DESIGN.md). Every call runs on a duplicate of
+// backends that includes mpi.h (framework/README.md). Every call runs on a duplicate of
 // MPI_COMM_WORLD with MPI_ERRORS_RETURN, so an MPI failure becomes a Status
 // instead of an abort, and our traffic never matches the application's.
 #include "framework/transport/mpi_bootstrap.h"
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -254,6 +256,20 @@ Result<std::unique_ptr<Bootstrap>> MakeMpiBootstrap() {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   return std::unique_ptr<Bootstrap>(std::make_unique<MpiBootstrap>(comm, rank, size));
+}
+
+std::string MpiLibraryVersion() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown MPI library";
+  std::string version(text, static_cast<std::size_t>(std::max(length, 0)));
+  // Open MPI adds its release date and more lines; the first line names it.
+  version = version.substr(0, version.find_first_of("\r\n"));
+  while (!version.empty() && (std::isspace(static_cast<unsigned char>(version.back())) != 0 ||
+                              version.back() == ',' || version.back() == '\0')) {
+    version.pop_back();
+  }
+  return version;
 }
 
 }  // namespace stalelearn::transport

@@ -1,9 +1,10 @@
 // Bootstrap over MPI. MPI_Init/Finalize happen only through MpiSession, which
-// main() owns (STYLE.md 9). This header does not include mpi.h.
+// main() owns (framework/README.md, convention 9). This header does not include mpi.h.
 // Same threading rules as Bootstrap.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "framework/transport/bootstrap.h"
 
@@ -35,5 +36,10 @@ bool LaunchedByMpiLauncher();
 
 // Requires an MpiSession; kFailedPrecondition otherwise.
 Result<std::unique_ptr<Bootstrap>> MakeMpiBootstrap();
+
+// The MPI library's own version line (MPI_Get_library_version, first line),
+// e.g. "Open MPI v4.1.4, package: Debian OpenMPI, ...". Needs no MpiSession
+// (MPI allows the call before MPI_Init).
+std::string MpiLibraryVersion();
 
 }  // namespace stalelearn::transport

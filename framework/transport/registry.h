@@ -1,4 +1,4 @@
-// Backends created by name (STYLE.md 4). Registration is explicit: the
+// Backends created by name (framework/README.md, convention 4). Registration is explicit: the
 // program calls RegisterBuiltinBackends (backends/builtin.h) once at start-up;
 // no static initialisers that a linker could drop.
 //

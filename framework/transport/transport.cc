@@ -6,7 +6,7 @@ namespace stalelearn::transport {
 
 std::uint64_t LoadAcquire64(const std::byte* word) {
   // The word lives in registered memory that peers write with RMA; atomic_ref
-  // gives the acquire ordering the commit-word protocol needs (FACTS.md).
+  // gives the acquire ordering the commit-word protocol needs (deploy/README.md).
   return std::atomic_ref<const std::uint64_t>(*reinterpret_cast<const std::uint64_t*>(word))
       .load(std::memory_order_acquire);
 }

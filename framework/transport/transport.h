@@ -1,5 +1,5 @@
-// The one-sided transport: the data plane of stalelearn (DESIGN.md, "Transport
-// contract"; invariants I3, I6, I7).
+// The one-sided transport: the data plane of stalelearn (framework/README.md,
+// "The transport contract"; invariants I3, I6, I7).
 //
 //   auto region = ValueOrThrow(t.Register(1 << 20, Access::kAll));      // target
 //   PackedKey key = region->key();             // -> bootstrap store -> origin
@@ -17,7 +17,7 @@
 // Buffers: the source of a Put may be reused once its Request completed (or
 // after Flush); the destination of a Get and the result of a fetching atomic
 // hold the data once their Request completed. Completion of a Put is local
-// only; remote visibility needs Flush (FACTS.md).
+// only; remote visibility needs Flush (deploy/README.md).
 //
 // Ordering: operations to one peer issued before Fence(peer) are performed at
 // the target before operations issued after it. A reader on the target that

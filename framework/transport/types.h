@@ -38,7 +38,7 @@ constexpr bool HasAccess(Access set, Access wanted) {
 using PackedKey = std::vector<std::byte>;
 
 // What a backend guarantees beyond the common contract; the conformance suite
-// skips or adapts its checks by these flags (STYLE.md 5).
+// skips or adapts its checks by these flags (framework/README.md, convention 5).
 struct Capabilities {
   // A put or atomic to a region registered without kRemoteWrite is refused
   // with kPermissionDenied (or reported by the backend) instead of landing.

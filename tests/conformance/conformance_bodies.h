@@ -1,6 +1,6 @@
-// The transport conformance suite (DESIGN.md, "Transport contract"; issue 3):
+// The transport conformance suite (framework/README.md, "The transport contract"; issue 3):
 // one set of test bodies that every backend passes, skipping only what its
-// Capabilities say it does not guarantee (STYLE.md 5).
+// Capabilities say it does not guarantee (framework/README.md, convention 5).
 //
 // A body is a collective function run by every rank of a job on its own
 // RankEnv (rank_env.h). It uses only the Transport and Bootstrap interfaces,

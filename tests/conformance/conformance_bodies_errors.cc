@@ -164,9 +164,11 @@ void TeardownInAnyOrder(RankEnv& env) {
   auto remotes = ImportAll(env, *region, "after teardown");
   const std::uint64_t word = 42;
   std::uint64_t back = 0;
-  env.CheckOk(PutBlocking(env.transport(), &word, 8, *remotes[env.rank().value], 0, kOpTimeout), "put");
-  env.CheckOk(env.transport().Flush(env.rank(), kOpTimeout), "flush");
-  env.CheckOk(GetBlocking(env.transport(), &back, 8, *remotes[env.rank().value], 0, kOpTimeout), "get");
+  env.CheckOk(PutBlocking(env.transport(), &word, 8, *remotes[env.rank().value], 0, kOpTimeout),
+              "put after teardown");
+  env.CheckOk(env.transport().Flush(env.rank(), kOpTimeout), "flush after teardown");
+  env.CheckOk(GetBlocking(env.transport(), &back, 8, *remotes[env.rank().value], 0, kOpTimeout),
+              "get after teardown");
   env.Check(back == word, "put/get after teardown lost the word");
   env.Barrier();
 }

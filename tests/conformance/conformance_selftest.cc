@@ -1,12 +1,14 @@
 // The conformance suite's own test: each case must fail on a transport with
-// the defect it exists to catch (defective_transport.h). A case that passes
-// here has gone blind.
+// the defect it exists to catch (defective_transport.h), and fail with the
+// check that guards against that defect (its message), not merely somehow.
+// A case that passes here has gone blind.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
+#include <algorithm>
 #include <iostream>
 #include <mutex>
+#include <vector>
 
 #include "tests/conformance/conformance_harness.h"
 #include "tests/conformance/defective_transport.h"
@@ -14,30 +16,33 @@
 namespace stalelearn::conformance {
 namespace {
 
-// Counts failures instead of failing the test.
-class CountingSink final : public CheckSink {
+// Collects failures instead of failing the test.
+class CollectingSink final : public CheckSink {
  public:
   void Fail(Rank rank, const std::string& message, const std::source_location&) override {
     std::lock_guard lock(mutex_);
-    if (failures_.fetch_add(1) == 0) first_ = fmt::format("rank {}: {}", rank.value, message);
+    failures_.push_back(fmt::format("rank {}: {}", rank.value, message));
   }
   void Skip(Rank, const std::string&) override {}
-  bool AnyFailure() const override { return failures_.load() > 0; }
-  int failures() const { return failures_.load(); }
-  std::string first() const {
+  bool AnyFailure() const override {
     std::lock_guard lock(mutex_);
-    return first_;
+    return !failures_.empty();
+  }
+  std::vector<std::string> failures() const {
+    std::lock_guard lock(mutex_);
+    return failures_;
   }
 
  private:
-  std::atomic<int> failures_{0};
   mutable std::mutex mutex_;
-  std::string first_;
+  std::vector<std::string> failures_;
 };
 
 struct Blindspot {
   std::string_view defect;
   std::string_view case_name;
+  // Part of the failure message of the check that guards against the defect.
+  std::string_view expected_failure;
 };
 void PrintTo(const Blindspot& spot, std::ostream* out) { *out << spot.case_name << " on " << spot.defect; }
 
@@ -46,7 +51,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conformance);
 
 class ConformanceSelfTest : public ::testing::TestWithParam<Blindspot> {};
 
-TEST_P(ConformanceSelfTest, CaseFailsOnTheDefectItGuardsAgainst) {
+TEST_P(ConformanceSelfTest, CaseFailsWithTheCheckThatGuardsTheDefect) {
   const Blindspot& spot = GetParam();
   const ConformanceCase* test_case = nullptr;
   for (const ConformanceCase& c : ConformanceCases()) {
@@ -55,26 +60,37 @@ TEST_P(ConformanceSelfTest, CaseFailsOnTheDefectItGuardsAgainst) {
   ASSERT_NE(test_case, nullptr) << spot.case_name;
   const BackendVariant variant{"defective", "defective", {{"defect", std::string(spot.defect)}},
                                RegisterDefectiveBackends, ThreadsLauncher(4)};
-  CountingSink sink;
+  CollectingSink sink;
+  std::string thrown;
   try {
     RunCase({variant, *test_case}, sink);
-  } catch (const std::exception&) {
-    // A rank giving up because a peer failed is fine; the count decides.
+  } catch (const std::exception& e) {
+    thrown = e.what();  // a rank giving up because a peer failed; the messages decide
   }
-  EXPECT_GT(sink.failures(), 0) << spot.case_name << " passed on a transport that " << spot.defect;
-  if (sink.failures() > 0) std::cout << "  caught: " << sink.first() << "\n";
+  const std::vector<std::string> failures = sink.failures();
+  ASSERT_FALSE(failures.empty()) << spot.case_name << " passed on a transport that " << spot.defect
+                                 << (thrown.empty() ? "" : " (a rank threw: " + thrown + ")");
+  const auto caught = std::find_if(failures.begin(), failures.end(), [&](const std::string& message) {
+    return message.find(spot.expected_failure) != std::string::npos;
+  });
+  EXPECT_NE(caught, failures.end()) << spot.case_name << " failed on " << spot.defect << ", but not with \""
+                                    << spot.expected_failure << "\"; first failure: " << failures.front();
+  if (caught != failures.end()) std::cout << "  caught: " << *caught << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Defects, ConformanceSelfTest,
-    ::testing::Values(Blindspot{"truncates_large_puts", "PutGetIntegrity"},
-                      Blindspot{"fence_does_not_order", "OrderingCommitWord"},
-                      Blindspot{"flush_does_not_complete", "FlushCompletesEverything"},
-                      Blindspot{"flush_does_not_complete", "OrderingCommitWord"},
-                      Blindspot{"loses_atomic_adds", "AtomicContention"},
-                      Blindspot{"everyone_wins_compare_swap", "CompareSwapElection"},
-                      Blindspot{"ignores_access_rights", "AccessRights"},
-                      Blindspot{"ignores_bounds", "ErrorsAreStatuses"}),
+    ::testing::Values(
+        Blindspot{"truncates_large_puts", "PutGetIntegrity", "put of 65537 bytes at offset 0: byte 65536 is not what"},
+        Blindspot{"fence_does_not_order", "OrderingCommitWord", ": commit word seen but payload byte"},
+        Blindspot{"flush_does_not_complete", "FlushCompletesEverything", "incomplete at the target after flush"},
+        Blindspot{"flush_does_not_complete", "OrderingCommitWord", ": commit word seen but payload byte"},
+        Blindspot{"loses_atomic_adds", "AtomicContention", "sum of atomic adds"},
+        Blindspot{"everyone_wins_compare_swap", "CompareSwapElection", "had 4 winners"},
+        Blindspot{"ignores_access_rights", "AccessRights", "put to read-only: expected"},
+        Blindspot{"ignores_bounds", "ErrorsAreStatuses", "put at the end: expected"},
+        Blindspot{"duplicates_atomic_adds", "BarrierOverRma", "the count is"},
+        Blindspot{"teardown_breaks_other_transports", "TeardownInAnyOrder", "put after teardown: "}),
     [](const ::testing::TestParamInfo<Blindspot>& info) {
       return fmt::format("{}_{}", info.param.case_name, info.param.defect);
     });

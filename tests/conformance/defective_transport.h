@@ -7,6 +7,9 @@
 // per transport unsynchronised: one thread per rank, as in the suite.
 // Lifetimes: deferred puts point at RemoteRegions and sources copied at issue;
 // they are applied at the next Flush or Fence, or dropped with the transport.
+// The transports made by one RegisterDefectiveBackends registry share a
+// teardown ledger (for kTeardownBreaksOtherTransports); it lives as long as
+// the registry's factory and its transports.
 #pragma once
 
 #include <string_view>
@@ -24,6 +27,10 @@ enum class Defect {
   kEveryoneWinsCompareSwap,  // compare-swap reports "was expected" to every caller
   kIgnoresAccessRights,    // kPermissionDenied becomes success
   kIgnoresBounds,          // kOutOfRange becomes success (nothing is written)
+  kDuplicatesAtomicAdds,   // every 7th atomic add is applied twice (a retransmission
+                           // without deduplication): barriers let ranks out early
+  kTeardownBreaksOtherTransports,  // destroying a transport tears down what the
+                                   // rank's other transports use: their RMA fails
 };
 
 struct DefectName {

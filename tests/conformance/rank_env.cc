@@ -91,7 +91,7 @@ void RankEnv::WaitUntil(const std::function<bool()>& done, std::string_view what
     Require(std::chrono::steady_clock::now() < deadline, fmt::format("{}: no progress within {} s", what,
                                                                      kOpTimeout.count()));
     transport_.Progress();
-    std::this_thread::yield();  // more ranks than cores must not starve (FACTS.md)
+    std::this_thread::yield();  // more ranks than cores must not starve (deploy/README.md)
   }
 }
 

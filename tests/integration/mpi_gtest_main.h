@@ -1,4 +1,4 @@
-// GoogleTest under mpirun (FACTS.md, "MPI tests in CTest"): one process per
+// GoogleTest under mpirun (deploy/README.md, "MPI tests in CTest"): one process per
 // rank runs the same tests. Test code reaches the job's bootstrap through
 // MpiTestBootstrap(); the result is reduced over all ranks so a failure on any
 // rank fails the run.

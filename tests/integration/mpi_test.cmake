@@ -1,4 +1,4 @@
-# Helpers for GoogleTest binaries run under mpirun from CTest (FACTS.md: a
+# Helpers for GoogleTest binaries run under mpirun from CTest (deploy/README.md: a
 # deadline below CTest's, no stdin, per-rank output, result reduced over
 # ranks). Included by every test directory that registers MPI tests.
 include_guard(GLOBAL)

@@ -1,5 +1,5 @@
 // MD5 (RFC 1321) of a byte string as 32 lowercase hex digits; used to compare
-// fetched files with the checksums in DATA.md. Reentrant.
+// fetched files with the checksums in deploy/README.md. Reentrant.
 #pragma once
 
 #include <string>

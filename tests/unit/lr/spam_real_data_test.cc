@@ -1,5 +1,5 @@
 // The SpamAssassin bag of words as deploy/fetch-data.sh spam makes it, checked
-// against DATA.md's figures (skipped when not fetched: tests never use the
+// against the documented (deploy/README.md) figures (skipped when not fetched: tests never use the
 // network).
 #include <gtest/gtest.h>
 

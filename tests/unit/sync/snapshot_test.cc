@@ -2,33 +2,17 @@
 // sees the included sequences and merged clocks it was published with.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <thread>
-
 #include "framework/sync/clock_table.h"
 #include "tests/unit/sync/ring_fixture.h"
+#include "tests/unit/sync/snapshot_checks.h"
 
 namespace stalelearn::sync {
 namespace {
 
 using testing::RingFixture;
 
-void FillMaster(ShardMerger& merger, std::int32_t value) {
-  model::RowBlock& block = merger.mutable_master()[0];
-  for (std::int64_t r = 0; r < block.rows(); ++r) {
-    for (std::int32_t& x : block.IntRow(r)) x = value;
-  }
-}
-
-bool AllEqual(std::span<const std::byte> shard, std::int32_t* value) {
-  std::vector<std::int32_t> ints(shard.size() / 4);
-  std::memcpy(ints.data(), shard.data(), shard.size());
-  *value = ints.at(0);
-  for (std::int32_t x : ints) {
-    if (x != ints[0]) return false;
-  }
-  return true;
-}
+using testing::AllEqual;
+using testing::FillMaster;
 
 TEST(Snapshot, ReaderGetsTheLatestWithItsMeta) {
   RingFixture f;
@@ -86,38 +70,7 @@ TEST(Snapshot, HalfWrittenGenerationIsNeverReturned) {
   EXPECT_EQ(reader.ReadNewer(0, shard).status().code(), StatusCode::kTimeout);
 }
 
-TEST(Snapshot, ConcurrentReaderSeesOnlyWholeGenerations) {
-  RingFixture f;
-  const PublishedGeometry g = f.published_geometry();
-  SnapshotPublisher publisher(f.published_region(), g, f.layout());
-  FillMaster(f.merger(), 0);
-  publisher.Publish(f.merger().master(), f.poller());
-  std::atomic<bool> stop{false};
-  std::thread writer([&] {
-    for (std::int32_t v = 1; !stop.load(); ++v) {
-      FillMaster(f.merger(), v);
-      publisher.Publish(f.merger().master(), f.poller());
-    }
-  });
-  SnapshotReader reader(f.transport(), f.remote_published(), g, WaitOptions{});
-  std::vector<std::byte> shard(g.shard_bytes);
-  int torn = 0;
-  std::uint64_t last = 0;
-  for (int i = 0; i < 2000; ++i) {
-    Result<std::optional<SnapshotMeta>> meta = reader.ReadNewer(0, shard);
-    ASSERT_TRUE(meta.ok());
-    ASSERT_TRUE(meta->has_value());
-    std::int32_t value;
-    if (!AllEqual(shard, &value)) ++torn;
-    // Generation g holds the value written just before its publish: g - 1.
-    EXPECT_EQ(static_cast<std::uint64_t>(value) + 1, (*meta)->generation);
-    EXPECT_GE((*meta)->generation, last);
-    last = (*meta)->generation;
-  }
-  stop = true;
-  writer.join();
-  EXPECT_EQ(torn, 0);
-}
+TEST(Snapshot, ConcurrentReaderSeesOnlyWholeGenerations) { testing::CheckConcurrentReaderSeesOnlyWholeGenerations(); }
 
 }  // namespace
 }  // namespace stalelearn::sync

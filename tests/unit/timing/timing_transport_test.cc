@@ -159,11 +159,23 @@ TEST(TimingTransport, BadOptionsAreOneLineErrors) {
     });
     return message;
   };
-  EXPECT_NE(error_of({{"lnk", "pcie4-x16"}}).find("unknown option 'lnk'"), std::string::npos);
-  EXPECT_NE(error_of({{"inner", "timing"}}).find("cannot wrap itself"), std::string::npos);
-  EXPECT_NE(error_of({{"link", "token-ring"}}).find("infiniband-hdr"), std::string::npos);
-  EXPECT_NE(error_of({{"inner", "nosuch"}}).find("unknown backend 'nosuch'"), std::string::npos);
-  EXPECT_NE(error_of({{"schedule", "sometimes"}}).find("schedule"), std::string::npos);
+  // Each message names the backend once, says what is wrong with which value,
+  // and fits on one line (the registry adds the "backend 'timing': " prefix).
+  auto expect_error = [&](const Options& options, const std::string& expected_start) {
+    const std::string message = error_of(options);
+    EXPECT_EQ(message.substr(0, expected_start.size()), expected_start) << message;
+    EXPECT_EQ(message.find("backend 'timing'", 1), std::string::npos) << "prefix doubled: " << message;
+    EXPECT_EQ(message.find("timing backend"), std::string::npos) << "prefix doubled: " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  };
+  expect_error({{"lnk", "pcie4-x16"}}, "backend 'timing': unknown option 'lnk' (known: inner, memory, link, ");
+  expect_error({{"inner", "timing"}}, "backend 'timing': option inner: 'timing' cannot wrap itself");
+  expect_error({{"link", "token-ring"}}, "backend 'timing': unknown link preset 'token-ring': no file ");
+  EXPECT_NE(error_of({{"link", "token-ring"}}).find("known: 100gbe, cxl2, infiniband-hdr, pcie4-x16"),
+            std::string::npos);
+  expect_error({{"inner", "nosuch"}}, "backend 'timing': unknown backend 'nosuch' (known: local, timing)");
+  expect_error({{"schedule", "sometimes"}},
+               "backend 'timing': option schedule: 'sometimes' is not auto, virtual-time or none");
 }
 
 TEST(TimingOptions, ConfigFillsOnlyUnsetKeys) {

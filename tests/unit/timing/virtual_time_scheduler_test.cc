@@ -188,23 +188,44 @@ TEST(VirtualTimeScheduler, MisuseIsAnErrorNotACrash) {
 }
 
 TEST(VirtualTimeScheduler, ARankFarAheadWaitsLongerThanTheDeadlineWhileOthersProgress) {
-  VirtualTimeScheduler scheduler(2, std::chrono::milliseconds(100));
-  Status ahead;
+  // The deadline bounds a wait during which no rank gets a turn, not a rank's
+  // whole wait. Rank 1, far ahead in virtual time, waits for its first turn
+  // while rank 0 takes turn after turn, until rank 1 has waited three
+  // deadlines (measured, so no sleep decides it). Rank 0 yields back to back:
+  // the gap between two turns is microseconds, far inside the deadline.
+  constexpr auto kShortDeadline = std::chrono::milliseconds(200);
+  using Clock = std::chrono::steady_clock;
+  VirtualTimeScheduler scheduler(2, kShortDeadline);
+  Status far_ahead;
+  Clock::duration far_ahead_waited{};
+  std::atomic<bool> far_ahead_ran{false};
+  std::int64_t turns_while_waiting = 0;
   RunThreads(2, [&](int rank) {
     if (rank == 1) {
-      ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(1'000'000)).ok());
-      // Waits ~300 ms of real time for rank 0 to catch up: not a hang.
-      ahead = scheduler.Yield(rank, VirtualTimeFromPs(2'000'000));
-    } else {
-      ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(0)).ok());
-      for (int i = 1; i <= 6; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(i)).ok());
+      const Clock::time_point start = Clock::now();
+      far_ahead = scheduler.Join(rank, VirtualTimeFromPs(1'000'000'000'000));
+      far_ahead_waited = Clock::now() - start;
+      far_ahead_ran = true;
+      scheduler.Leave(rank);
+      return;
+    }
+    const Status joined = scheduler.Join(rank, VirtualTimeFromPs(0));
+    EXPECT_TRUE(joined.ok()) << joined.ToString();
+    // Join returned only after rank 1 joined, i.e. started waiting.
+    const Clock::time_point start = Clock::now();
+    while (joined.ok() && Clock::now() - start < 3 * kShortDeadline) {
+      const Status yielded = scheduler.Yield(rank, VirtualTimeFromPs(++turns_while_waiting));
+      if (!yielded.ok()) {
+        ADD_FAILURE() << yielded.ToString();
+        break;
       }
+      EXPECT_FALSE(far_ahead_ran.load()) << "rank 1 ran before rank 0 caught up in virtual time";
     }
     scheduler.Leave(rank);
   });
-  EXPECT_TRUE(ahead.ok()) << ahead.ToString();
+  EXPECT_TRUE(far_ahead.ok()) << far_ahead.ToString();
+  EXPECT_GE(far_ahead_waited, 3 * kShortDeadline);
+  EXPECT_GT(turns_while_waiting, 0);
 }
 
 TEST(VirtualTimeScheduler, ARankThatLeavesEarlyDoesNotBlockTheOthers) {

@@ -1,6 +1,6 @@
 // Helpers for tests of the 'ucx' backend: create a UcxTransport on a bootstrap
 // and wait on remote words while progressing (a ucx target must progress,
-// FACTS.md). Thread-safety: as the transport they are given.
+// deploy/README.md). Thread-safety: as the transport they are given.
 #pragma once
 
 #include <chrono>

@@ -1,0 +1,61 @@
+// Planted defects: deliberate bugs, switched on only by the planted-defect
+// self-tests (tests/selftest/), that prove each invariant test can fail. The
+// way tests/conformance/defective_transport.h proves the conformance suite,
+// this proves the training-level tests: a self-test plants one defect, runs
+// the body of the test that guards against it and expects that test's
+// specific failure.
+//
+// The code under test asks at the exact point of the would-be bug:
+//
+//   if (DefectPlanted(PlantedDefect::kDeltaMergedTwice)) { ...the bug... }
+//
+// and the self-test plants it for a scope:
+//
+//   { ScopedPlantedDefect planted(PlantedDefect::kDeltaMergedTwice); RunGuardingCheck(); }
+//
+// Nothing else sets a defect: no environment variable, no config field, so a
+// production run can never have one. The check is one relaxed atomic load of a
+// word that is never written outside a self-test (cheap on a hot path).
+//
+// Thread-safety: DefectPlanted from any thread. ScopedPlantedDefect from the
+// test's main thread, while no run is in flight or before it starts; scopes
+// do not nest (the constructor of a second one aborts).
+#pragma once
+
+#include <atomic>
+#include <cstdlib>
+
+namespace stalelearn {
+
+enum class PlantedDefect : int {
+  kNone = 0,
+  kStalenessBoundOffByOne,  // the gate lets a rank run s+1 clocks ahead (I1)
+  kDeltaDropped,            // the batch encoder loses the second row of every batch (I4)
+  kDeltaMergedTwice,        // the merger applies every 5th batch twice (I4)
+  kSnapshotHalfWritten,     // a snapshot is installed with only half of its data written (I3)
+  kKernelSkipsFactors,      // an app kernel updates its biases but not its latent factors
+};
+
+namespace planted_defect_internal {
+// Only ScopedPlantedDefect writes it.
+inline std::atomic<int> planted{static_cast<int>(PlantedDefect::kNone)};
+}  // namespace planted_defect_internal
+
+inline bool DefectPlanted(PlantedDefect defect) {
+  return planted_defect_internal::planted.load(std::memory_order_relaxed) == static_cast<int>(defect);
+}
+
+// Plants `defect` for the lifetime of the object. Test-only.
+class ScopedPlantedDefect {
+ public:
+  explicit ScopedPlantedDefect(PlantedDefect defect) {
+    int none = static_cast<int>(PlantedDefect::kNone);
+    // A second defect at once would make the failures ambiguous.
+    if (!planted_defect_internal::planted.compare_exchange_strong(none, static_cast<int>(defect))) std::abort();
+  }
+  ~ScopedPlantedDefect() { planted_defect_internal::planted.store(static_cast<int>(PlantedDefect::kNone)); }
+  ScopedPlantedDefect(const ScopedPlantedDefect&) = delete;
+  ScopedPlantedDefect& operator=(const ScopedPlantedDefect&) = delete;
+};
+
+}  // namespace stalelearn

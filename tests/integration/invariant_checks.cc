@@ -1,0 +1,191 @@
+#include "tests/integration/invariant_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "apps/mf/datasets.h"
+#include "apps/mf/mf_app.h"
+#include "framework/core/error.h"
+#include "framework/data/catalog.h"
+#include "framework/model/hash64.h"
+#include "framework/runtime/sample_schedule.h"
+#include "tests/integration/train_support.h"
+
+namespace stalelearn::testing {
+namespace {
+
+constexpr int kEpochs = 3;
+constexpr int kMfEpochs = 20;
+
+// Checks every refresh of every compute rank against the exact counts: own
+// samples are all in (I2), others' are within the bound (I1).
+class RefreshChecker {
+ public:
+  RefreshChecker(const CountingApp& app, int compute_ranks, int samples_per_clock, std::uint64_t seed,
+                 std::optional<int> bound)
+      : samples_per_clock_(samples_per_clock),
+        bound_(bound),
+        owner_(static_cast<std::size_t>(app.TrainingSamples())),
+        compute_ranks_(compute_ranks) {
+    for (int c = 0; c < compute_ranks; ++c) {
+      runtime::SampleSchedule schedule(app.TrainingSamples(), compute_ranks, c, samples_per_clock, seed);
+      for (std::int64_t s : schedule.EpochOrder(0)) owner_[static_cast<std::size_t>(s)] = c;
+    }
+  }
+
+  void Check(const runtime::ClockRecord& record, const runtime::TableSet& replica) {
+    std::vector<std::int64_t> sums(static_cast<std::size_t>(compute_ranks_), 0);
+    for (std::size_t s = 0; s < owner_.size(); ++s) sums[owner_[s]] += replica[0].IntRow(static_cast<std::int64_t>(s))[0];
+    const std::int64_t t = record.clock;
+    std::lock_guard lock(mutex_);
+    ++checks_;
+    const int me = record.rank.value;
+    // I2: exactly my t clocks of samples, no more, no less.
+    if (sums[me] != t * samples_per_clock_) ++own_violations_;
+    for (int c = 0; c < compute_ranks_; ++c) {
+      if (c == me || !bound_) continue;
+      // I1: every other rank's clocks 0..t-s-1 are in. Nobody runs more than
+      // s clocks ahead: another rank is at most in clock t+s, so it may have
+      // completed (and had merged) at most t+s+1 clocks.
+      if (sums[c] < std::max<std::int64_t>(0, t - *bound_) * samples_per_clock_) ++stale_violations_;
+      if (sums[c] > (t + *bound_ + 1) * samples_per_clock_) ++ahead_violations_;
+    }
+    if (bound_ && record.observed_staleness > *bound_) ++record_violations_;
+    if (bound_ && static_cast<std::int64_t>(record.min_merged_of_others) + *bound_ < t) ++record_violations_;
+  }
+
+  int checks_ = 0, own_violations_ = 0, stale_violations_ = 0, ahead_violations_ = 0, record_violations_ = 0;
+
+ private:
+  int samples_per_clock_;
+  std::optional<int> bound_;
+  std::vector<int> owner_;
+  int compute_ranks_;
+  std::mutex mutex_;
+};
+
+std::optional<std::string_view> Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);
+}
+
+double FinalTestRmse(const ModeCase& c, const proto::Config& config, const std::filesystem::path& ratings) {
+  const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, ratings));
+  const LocalRun run = RunLocal(config, *app, c.compute + c.memory);
+  const proto::Report& report = run.report();
+  EXPECT_EQ(report.final().metric(), "test_rmse");
+  EXPECT_EQ(report.curve_size(), kMfEpochs);
+  if (report.curve_size() == kMfEpochs) {
+    EXPECT_LT(report.curve(kMfEpochs - 1).metric_value(), report.curve(0).metric_value()) << "no progress";
+  }
+  for (const proto::RankReport& r : report.ranks()) {
+    if (c.mode == "SSP" || c.mode == "BSP") {
+      EXPECT_LE(r.max_observed_staleness(), c.staleness) << "rank " << r.rank();
+    }
+  }
+  return report.final().value();
+}
+
+}  // namespace
+
+void CheckExactlyOnce(const ModeCase& c) {
+  const CountingApp app(/*samples=*/600);
+  proto::Config config = TestConfig(c.mode, c.staleness, c.memory, kEpochs, /*samples_per_clock=*/32);
+  config.mutable_cluster()->set_partitioning(c.partitioning);
+  const LocalRun run = RunLocal(config, app, c.compute + c.memory);
+  const proto::Report& report = run.report();
+  const double pushed = 600.0 * kEpochs;  // every sample adds 1 to its row, once per epoch
+  EXPECT_LE(report.final().value(), pushed) << kMergedTwiceMessage;
+  EXPECT_GE(report.final().value(), pushed) << kLostDeltaMessage;
+  EXPECT_EQ(report.model_checksum(), model::HexDigest(model::ModelChecksum(app.ExpectedModel(kEpochs))))
+      << "merged model differs from the exact sums (I4)";
+  std::int64_t samples = 0, merged = 0, rejected = 0;
+  for (const proto::RankReport& r : report.ranks()) {
+    samples += r.samples();
+    merged += r.batches_merged();
+    rejected += r.rejected_batches();
+    if (r.role() == "compute" && c.mode != "ALLREDUCE") {
+      EXPECT_GT(r.bytes_put(), 0) << "rank " << r.rank();
+    }
+    if (r.role() == "memory") {
+      EXPECT_GT(r.bytes_merged(), 0) << "rank " << r.rank();
+    }
+  }
+  EXPECT_EQ(samples, 600 * kEpochs);
+  EXPECT_EQ(rejected, 0);
+  if (c.mode != "ALLREDUCE") {
+    EXPECT_GT(merged, 0);
+  }
+}
+
+void CheckBoundedStalenessWithStraggler(int s) {
+  constexpr int kCompute = 3, kPerClock = 16, kClocksPerEpoch = 10;
+  const CountingApp app(kCompute * kPerClock * kClocksPerEpoch, /*spin_per_sample=*/2000);
+  proto::Config config = TestConfig(s == 0 ? "BSP" : "SSP", s, 1, kEpochs, kPerClock);
+  config.mutable_training()->mutable_straggler()->set_rank(1);
+  config.mutable_training()->mutable_straggler()->set_slowdown(4);
+  RefreshChecker checker(app, kCompute, kPerClock, config.seed(), s);
+  runtime::RuntimeHooks hooks;
+  hooks.after_refresh = [&](const runtime::ClockRecord& r, const runtime::TableSet& m) { checker.Check(r, m); };
+  const LocalRun run = RunLocal(config, app, kCompute + 1, hooks);
+
+  EXPECT_EQ(checker.checks_, kCompute * kClocksPerEpoch * kEpochs);
+  EXPECT_EQ(checker.own_violations_, 0) << "a replica lacked its own updates after a refresh (I2)";
+  EXPECT_EQ(checker.stale_violations_, 0) << kStaleReplicaMessage;
+  EXPECT_EQ(checker.ahead_violations_, 0) << "a rank ran more than s clocks ahead (I1)";
+  EXPECT_EQ(checker.record_violations_, 0) << "a clock record reports staleness beyond the bound (I1)";
+  for (const runtime::RankRun& rank : run.ranks) {
+    for (const runtime::ClockRecord& r : rank.records) EXPECT_LE(r.observed_staleness, s) << "clock " << r.clock;
+  }
+  for (const proto::RankReport& r : run.report().ranks()) EXPECT_LE(r.max_observed_staleness(), s);
+  EXPECT_EQ(run.report().final().value(), app.TrainingSamples() * kEpochs);
+}
+
+void CheckReadYourWritesWithoutABound() {
+  const CountingApp app(2 * 16 * 8);
+  const proto::Config config = TestConfig("ASP", 0, 1, kEpochs, 16);
+  RefreshChecker checker(app, 2, 16, config.seed(), std::nullopt);
+  runtime::RuntimeHooks hooks;
+  hooks.after_refresh = [&](const runtime::ClockRecord& r, const runtime::TableSet& m) { checker.Check(r, m); };
+  RunLocal(config, app, 3, hooks);
+  EXPECT_EQ(checker.checks_, 2 * 8 * kEpochs);
+  EXPECT_EQ(checker.own_violations_, 0) << "a replica lacked its own updates after a refresh (I2)";
+}
+
+std::optional<std::filesystem::path> FetchedMovieLens() {
+  data::DatasetCatalog catalog;
+  ThrowIfError(apps::mf::RegisterDatasets(catalog));
+  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
+  std::filesystem::path file = data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  return file;
+}
+
+void CheckMfBeatsBiasesOnly(const ModeCase& c, const std::filesystem::path& ratings) {
+  proto::Config config = TestConfig(c.mode, c.staleness, c.memory, kMfEpochs, 1024);
+  config.mutable_cluster()->set_partitioning(c.partitioning);
+  config.mutable_cluster()->set_slot_bytes(1 << 20);
+  config.mutable_data()->set_name("movielens");
+  const double trained = FinalTestRmse(c, config, ratings);
+
+  // The same run with factors initialised to ~0 (1e-30: 0 itself means
+  // "default" in the config): each factor's gradient is proportional to the
+  // other side's factors, so they stay ~0 and only the biases learn.
+  proto::Config biases_only = config;
+  apps::mf::MfConfig mf;
+  mf.set_init_scale(1e-30f);
+  biases_only.mutable_app()->mutable_params()->PackFrom(mf);
+  const double baseline = FinalTestRmse(c, biases_only, ratings);
+
+  EXPECT_LE(trained, kMfRmseBound);
+  EXPECT_LE(trained, baseline - kMfMarginOverBiasesOnly)
+      << kFactorsIdleMessage << " (trained " << trained << ", biases only " << baseline << ")";
+  std::printf("  %s: test RMSE %.4f, biases only %.4f\n", c.label, trained, baseline);
+}
+
+}  // namespace stalelearn::testing
