@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit, conformance,
-# multi-rank under mpirun, cluster across namespace hosts), each under a deadline. Exit code: CTest's.
+# multi-rank under mpirun, cluster across namespace hosts), each under a
+# deadline. Exit code: CTest's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # As root the cluster tests can run (network namespaces): add what they need

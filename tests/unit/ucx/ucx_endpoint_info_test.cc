@@ -41,6 +41,9 @@ std::vector<transport::PeerTransports> EndpointsAfterTraffic(Bootstrap& bootstra
   for (int peer = 0; peer < bootstrap.world_size(); ++peer) {
     ThrowIfError(transport::PutBlocking(*t, &word, sizeof word, *remotes[peer], 0, testing::kTestTimeout));
   }
+  // Complete at the targets (a put's completion is local only) before the
+  // region may go away; both ranks flush, so both progress.
+  ThrowIfError(t->FlushAll(testing::kTestTimeout));
   ThrowIfError(testing::BarrierWhileProgressing(*t, bootstrap));
   // Through a decorator, as the report gets them.
   metrics::CountingTransport counting(*t);
