@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's archive, exactly the packages stalelearn needs that
 # are missing. Idempotent: does nothing (and needs no network) when all are present.
+# --cluster adds what the cluster in a box and its tests need (deploy/cluster,
+# deploy/slurm): iproute2, util-linux, jq, munge and Slurm (slurmctld, slurmd, client).
 set -euo pipefail
 
 PACKAGES=(
@@ -13,6 +15,12 @@ PACKAGES=(
   libcli11-dev libfmt-dev zlib1g-dev
   ccache
 )
+if [ "${1:-}" = "--cluster" ]; then
+  PACKAGES+=(iproute2 util-linux jq munge slurmctld slurmd slurm-client)
+elif [ $# -gt 0 ]; then
+  echo "install-deps: unknown option '$1' (only --cluster)" >&2
+  exit 2
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

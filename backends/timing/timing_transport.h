@@ -82,6 +82,7 @@ class TimingTransport final : public transport::Transport,
   Status Flush(transport::Rank peer, transport::Timeout timeout) override;
   Status FlushAll(transport::Timeout timeout) override;
   void Progress() override { inner_->Progress(); }
+  std::vector<transport::PeerTransports> DescribeEndpoints() const override { return inner_->DescribeEndpoints(); }
 
   // ---- SimulatedTime ----
   VirtualTime Now() const override;

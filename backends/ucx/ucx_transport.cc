@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/ucx/endpoint_info.h"
 #include "backends/ucx/region_key.h"
 #include "backends/ucx/request.h"
 #include "backends/ucx/ucx_regions.h"
@@ -231,5 +232,14 @@ Status UcxTransport::FlushAll(transport::Timeout timeout) {
 }
 
 void UcxTransport::Progress() { ucp_worker_progress(worker_.get()); }
+
+std::vector<transport::PeerTransports> UcxTransport::DescribeEndpoints() const {
+  std::vector<transport::PeerTransports> described;
+  for (std::size_t peer = 0; peer < endpoints_.size(); ++peer) {
+    if (endpoints_[peer].get() == nullptr) continue;  // closed by teardown
+    described.push_back({transport::Rank{static_cast<int>(peer)}, EndpointTransports(endpoints_[peer].get())});
+  }
+  return described;
+}
 
 }  // namespace stalelearn::backends::ucx

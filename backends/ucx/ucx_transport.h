@@ -64,6 +64,8 @@ class UcxTransport final : public transport::Transport {
   Status Flush(transport::Rank peer, transport::Timeout timeout) override;
   Status FlushAll(transport::Timeout timeout) override;
   void Progress() override;
+  // From ucp_ep_print_info of each endpoint (endpoint_info.h).
+  std::vector<transport::PeerTransports> DescribeEndpoints() const override;
 
  private:
   UcxTransport(transport::Rank rank, UcpContext context, UcpWorker worker, bool in_process);

@@ -8,7 +8,7 @@ constexpr auto kRelaxed = std::memory_order_relaxed;
 
 TransportCounters CountingTransport::counters() const {
   return {bytes_put_.load(kRelaxed), bytes_get_.load(kRelaxed), puts_.load(kRelaxed), gets_.load(kRelaxed),
-          atomics_.load(kRelaxed)};
+          atomics_.load(kRelaxed), inner_.DescribeEndpoints()};
 }
 
 // Counted when issued successfully: an operation the backend refused moved nothing.

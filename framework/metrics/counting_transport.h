@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "framework/transport/forwarding_transport.h"
 
@@ -20,6 +21,9 @@ struct TransportCounters {
   std::int64_t puts = 0;
   std::int64_t gets = 0;
   std::int64_t atomics = 0;
+  // Not a count: the wrapped backend's DescribeEndpoints(), taken with the
+  // counts so that the report gets both from one call.
+  std::vector<transport::PeerTransports> endpoints;
 };
 
 class CountingTransport final : public transport::ForwardingTransport {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <cstdint>
 
 namespace stalelearn::runtime {
 
@@ -15,8 +16,19 @@ Result<RoleMap> RoleMap::Make(int world_size, int memory_ranks, proto::Placement
   }
   RoleMap map;
   const bool memory_first = placement == proto::MEMORY_FIRST;
+  // MEMORY_SPREAD: memory rank m is the last of block m of N/M ranks
+  // (rank floor((m+1)N/M)-1), so when mpirun fills hosts of equal slots in
+  // rank order every host gets its share of memory ranks.
+  const auto spread_memory = [&](int r) {
+    for (std::int64_t m = 0; m < memory_ranks; ++m) {
+      if ((m + 1) * world_size / memory_ranks - 1 == r) return true;
+    }
+    return false;
+  };
   for (int r = 0; r < world_size; ++r) {
-    const bool memory = memory_first ? r < memory_ranks : r >= world_size - memory_ranks;
+    const bool memory = placement == proto::MEMORY_SPREAD ? spread_memory(r)
+                        : memory_first                    ? r < memory_ranks
+                                                          : r >= world_size - memory_ranks;
     if (memory) {
       map.roles_.push_back(Role::kMemory);
       map.index_.push_back(static_cast<int>(map.memory_.size()));

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 
@@ -31,6 +34,14 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
   r.set_puts(counters.puts);
   r.set_gets(counters.gets);
   r.set_atomics(counters.atomics);
+  // Where the rank ran and how it reached each peer (cross-host runs).
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) == 0) r.set_host(host.data());
+  for (const transport::PeerTransports& peer : counters.endpoints) {
+    proto::EndpointTransports* e = r.add_endpoints();
+    e->set_peer(peer.peer.value);
+    for (const std::string& t : peer.transports) e->add_transports(t);
+  }
   return r;
 }
 

@@ -47,6 +47,7 @@ class ForwardingTransport : public Transport {
   Status Flush(Rank peer, Timeout timeout) override { return inner_.Flush(peer, timeout); }
   Status FlushAll(Timeout timeout) override { return inner_.FlushAll(timeout); }
   void Progress() override { inner_.Progress(); }
+  std::vector<PeerTransports> DescribeEndpoints() const override { return inner_.DescribeEndpoints(); }
 
  protected:
   Transport& inner_;

@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "framework/core/status.h"
 #include "framework/transport/types.h"
@@ -38,6 +40,13 @@ namespace stalelearn::transport {
 class SimulatedTime;
 
 using Timeout = std::chrono::nanoseconds;
+
+// How this rank reaches one peer, in the backend's own words (UCX: the
+// "transport/device" of each lane, e.g. "tcp/eth0" or "posix/memory").
+struct PeerTransports {
+  Rank peer;
+  std::vector<std::string> transports;  // distinct, in lane order
+};
 
 // Handle of a non-blocking operation. Not thread-safe: one owner thread.
 // Dropping an incomplete Request is allowed; the operation still completes and
@@ -122,6 +131,12 @@ class Transport {
   // Drives communication once. Non-blocking. Targets call it while they wait
   // (Capabilities::target_must_progress).
   virtual void Progress() = 0;
+
+  // The transports of this rank's endpoint to each peer, from the backend's
+  // own endpoint information (for the report: a cross-host run that fell back
+  // to shared memory shows). Empty when the backend has nothing to tell.
+  // Call when no operation is in flight (e.g. after training).
+  virtual std::vector<PeerTransports> DescribeEndpoints() const { return {}; }
 };
 
 // Acquire load of a 64-bit word that peers write remotely (commit words,

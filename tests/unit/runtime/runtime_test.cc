@@ -36,6 +36,20 @@ TEST(Roles, MemoryLastAndMemoryFirst) {
   EXPECT_EQ(first.memory_rank(model::MemoryIndex{0}), transport::Rank{0});
 }
 
+TEST(Roles, MemorySpreadTakesTheLastRankOfEachBlock) {
+  const auto memory_ranks_of = [](int world, int memory) {
+    const RoleMap map = ValueOrThrow(RoleMap::Make(world, memory, proto::MEMORY_SPREAD));
+    std::vector<int> ranks;
+    for (int m = 0; m < map.memory_ranks(); ++m) ranks.push_back(map.memory_rank(model::MemoryIndex{m}).value);
+    return ranks;
+  };
+  EXPECT_EQ(memory_ranks_of(6, 3), (std::vector<int>{1, 3, 5}));  // 3 hosts of 2 slots: one each
+  EXPECT_EQ(memory_ranks_of(5, 2), (std::vector<int>{1, 4}));
+  EXPECT_EQ(memory_ranks_of(4, 1), (std::vector<int>{3}));
+  const RoleMap map = ValueOrThrow(RoleMap::Make(6, 3, proto::MEMORY_SPREAD));
+  EXPECT_EQ(map.compute_rank(model::ComputeIndex{1}), transport::Rank{2});
+}
+
 TEST(Roles, NoComputeRankLeftIsAnError) {
   const Result<RoleMap> roles = RoleMap::Make(2, 2, proto::MEMORY_LAST);
   EXPECT_EQ(roles.status().code(), StatusCode::kInvalidArgument);

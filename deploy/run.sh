@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Starts a cross-host training job from a hostfile with the mpirun, MCA and
+# UCX settings such a job needs (README, "Clusters"):
+#
+#   deploy/run.sh --hostfile hosts -np 8 [options] -- --config apps/mf/movielens.pbtxt --report r.json
+#
+# Everything after "--" goes to `stalelearn train`. Options:
+#   --hostfile F          OpenMPI hostfile ("host slots=K" lines)
+#   -np N                 ranks in all
+#   --memory-hosts H,...  dedicated memory hosts: the last M ranks go to these
+#                         hosts (round-robin), the others fill the remaining
+#                         hosts of F by their slots; sets cluster.placement=
+#                         MEMORY_LAST and cluster.memory_ranks=M (mpirun's
+#                         sequential mapper, rmaps seq). Without it ranks fill
+#                         hosts in order and cluster.placement decides
+#                         (MEMORY_SPREAD: every host gets its share).
+#   --memory-ranks M      with --memory-hosts; default: one per memory host
+#   --net CIDR            the network MPI's out-of-band and tcp traffic use
+#                         (oob_tcp_if_include, btl_tcp_if_include)
+#   --ucx-tls LIST        UCX_TLS for every rank (e.g. rc,sm,self or tcp,self)
+#   --ucx-devices LIST    UCX_NET_DEVICES (e.g. mlx5_0:1 or eth0)
+#   --rsh-agent PATH      how mpirun reaches the hosts (default ssh)
+#   --box                 the cluster in a box (deploy/cluster/box.sh): its
+#                         net and rsh agent, UCX_TLS=tcp,self and
+#                         UCX_NET_DEVICES=eth0 (namespaces share /dev/shm, so
+#                         without it UCX silently uses shared memory)
+#   --timeout S           mpirun --timeout (the job is killed after S seconds)
+#   --bin PATH            the stalelearn program (default build/bin/stalelearn)
+#   --mpirun-arg ARG      one more mpirun argument (repeatable)
+#   --dry-run             print the mpirun command instead of running it
+# Exit code: mpirun's; 2 for bad arguments.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+
+hostfile="" np="" memory_hosts="" memory_ranks="" net="" ucx_tls="" ucx_devices="" agent=""
+timeout="" bin="${STALELEARN_BIN:-$ROOT/${STALELEARN_BUILD_DIR:-build}/bin/stalelearn}" dry_run=0
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hostfile) hostfile=${2:?--hostfile needs a file}; shift 2 ;;
+    -np|--np) np=${2:?-np needs a number}; shift 2 ;;
+    --memory-hosts) memory_hosts=${2:?--memory-hosts needs hosts}; shift 2 ;;
+    --memory-ranks) memory_ranks=${2:?--memory-ranks needs a number}; shift 2 ;;
+    --net) net=${2:?--net needs a CIDR}; shift 2 ;;
+    --ucx-tls) ucx_tls=${2:?--ucx-tls needs a list}; shift 2 ;;
+    --ucx-devices) ucx_devices=${2:?--ucx-devices needs a list}; shift 2 ;;
+    --rsh-agent) agent=${2:?--rsh-agent needs a path}; shift 2 ;;
+    --box)
+      box_env=$("$ROOT/deploy/cluster/box.sh" env) || die "--box: no box is up (deploy/cluster/box.sh up N)"
+      net=$(sed -n 's/^STALELEARN_BOX_NET=//p' <<<"$box_env")
+      agent=$(sed -n 's/^STALELEARN_BOX_AGENT=//p' <<<"$box_env")
+      ucx_tls=tcp,self ucx_devices=eth0
+      shift ;;
+    --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
+    --bin) bin=${2:?--bin needs a path}; shift 2 ;;
+    --mpirun-arg) extra+=("${2?--mpirun-arg needs a value}"); shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
+    --) shift; break ;;
+    *) die "unknown option '$1' (train arguments go after --)" ;;
+  esac
+done
+train_args=("$@")
+
+[ -n "$hostfile" ] || die "--hostfile is required"
+[ -r "$hostfile" ] || die "cannot read hostfile '$hostfile'"
+[[ "$np" =~ ^[1-9][0-9]*$ ]] || die "-np must be a positive number, got '${np}'"
+[ -x "$bin" ] || die "no stalelearn program at '$bin' (./deploy/build.sh, or --bin)"
+[ -z "$timeout" ] || [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be seconds, got '$timeout'"
+
+# Hostfile entries: "name slots=K" (slots default 1), comments and blanks skipped.
+mapfile -t host_lines < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$hostfile")
+[ ${#host_lines[@]} -gt 0 ] || die "hostfile '$hostfile' names no host"
+
+mpirun_args=(--bind-to none -np "$np")
+[ "$(id -u)" -ne 0 ] || mpirun_args+=(--allow-run-as-root)
+tmp_hostfile=""
+cleanup() { [ -z "$tmp_hostfile" ] || rm -f "$tmp_hostfile"; }
+trap cleanup EXIT
+
+if [ -n "$memory_hosts" ]; then
+  IFS=, read -r -a mem_hosts <<<"$memory_hosts"
+  [ -n "$memory_ranks" ] || memory_ranks=${#mem_hosts[@]}
+  [[ "$memory_ranks" =~ ^[1-9][0-9]*$ ]] || die "--memory-ranks must be a positive number, got '$memory_ranks'"
+  [ "$memory_ranks" -lt "$np" ] || die "--memory-ranks $memory_ranks leaves no compute rank of $np"
+  compute_slots=()  # one entry per slot of a non-memory host, in hostfile order
+  known=" "
+  for line in "${host_lines[@]}"; do
+    read -r name rest <<<"$line"
+    known+="$name "
+    slots=$(grep -o 'slots=[0-9]*' <<<"$rest" | cut -d= -f2 || true)
+    if [[ ",$memory_hosts," == *",$name,"* ]]; then continue; fi
+    for _ in $(seq 1 "${slots:-1}"); do compute_slots+=("$name"); done
+  done
+  for h in "${mem_hosts[@]}"; do
+    [[ "$known" == *" $h "* ]] || die "memory host '$h' is not in hostfile '$hostfile'"
+  done
+  [ ${#compute_slots[@]} -gt 0 ] || die "every host of '$hostfile' is a memory host: no room for compute ranks"
+  tmp_hostfile=$(mktemp /tmp/stalelearn-seq.XXXXXX)
+  compute=$((np - memory_ranks))
+  # The sequential mapper puts rank i on line i: compute ranks first (filling
+  # slots, wrapping around when oversubscribed), then the memory ranks.
+  for i in $(seq 0 $((compute - 1))); do echo "${compute_slots[$((i % ${#compute_slots[@]}))]}"; done >"$tmp_hostfile"
+  for i in $(seq 0 $((memory_ranks - 1))); do echo "${mem_hosts[$((i % ${#mem_hosts[@]}))]}"; done >>"$tmp_hostfile"
+  mpirun_args+=(--hostfile "$tmp_hostfile" --mca rmaps seq --oversubscribe)
+  train_args+=(--set cluster.placement=MEMORY_LAST --set "cluster.memory_ranks=$memory_ranks")
+else
+  mpirun_args+=(--hostfile "$hostfile")
+fi
+
+[ -z "$agent" ] || mpirun_args+=(--mca plm_rsh_agent "$agent")
+[ -z "$net" ] || mpirun_args+=(--mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net")
+[ -z "$timeout" ] || mpirun_args+=(--timeout "$timeout")
+# -x exports to every rank (over ssh the environment does not travel otherwise).
+export UCX_WARN_UNUSED_ENV_VARS=${UCX_WARN_UNUSED_ENV_VARS:-n}
+mpirun_args+=(-x UCX_WARN_UNUSED_ENV_VARS)
+if [ -n "$ucx_tls" ]; then export UCX_TLS=$ucx_tls; mpirun_args+=(-x UCX_TLS); fi
+if [ -n "$ucx_devices" ]; then export UCX_NET_DEVICES=$ucx_devices; mpirun_args+=(-x UCX_NET_DEVICES); fi
+mpirun_args+=("${extra[@]}")
+
+if [ "$dry_run" -eq 1 ]; then
+  [ -z "$tmp_hostfile" ] || { echo "# rank -> host (sequential mapper):"; sed 's/^/#   /' "$tmp_hostfile"; }
+  echo "${UCX_TLS:+UCX_TLS=$UCX_TLS }${UCX_NET_DEVICES:+UCX_NET_DEVICES=$UCX_NET_DEVICES }mpirun ${mpirun_args[*]} $bin train ${train_args[*]}"
+  exit 0
+fi
+set +e
+mpirun "${mpirun_args[@]}" "$bin" train "${train_args[@]}" </dev/null
+rc=$?
+exit $rc
