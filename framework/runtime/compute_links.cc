@@ -1,5 +1,9 @@
 #include "framework/runtime/compute_links.h"
 
+#include <fmt/format.h>
+
+#include "framework/sync/wait_until.h"
+
 namespace stalelearn::runtime {
 namespace {
 
@@ -32,21 +36,26 @@ ComputeLinks::ComputeLinks(const RankEnv& env, ComputeEndpoints moved, const Dat
       pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr) {}
 
 Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
-  sync::Deadline deadline(env.wait.timeout);
-  sync::IdleBackoff backoff(env.wait.backoff);
-  while (true) {
-    STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
-    bool complete = true;
-    for (int m = 0; m < clocks.memory_ranks(); ++m) {
-      for (int c = 0; c < clocks.compute_ranks(); ++c) {
-        complete &= clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c}) >= total_clocks;
-      }
-    }
-    if (complete) break;
-    if (deadline.Expired()) return TimeoutError("the memory ranks never published the final model");
-    env.transport.Progress();
-    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
-  }
+  std::string missing;
+  STALELEARN_RETURN_IF_ERROR(sync::WaitUntil(
+                                 env.wait, env.transport,
+                                 [&]() -> Result<bool> {
+                                   STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
+                                   for (int m = 0; m < clocks.memory_ranks(); ++m) {
+                                     for (int c = 0; c < clocks.compute_ranks(); ++c) {
+                                       const std::uint64_t merged =
+                                           clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
+                                       if (merged < total_clocks) {
+                                         missing = fmt::format("memory rank {} has {} of compute rank {}'s {} clocks",
+                                                               m, merged, c, total_clocks);
+                                         return false;
+                                       }
+                                     }
+                                   }
+                                   return true;
+                                 },
+                                 [&] { return "the final model (" + missing + ")"; })
+                                 .status());
   return refresher.ReadMergedModel(model);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/wait_until.h"
 
 namespace stalelearn::sync {
 
@@ -20,21 +21,21 @@ RingWriter::RingWriter(transport::Transport& transport, std::unique_ptr<transpor
 Status RingWriter::WaitForFreeSlot(std::uint64_t sequence) {
   const auto slots = static_cast<std::uint64_t>(ring_geometry_.slots);
   if (sequence <= known_head_ + slots) return Status::Ok();
-  Deadline deadline(wait_.timeout);
-  IdleBackoff backoff(wait_.backoff);
-  while (true) {
-    STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, &head_read_, sizeof head_read_, published_,
-                                                      published_geometry_.head_offset(me_), wait_.timeout));
-    known_head_ = head_read_;
-    if (sequence <= known_head_ + slots) return Status::Ok();
-    if (deadline.Expired()) {
-      return TimeoutError(fmt::format("ring to rank {} full: batch {} waits for the memory rank to consume "
-                                      "batch {} (head {})",
-                                      peer().value, sequence, sequence - slots, known_head_));
-    }
-    transport_.Progress();
-    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
-  }
+  return WaitUntil(
+             wait_, transport_,
+             [&]() -> Result<bool> {
+               STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, &head_read_, sizeof head_read_,
+                                                                 published_, published_geometry_.head_offset(me_),
+                                                                 wait_.timeout));
+               known_head_ = head_read_;
+               return sequence <= known_head_ + slots;
+             },
+             [&] {
+               return fmt::format("ring space to rank {}: batch {} needs the memory rank to consume batch {} "
+                                  "(head {})",
+                                  peer().value, sequence, sequence - slots, known_head_);
+             })
+      .status();
 }
 
 Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> batch) {

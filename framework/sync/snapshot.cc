@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "framework/core/planted_defect.h"
+#include "framework/sync/wait_until.h"
 
 namespace stalelearn::sync {
 
@@ -65,35 +66,34 @@ Result<std::uint64_t> SnapshotReader::ReadWord(std::size_t offset) {
 template <class Body>
 Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_t after, std::uint64_t bytes,
                                                                     Body&& body) {
-  Deadline deadline(wait_.timeout);
-  IdleBackoff backoff(wait_.backoff);
-  while (true) {
-    STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
-    if (g <= after) return std::optional<std::uint64_t>();
-    const int b = geometry_.BufferOf(g);
-    STALELEARN_ASSIGN_OR_RETURN(std::uint64_t before, ReadWord(geometry_.version_offset(b)));
-    if (before == 2 * g) {
-      STALELEARN_RETURN_IF_ERROR(body(g, b));
-      std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: data before the re-check
-      // One get re-checks the version and fetches the publication stamp.
-      STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, version_and_stamp_, sizeof version_and_stamp_,
-                                                        published_, geometry_.version_offset(b), wait_.timeout));
-      if (version_and_stamp_[0] == before) {
-        if (wait_.sim != nullptr) {
-          const auto published_at = transport::VirtualTimeFromPs(static_cast<std::int64_t>(version_and_stamp_[1]));
-          STALELEARN_RETURN_IF_ERROR(wait_.sim->AdvanceTo(wait_.sim->GetVisibleAt(published_at, bytes)));
-        }
-        return std::optional<std::uint64_t>(g);
-      }
-    }
-    // Buffer b was being rewritten with a newer generation: read the newest.
-    if (deadline.Expired()) {
-      return TimeoutError(fmt::format("no consistent snapshot from rank {} within the wait limit",
-                                      published_.owner().value));
-    }
-    transport_.Progress();
-    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
-  }
+  std::optional<std::uint64_t> read;
+  STALELEARN_RETURN_IF_ERROR(
+      WaitUntil(
+          wait_, transport_,
+          [&]() -> Result<bool> {
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
+            if (g <= after) return true;  // nothing newer: read stays empty
+            const int b = geometry_.BufferOf(g);
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t before, ReadWord(geometry_.version_offset(b)));
+            if (before != 2 * g) return false;  // buffer b is being rewritten with a newer generation
+            STALELEARN_RETURN_IF_ERROR(body(g, b));
+            std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: data before the re-check
+            // One get re-checks the version and fetches the publication stamp.
+            STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, version_and_stamp_,
+                                                              sizeof version_and_stamp_, published_,
+                                                              geometry_.version_offset(b), wait_.timeout));
+            if (version_and_stamp_[0] != before) return false;  // torn: read the newest again
+            if (wait_.sim != nullptr) {
+              const auto published_at =
+                  transport::VirtualTimeFromPs(static_cast<std::int64_t>(version_and_stamp_[1]));
+              STALELEARN_RETURN_IF_ERROR(wait_.sim->AdvanceTo(wait_.sim->GetVisibleAt(published_at, bytes)));
+            }
+            read = g;
+            return true;
+          },
+          [&] { return fmt::format("a consistent snapshot from rank {}", published_.owner().value); })
+          .status());
+  return read;
 }
 
 Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t after, std::span<std::byte> shard_bytes) {

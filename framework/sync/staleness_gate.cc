@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "framework/sync/wait_until.h"
+
 namespace stalelearn::sync {
 
 StalenessGate::StalenessGate(ClockTable& clocks, model::ComputeIndex me, StalenessBound bound,
@@ -10,23 +12,20 @@ StalenessGate::StalenessGate(ClockTable& clocks, model::ComputeIndex me, Stalene
 
 Result<std::chrono::nanoseconds> StalenessGate::WaitUntilAllowed(std::uint64_t clock) {
   if (!bound_.bounded()) return std::chrono::nanoseconds(0);
-  const auto start = std::chrono::steady_clock::now();
-  Deadline deadline(wait_.timeout);
-  IdleBackoff backoff(wait_.backoff);
-  while (true) {
-    STALELEARN_RETURN_IF_ERROR(clocks_.Refresh());
-    const ClockTable::Slowest slowest = clocks_.SlowestOther(me_);
-    if (bound_.Allows(clock, slowest.merged_clock)) {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-    }
-    if (deadline.Expired()) {
-      return TimeoutError(fmt::format("compute rank {} waited too long to start clock {} (bound {}): compute rank "
-                                      "{} has only {} clocks merged",
-                                      me_.value, clock, bound_.value(), slowest.rank.value, slowest.merged_clock));
-    }
-    transport_.Progress();
-    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
-  }
+  ClockTable::Slowest slowest{};
+  return WaitUntil(
+      wait_, transport_,
+      [&]() -> Result<bool> {
+        STALELEARN_RETURN_IF_ERROR(clocks_.Refresh());
+        slowest = clocks_.SlowestOther(me_);
+        return bound_.Allows(clock, slowest.merged_clock);
+      },
+      [&] {
+        return fmt::format("compute rank {} to merge more clocks: compute rank {} may start clock {} only under "
+                           "bound {}, and compute rank {} has {} clocks merged",
+                           slowest.rank.value, me_.value, clock, bound_.value(), slowest.rank.value,
+                           slowest.merged_clock);
+      });
 }
 
 }  // namespace stalelearn::sync
