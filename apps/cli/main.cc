@@ -1,6 +1,7 @@
 // The `stalelearn` program: the command line (cli_main.h) with the built-in
 // apps, one registration line each.
 #include "apps/cli/cli_main.h"
+#include "apps/lda/register.h"
 #include "apps/lr/register.h"
 #include "apps/mf/register.h"
 
@@ -9,5 +10,6 @@ int main(int argc, char** argv) {
                                {
                                    &stalelearn::apps::mf::RegisterApp,
                                    &stalelearn::apps::lr::RegisterApp,
+                                   &stalelearn::apps::lda::RegisterApp,
                                });
 }

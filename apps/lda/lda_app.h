@@ -1,0 +1,107 @@
+// LDA by collapsed Gibbs sampling (sampler.h). One sample is one token of a
+// training document; each document is a sample group, so its tokens stay on
+// one compute rank.
+//
+// Tables (int32, sum merge):
+//   0 "word_topic"   one row per word, width K: n_wk;
+//   1 "topic_totals" one row, width K: n_k.
+// Local state per compute rank (LdaState): the topic of each of its tokens
+// and its documents' topic counts n_dk (exact: only this rank changes them).
+// InitializeFromData draws random topics and writes their counts (summed over
+// ranks before clock 0). A kernel step removes the token's topic (-1 in its
+// word row and the totals: a decrement always matched by this rank's own
+// earlier increment of that same assignment), samples, adds the new one.
+// Stale replica counts are clamped at 0 when computing probabilities.
+//
+// Evaluation in parts: held-out documents are dealt to compute ranks (every
+// k-th); document completion estimates each one's topic mixture from its
+// first half (eval_sweeps Gibbs sweeps with the trained counts fixed) and
+// scores its second half: test_perplexity. Each rank also adds the
+// log-likelihood of its training tokens under its n_dk and the model:
+// train_log_likelihood (per token).
+//
+// Immutable after construction; every method is const and thread-safe
+// (framework/runtime/app.h); the mutable state is in LdaState.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/lda/corpus.h"
+#include "apps/lda/lda_config.pb.h"
+#include "apps/lda/sampler.h"
+#include "framework/proto/config.pb.h"
+#include "framework/runtime/app.h"
+
+namespace stalelearn::apps::lda {
+
+enum class SamplerKind { kSparse, kPlain };
+
+struct LdaParams {
+  LdaPriors priors;
+  SamplerKind sampler = SamplerKind::kSparse;
+  int eval_sweeps = 10;
+  std::uint64_t seed = 0;  // held-out documents' completion sweeps
+};
+
+class LdaApp final : public runtime::App {
+ public:
+  static constexpr runtime::TableId kWordTopic{0};
+  static constexpr runtime::TableId kTotals{1};
+
+  // `train`/`test`: document indices into `corpus`.
+  LdaApp(std::string dataset, TokenCorpus corpus, std::vector<std::int64_t> train, std::vector<std::int64_t> test,
+         LdaParams params);
+
+  std::string name() const override { return "lda"; }
+  std::string dataset() const override { return dataset_; }
+  std::vector<runtime::TableSpec> Tables() const override;
+  std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(token_word_.size()); }
+  std::int64_t SampleGroups() const override { return static_cast<std::int64_t>(train_.size()); }
+  runtime::SampleRange GroupSamples(std::int64_t group) const override;
+  std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo& info,
+                                                        std::span<const std::int64_t> samples) const override;
+  bool HasDataInitialization() const override { return true; }
+  void InitializeFromData(runtime::ModelView& model, runtime::KernelContext& ctx) const override;
+  void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
+  void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
+                   runtime::KernelContext& ctx) const override;
+
+  bool EvaluatesInParts() const override { return true; }
+  // {held-out log-likelihood, held-out tokens, training log-likelihood, training tokens}.
+  std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override;
+  runtime::Evaluation CombineParts(std::span<const double> sums) const override;
+
+  const LdaParams& params() const { return params_; }
+  const TokenCorpus& corpus() const { return corpus_; }
+  std::int32_t WordOf(std::int64_t sample) const { return token_word_[static_cast<std::size_t>(sample)]; }
+  // Training tokens of each word (what its word_topic row must sum to).
+  std::vector<std::int64_t> TrainingTokensPerWord() const;
+
+ private:
+  void UpdatePlain(std::span<const std::int64_t> sorted, runtime::ModelView& model, runtime::KernelContext& ctx) const;
+  void UpdateSparse(std::span<const std::int64_t> sorted, runtime::ModelView& model,
+                    runtime::KernelContext& ctx) const;
+  // Held-out document `doc`'s {log-likelihood of its second half, its tokens}.
+  std::pair<double, double> CompleteDocument(std::int64_t doc, const runtime::TableSet& model,
+                                             std::span<const double> inverse_totals) const;
+
+  std::string dataset_;
+  TokenCorpus corpus_;
+  std::vector<std::int64_t> train_;
+  std::vector<std::int64_t> test_;
+  LdaParams params_;
+  std::vector<std::int32_t> token_word_;  // per training token
+  std::vector<std::int32_t> token_doc_;   // per training token: index into train_
+  std::vector<std::int64_t> doc_begin_;   // per training document + 1: first token
+};
+
+// Reads the token corpus, splits its documents (data.test_fraction, default
+// 0.1, by a seeded shuffle with data.split_seed) and builds the app from the
+// config's resolved lda section.
+Result<std::unique_ptr<LdaApp>> LoadLdaApp(const proto::Config& config, const std::filesystem::path& file);
+
+}  // namespace stalelearn::apps::lda

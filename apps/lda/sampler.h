@@ -1,0 +1,78 @@
+// The collapsed-Gibbs conditional of LDA and two samplers of it. For a
+// token of word w in document d (its own assignment already removed):
+//
+//   p(z = k) ∝ (n_dk + alpha) * (n_wk + beta) / (n_k + V * beta)
+//
+// with n_wk, n_k read from a (possibly stale) replica. Stale counts can be
+// negative or zero where the truth is positive, so every count is clamped
+// with max(n, 0) before use: no probability is ever negative.
+//
+//   SamplePlain   the reference: all K terms, O(K) per token.
+//   SparseTopicSampler  SparseLDA (Yao, Mimno, McCallum 2009): the mass
+//                 splits into s = sum_k alpha beta / (n_k + Vb) (smoothing),
+//                 r = sum_{k: n_dk>0} n_dk beta / (n_k + Vb) (document) and
+//                 q = sum_{k: n_wk>0} (n_dk + alpha) n_wk / (n_k + Vb) (word);
+//                 s and r and the coefficients (n_dk + alpha)/(n_k + Vb) are
+//                 cached and updated in O(1) per count change, so a token
+//                 costs O(K_d + K_w) (topics present in its document / word)
+//                 plus an O(K) walk in the rare case the draw lands in s.
+//                 BeginBatch costs O(K), BeginDocument O(K).
+// Both draw from the same distribution (tests/unit/lda: chi-square).
+//
+// Not thread-safe: one sampler per kernel call. Spans passed in must stay
+// valid for the call only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace stalelearn::apps::lda {
+
+struct LdaPriors {
+  double alpha = 0.1;
+  double beta = 0.01;
+  int vocabulary = 1;  // V
+  int topics = 1;      // K
+};
+
+inline double Clamped(std::int32_t count) { return count > 0 ? static_cast<double>(count) : 0.0; }
+
+// The reference sampler; `u` uniform in [0, 1); `scratch` is resized to K.
+int SamplePlain(const LdaPriors& priors, std::span<const std::int32_t> word_row,
+                std::span<const std::int32_t> totals, std::span<const std::int32_t> doc_row, double u,
+                std::vector<double>& scratch);
+
+class SparseTopicSampler {
+ public:
+  explicit SparseTopicSampler(const LdaPriors& priors);
+
+  // Caches the smoothing terms from the topic totals: O(K).
+  void BeginBatch(std::span<const std::int32_t> totals);
+  // Caches the document's coefficients and its non-zero topics: O(K).
+  void BeginDocument(std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
+  // Draws a topic for a token of the current document. `word_topics` must list
+  // every topic k with word_row[k] > 0 (it may list others, and repeats are
+  // not allowed). `u` uniform in [0, 1).
+  int Sample(std::span<const std::int32_t> word_row, std::span<const std::int32_t> word_topics,
+             std::span<const std::int32_t> doc_row, double u);
+  // After the caller changed n_dk or n_k of topic k (doc_row, totals hold the
+  // new values): updates the caches in O(1) (amortised).
+  void TopicChanged(int k, std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
+
+ private:
+  void Recompute(int k, std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
+
+  LdaPriors priors_;
+  double vocabulary_beta_;
+  std::vector<double> smoothing_;    // alpha beta / (n_k + Vb)
+  std::vector<double> document_;     // n_dk beta / (n_k + Vb)
+  std::vector<double> coefficient_;  // (n_dk + alpha) / (n_k + Vb)
+  std::vector<int> doc_topics_;      // topics with n_dk > 0 at some point in this document
+  std::vector<char> in_doc_topics_;
+  std::vector<double> word_terms_;   // scratch: q's terms
+  double s_ = 0;
+  double r_ = 0;
+};
+
+}  // namespace stalelearn::apps::lda
