@@ -28,13 +28,16 @@ function(stalelearn_layer_rule name)
   set_property(GLOBAL APPEND PROPERTY STALELEARN_LAYER_RULES "${name}|${dirs}|${layers}|${owns}")
 endfunction()
 
-# stalelearn_add_layer(NAME SOURCES ... DIRS ... [LAYERS lower...] [OWNS ...]
-#                      [TARGET target] [LIBS PUBLIC|PRIVATE lib...]):
+# stalelearn_add_layer(NAME SOURCES ... DIRS ... [LAYERS lower...] [OPTIONAL_LAYERS lower...]
+#                      [OWNS ...] [TARGET target] [LIBS PUBLIC|PRIVATE lib...]):
 # a static library (default name stalelearn_NAME) with the project's
 # defaults, the source root as include root, installed and exported as
 # stalelearn::NAME. Source paths are relative to the calling directory.
+# OPTIONAL_LAYERS: lower layers that may not be built (an option is off):
+# linked when their target exists, always allowed in includes (which sit
+# behind the option's #if).
 function(stalelearn_add_layer name)
-  cmake_parse_arguments(ARG "" "TARGET" "SOURCES;DIRS;LAYERS;OWNS;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TARGET" "SOURCES;DIRS;LAYERS;OPTIONAL_LAYERS;OWNS;LIBS" ${ARGN})
   set(target stalelearn_${name})
   if(ARG_TARGET)
     set(target ${ARG_TARGET})
@@ -48,13 +51,18 @@ function(stalelearn_add_layer name)
   foreach(lower IN LISTS ARG_LAYERS)
     target_link_libraries(${target} PUBLIC stalelearn_${lower})
   endforeach()
+  foreach(lower IN LISTS ARG_OPTIONAL_LAYERS)
+    if(TARGET stalelearn_${lower})
+      target_link_libraries(${target} PUBLIC stalelearn_${lower})
+    endif()
+  endforeach()
   if(ARG_LIBS)
     target_link_libraries(${target} ${ARG_LIBS})
   endif()
   # The check runs before any layer compiles, also for `--target X` builds.
   add_dependencies(${target} stalelearn_layering_check)
   install(TARGETS ${target} EXPORT stalelearnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  stalelearn_layer_rule(${name} DIRS ${ARG_DIRS} LAYERS ${ARG_LAYERS} OWNS ${ARG_OWNS})
+  stalelearn_layer_rule(${name} DIRS ${ARG_DIRS} LAYERS ${ARG_LAYERS} ${ARG_OPTIONAL_LAYERS} OWNS ${ARG_OWNS})
 endfunction()
 
 # Declared before the layers so that they can depend on it; its rules file is
