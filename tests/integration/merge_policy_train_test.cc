@@ -22,6 +22,8 @@
 #include <set>
 
 #include "backends/builtin.h"
+#include "framework/core/error.h"
+#include "framework/runtime/merge_config.h"
 #include "framework/transport/inprocess_bootstrap.h"
 #include "tests/integration/app_api_support.h"
 #include "tests/integration/train_support.h"
@@ -239,6 +241,32 @@ TEST(MergeConfigThroughTrainRank, BadEntriesAreInvalidArgumentsNamingTheField) {
       EXPECT_EQ(status.message().find('\n'), std::string::npos) << label << ": one line: " << status.message();
     }
   }
+}
+
+// Zero fields of a merge entry take the policy's documented defaults
+// (config.proto points at sync::MergePolicySpec), a named table wins over "*",
+// and tables named nowhere sum.
+TEST(MergeConfigThroughTrainRank, ZeroFieldsTakeTheSpecDefaultsAndANamedTableWinsOverTheDefaultEntry) {
+  const std::vector<model::TableSpec> tables = {{"a", runtime::ElementType::kFloat32, 2, 1},
+                                                {"b", runtime::ElementType::kFloat32, 2, 1},
+                                                {"c", runtime::ElementType::kInt32, 2, 1}};
+  proto::Config config = TestConfig("SSP", 1, 1, 1, 8);
+  (*config.mutable_merge())["*"].set_policy("adam");
+  (*config.mutable_merge())["b"].set_policy("adagrad");
+  (*config.mutable_merge())["b"].set_learning_rate(0.5f);
+  (*config.mutable_merge())["c"].set_policy("sum");
+  const std::vector<sync::MergePolicySpec> specs = ValueOrThrow(runtime::MergeSpecsOf(config, tables, true));
+  ASSERT_EQ(specs.size(), 3u);
+  const sync::MergePolicySpec defaults;
+  EXPECT_EQ(specs[0].name, "adam");
+  EXPECT_EQ(specs[0].learning_rate, defaults.learning_rate);
+  EXPECT_EQ(specs[0].beta1, defaults.beta1);
+  EXPECT_EQ(specs[0].beta2, defaults.beta2);
+  EXPECT_EQ(specs[0].epsilon, defaults.epsilon);
+  EXPECT_EQ(specs[1].name, "adagrad");
+  EXPECT_EQ(specs[1].learning_rate, 0.5f);
+  EXPECT_EQ(specs[1].initial_accumulator, defaults.initial_accumulator);
+  EXPECT_EQ(specs[2].name, "sum");
 }
 
 }  // namespace
