@@ -40,29 +40,11 @@ function(stalelearn_add_unit_test name)
 endfunction()
 
 # stalelearn_app_protos(TARGET a.proto ...): compiles an app's protos (its
-# config section) into TARGET_proto (generated code, without our warning
-# flags) and links it to TARGET. protoc runs with the calling project's root
-# as import path, so "apps/x/x_config.proto" is included as
-# "apps/x/x_config.pb.h" and its descriptor has a file name unique in the
-# program (protobuf aborts on two generated files of the same name).
+# config section) into TARGET_proto (cmake/StalelearnAppProgram.cmake,
+# stalelearn_add_proto_library: generated code, without our warning flags,
+# the project root as import path) and links it to TARGET.
+include(${CMAKE_CURRENT_LIST_DIR}/StalelearnAppProgram.cmake)
 function(stalelearn_app_protos target)
-  set(generated)
-  foreach(proto IN LISTS ARGN)
-    get_filename_component(abs "${proto}" ABSOLUTE)
-    file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${abs}")
-    string(REGEX REPLACE "\\.proto$" "" stem "${rel}")
-    set(cc "${PROJECT_BINARY_DIR}/${stem}.pb.cc")
-    set(h "${PROJECT_BINARY_DIR}/${stem}.pb.h")
-    add_custom_command(OUTPUT "${cc}" "${h}"
-      COMMAND protobuf::protoc --cpp_out "${PROJECT_BINARY_DIR}" -I "${PROJECT_SOURCE_DIR}" "${abs}"
-      DEPENDS "${abs}" protobuf::protoc
-      COMMENT "protoc ${rel}" VERBATIM)
-    list(APPEND generated "${cc}" "${h}")
-  endforeach()
-  add_library(${target}_proto STATIC ${generated})
-  target_include_directories(${target}_proto PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
-  target_link_libraries(${target}_proto PUBLIC protobuf::libprotobuf)
-  target_compile_features(${target}_proto PUBLIC cxx_std_20)
-  set_target_properties(${target}_proto PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  stalelearn_add_proto_library(${target}_proto ${ARGN})
   target_link_libraries(${target} PUBLIC ${target}_proto)
 endfunction()

@@ -50,6 +50,11 @@ class LrApp final : public runtime::App {
   runtime::Evaluation CombineParts(std::span<const double> sums) const override;
 
   std::size_t features() const { return data_.num_columns; }
+  // The data (labels mapped to {0, 1}) and its split: row indices of the
+  // training samples (sample i is row train_rows()[i]) and of the test set.
+  const data::SparseDataset& data() const { return data_; }
+  const std::vector<std::int64_t>& train_rows() const { return train_; }
+  const std::vector<std::int64_t>& test_rows() const { return test_; }
 
  private:
   // <w, x> + b of row `r` on the weights `w` (features + 1 floats).

@@ -114,8 +114,6 @@ std::string_view PresetSubdirectory(PresetKind kind) {
   return "?";
 }
 
-std::filesystem::path DefaultPresetDir() { return STALELEARN_TIMING_PRESET_DIR; }
-
 Result<std::filesystem::path> PresetPath(const std::filesystem::path& dir, PresetKind kind,
                                          std::string_view name) {
   if (!IsValidName(name)) {

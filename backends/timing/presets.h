@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/timing/default_preset_dir.h"  // DefaultPresetDir(): the shipped presets
 #include "framework/core/status.h"
 #include "framework/proto/timing_presets.pb.h"
 
@@ -30,10 +31,6 @@ enum class PresetKind { kMemory, kLink, kCompute };
 
 // "memory", "link" or "compute": the subdirectory of a preset directory.
 std::string_view PresetSubdirectory(PresetKind kind);
-
-// The presets shipped in the source tree (backends/timing/presets), compiled
-// in; config.timing.preset_dir overrides it.
-std::filesystem::path DefaultPresetDir();
 
 // <dir>/<subdir>/<name>.pbtxt. Names are file stems: letters, digits, '-', '_'.
 Result<std::filesystem::path> PresetPath(const std::filesystem::path& dir, PresetKind kind,

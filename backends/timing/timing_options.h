@@ -4,7 +4,7 @@
 //   memory      memory-side preset (default "hmc2")
 //   link        link preset (default "pcie4-x16")
 //   compute     compute preset (default "gpu-gtx580")
-//   preset_dir  directory of presets (default: the source tree's backends/timing/presets)
+//   preset_dir  directory of presets (default: DefaultPresetDir(), default_preset_dir.h)
 //   schedule    "auto" (default: virtual-time when the ranks are threads of one
 //               process), "virtual-time" (required; error otherwise) or "none"
 //   inner.KEY   passed to the inner backend as KEY

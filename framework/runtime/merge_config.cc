@@ -42,9 +42,14 @@ Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& con
       return InvalidArgument(fmt::format("merge.{}.policy={} needs memory ranks; consistency.mode {} has none",
                                          t.name, specs.back().name, config.consistency().mode()));
     }
+    // Bad input whatever the registry's code (an unknown name is kNotFound
+    // there): the CLI exits 2 on kInvalidArgument under mpirun too.
+    const Status valid = sync::BuiltinMergePolicies().Validate(specs.back(), t);
+    if (!valid.ok()) {
+      const std::string key = named != config.merge().end() ? t.name : "*";
+      return InvalidArgument(fmt::format("merge.{}: {}", key, valid.message()));
+    }
   }
-  const Status valid = sync::ValidateMergePolicies(specs, tables);
-  if (!valid.ok()) return valid.WithContext("merge");
   return specs;
 }
 

@@ -85,5 +85,64 @@ TEST(Cli, UnknownBackendOptionIsOneCleanLine) {
   }
 }
 
+// `--set` reaches an app's own config section (apps/lr/lr_config.proto):
+// one compute rank trains deterministically, so the model checksum shows
+// whether the learning rate was applied. A tiny LIBSVM file keeps it
+// independent of fetched data.
+std::string ModelChecksumOf(const fs::path& report) {
+  std::smatch checksum;
+  const std::string json = ReadAll(report);
+  return std::regex_search(json, checksum, std::regex("\"model_checksum\": \"([0-9a-f]+)\"")) ? checksum[1].str()
+                                                                                                 : "";
+}
+
+class LrOverrides : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "tiny.libsvm") << "1 1:0.5 2:1\n0 2:1 3:0.5\n1 1:1\n0 3:1\n1 1:0.7 3:0.1\n0 2:0.3\n"
+                                           "1 1:0.2 2:0.2\n0 3:0.9\n";
+  }
+  // `stalelearn train` on apps/lr/spam.pbtxt's settings, 1:1 ranks, the tiny file, plus `set`.
+  CommandRun Train(const std::string& set, const std::string& report_name) {
+    return Stalelearn("train --config '" STALELEARN_SOURCE_DIR "/apps/lr/spam.pbtxt' --ranks 1:1 --quiet --set "
+                      "data.path='" + (dir_ / "tiny.libsvm").string() + "' --set training.epochs=2 " + set +
+                      " --report '" + (dir_ / report_name).string() + "'");
+  }
+  fs::path report(const std::string& name) const { return dir_ / name; }
+
+ private:
+  fs::path dir_ = fs::path(::testing::TempDir()) / "stalelearn_cli_lr_test";
+};
+
+TEST_F(LrOverrides, LearningRateSetOnTheCommandLineIsTheOneTrainedWith) {
+  const CommandRun fast = Train("--set app.lr.learning_rate=0.5", "fast.json");
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  const CommandRun file_rate = Train("", "file.json");
+  ASSERT_EQ(file_rate.exit_code, 0) << file_rate.err;
+  const CommandRun same_rate = Train("--set app.lr.learning_rate=0.2", "same.json");  // spam.pbtxt's rate
+  ASSERT_EQ(same_rate.exit_code, 0) << same_rate.err;
+  const std::string fast_model = ModelChecksumOf(report("fast.json"));
+  ASSERT_FALSE(fast_model.empty()) << ReadAll(report("fast.json"));
+  EXPECT_NE(fast_model, ModelChecksumOf(report("file.json"))) << "app.lr.learning_rate=0.5 was not applied";
+  EXPECT_EQ(ModelChecksumOf(report("same.json")), ModelChecksumOf(report("file.json")))
+      << "the same rate set twice must train the same model";
+}
+
+TEST_F(LrOverrides, UnknownLrFieldAnotherAppsSectionAndUnknownMergePolicyAreOneLineExitTwo) {
+  const struct {
+    const char* set;
+    const char* named;
+  } cases[] = {{"--set app.lr.bogus=1", "app.lr.bogus"},
+               {"--set app.mf.rank=3", "app.mf"},
+               {"--set merge.weights.policy=bogus", "merge.weights: unknown merge policy 'bogus'"}};
+  for (const auto& c : cases) {
+    const CommandRun run = Train(c.set, "bad.json");
+    EXPECT_EQ(run.exit_code, 2) << c.set << ": " << run.err;
+    EXPECT_TRUE(std::regex_match(run.err, std::regex("stalelearn: error: [^\n]*\n"))) << c.set << ": " << run.err;
+    EXPECT_NE(run.err.find(c.named), std::string::npos) << c.set << ": " << run.err;
+  }
+}
+
 }  // namespace
 }  // namespace stalelearn::cli

@@ -77,6 +77,58 @@ TEST(Replica, DeltasCoverOnlyChangedTouchedRows) {
   EXPECT_FLOAT_EQ(f[1], 1.0f);
 }
 
+// A dense table keeps no touch log: every changed row is drained (value now
+// minus the copy at the last Rebase or drain), and Rebase makes values
+// written around the view (an installed snapshot) the new base.
+TEST(Replica, DenseTableDrainsItsFullDeltaAndRebaseResetsIt) {
+  constexpr std::int64_t kRows = 5;
+  Replica replica({{"dense", ElementType::kFloat32, kRows, 2, /*dense=*/true}, {"sparse", ElementType::kInt32, 3, 1}});
+  using Key = std::pair<std::uint32_t, std::int64_t>;  // (table, row)
+  using Deltas = std::map<Key, std::vector<float>>;
+  const auto drain = [&] {
+    Deltas deltas;
+    replica.DrainDeltas([&](TableId t, RowId r, std::span<const std::byte> d) {
+      std::vector<float>& v = deltas[{t.value, r.value}];
+      v.resize(d.size() / sizeof(float));
+      std::memcpy(v.data(), d.data(), d.size());
+    });
+    return deltas;
+  };
+
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    replica.FloatRow(TableId{0}, RowId{r})[0] += static_cast<float>(r + 1);
+    replica.FloatRow(TableId{0}, RowId{r})[1] -= 0.5f;
+  }
+  replica.IntRow(TableId{1}, RowId{1})[0] += 4;
+  EXPECT_EQ(replica.touched_rows(), 1u) << "dense rows are not logged";
+  Deltas deltas = drain();
+  ASSERT_EQ(deltas.size(), static_cast<std::size_t>(kRows) + 1);
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    EXPECT_EQ(deltas[Key(0, r)], (std::vector<float>{static_cast<float>(r + 1), -0.5f})) << "row " << r;
+  }
+  EXPECT_EQ(deltas.count(Key(1, 1)), 1u);
+  EXPECT_TRUE(drain().empty()) << "a drain makes the current values the base";
+
+  // Writes through a kept span after a drain (as a kernel writing a whole
+  // matrix would) count: the delta is taken from the values, not from touches.
+  const std::span<float> row3 = replica.FloatRow(TableId{0}, RowId{3});
+  (void)drain();
+  row3[1] = 7.0f;
+  deltas = drain();
+  ASSERT_EQ(deltas.size(), 1u);
+  EXPECT_EQ(deltas[Key(0, 3)], (std::vector<float>{0.0f, 7.5f}));
+
+  // An installed snapshot is not a delta once rebased...
+  for (std::int64_t r = 0; r < kRows; ++r) replica.mutable_tables()[0].FloatRow(r)[0] = 100.0f;
+  replica.Rebase();
+  EXPECT_TRUE(drain().empty()) << "Rebase must reset the dense base";
+  // ...and the next delta is taken against it.
+  replica.FloatRow(TableId{0}, RowId{2})[0] += 1.0f;
+  deltas = drain();
+  ASSERT_EQ(deltas.size(), 1u);
+  EXPECT_EQ(deltas[Key(0, 2)], (std::vector<float>{1.0f, 0.0f}));
+}
+
 TEST(RowBlock, IntegerDeltasWrapExactly) {
   RowBlock block(ElementType::kInt32, 1, 1);
   block.IntRow(0)[0] = 2147483647;

@@ -1,0 +1,69 @@
+// The counting app of framework/runtime/app.h as a program of its own: sample
+// s adds 1 to bucket s % buckets, so after E epochs the buckets hold exactly
+// E * samples in total. The whole app API it needs is App, a config message
+// with defaults and validation, and one registration function.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "count_config.pb.h"
+#include "framework/core/config_loader.h"
+#include "framework/runtime/registries.h"
+
+namespace count_example {
+
+using namespace stalelearn;
+using namespace stalelearn::runtime;
+
+class CountApp final : public App {
+ public:
+  explicit CountApp(const CountConfig& config) : buckets_(config.buckets()), samples_(config.samples()) {}
+
+  std::string name() const override { return "count"; }
+  std::string dataset() const override { return "synthetic"; }
+  std::vector<TableSpec> Tables() const override { return {{"counts", ElementType::kInt32, buckets_, 1}}; }
+  std::int64_t TrainingSamples() const override { return samples_; }
+  void RowsOf(std::int64_t s, std::vector<RowRef>& rows) const override {
+    rows.push_back({TableId{0}, RowId{s % buckets_}});
+  }
+  void Update(std::int64_t s, ModelView& model, KernelContext& ctx) const override {
+    model.IntRow(TableId{0}, RowId{s % buckets_})[0] += 1;
+    ctx.work.flops += 1;
+    ctx.work.random_row_accesses += 1;
+  }
+  // "total", with the smallest and largest bucket as further metrics.
+  Evaluation Evaluate(const TableSet& model) const override {
+    double total = 0, low = model[0].IntRow(0)[0], high = low;
+    for (std::int64_t b = 0; b < buckets_; ++b) {
+      const double count = model[0].IntRow(b)[0];
+      total += count;
+      low = std::min(low, count);
+      high = std::max(high, count);
+    }
+    return {"total", total, {{"min_bucket", low}, {"max_bucket", high}}};
+  }
+
+ private:
+  std::int64_t buckets_;
+  std::int64_t samples_;
+};
+
+// Defaults for zero fields, then validation; errors name the field.
+Status ResolveCount(CountConfig& count, proto::Config&) {
+  if (count.buckets() == 0) count.set_buckets(16);
+  if (count.samples() == 0) count.set_samples(1000);
+  if (count.buckets() < 1) return InvalidArgument(fmt::format("app.count.buckets must be >= 1, got {}", count.buckets()));
+  if (count.samples() < 1) return InvalidArgument(fmt::format("app.count.samples must be >= 1, got {}", count.samples()));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<App>> LoadCount(const AppContext& context) {
+  STALELEARN_ASSIGN_OR_RETURN(CountConfig count, config::UnpackAppParams<CountConfig>(context.config));
+  return std::unique_ptr<App>(std::make_unique<CountApp>(count));
+}
+
+// Named in CMakeLists.txt (REGISTER): the program calls it at start-up.
+Status RegisterApp(Registries& registries) { return registries.apps.Add<CountConfig>("count", ResolveCount, LoadCount); }
+
+}  // namespace count_example
