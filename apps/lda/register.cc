@@ -11,8 +11,8 @@ namespace stalelearn::apps::lda {
 
 Status ResolveConfig(LdaConfig& lda, proto::Config& config) {
   if (lda.topics() == 0) lda.set_topics(20);
-  if (lda.alpha() == 0) lda.set_alpha(0.1);
-  if (lda.beta() == 0) lda.set_beta(0.01);
+  if (lda.alpha() == 0) lda.set_alpha(0.5);
+  if (lda.beta() == 0) lda.set_beta(0.1);
   if (lda.sampler().empty()) lda.set_sampler("sparse");
   if (lda.eval_sweeps() == 0) lda.set_eval_sweeps(10);
   if (config.data().name().empty() && config.data().path().empty()) config.mutable_data()->set_name("brown");
