@@ -33,7 +33,7 @@ if final["metrics"].get("assignment_mismatch", -1) != 0:
     problems.append("final counts differ from the ranks' topic assignments")
 if len(report["curve"]) != 2:  # epochs 4 and 8
     problems.append(f"{len(report['curve'])} curve points, expected 2")
-if not 0 < final["value"] < 5000:  # measured ~4,700 after 8 epochs
+if not 0 < final["value"] < 5200:  # measured 4,780-4,880 after 8 epochs; a kernel that learns nothing ~5,540
     problems.append(f"test perplexity {final['value']:.0f} not below the unigram model's ~5,540")
 if report["compute_ranks"] != 2 or report["backend"] != "ucx":
     problems.append(f"ran {report['compute_ranks']} compute ranks on backend {report['backend']}")
