@@ -110,7 +110,7 @@ class FetchDataScriptTest : public ::testing::Test {
 TEST_F(FetchDataScriptTest, UnknownNameExitsTwo) {
   ScriptRun run = Fetch("mnist");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_EQ(run.err, "fetch-data.sh: error: unknown data set 'mnist' (known: movielens heart_scale spam)\n");
+  EXPECT_EQ(run.err, "fetch-data.sh: error: unknown data set 'mnist' (known: movielens heart_scale spam brown sotu)\n");
 }
 
 TEST_F(FetchDataScriptTest, CorruptPackageIsOneLineAndCachesNothing) {
