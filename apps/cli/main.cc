@@ -3,11 +3,13 @@
 #include "apps/cli/cli_main.h"
 #include "apps/lr/register.h"
 #include "apps/mf/register.h"
+#include "apps/snn/register.h"
 
 int main(int argc, char** argv) {
   return stalelearn::cli::Main(argc, argv,
                                {
                                    &stalelearn::apps::mf::RegisterApp,
                                    &stalelearn::apps::lr::RegisterApp,
+                                   &stalelearn::apps::snn::RegisterApp,
                                });
 }

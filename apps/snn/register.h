@@ -1,0 +1,18 @@
+// Registration of the 'snn' app: its config section (apps/snn/snn_config.proto),
+// defaults, validation, data sets (mnist, fashion-mnist) and factory.
+#pragma once
+
+#include "apps/snn/snn_config.pb.h"
+#include "framework/runtime/registries.h"
+
+namespace stalelearn::apps::snn {
+
+// Fills SnnConfig defaults (and data.name "mnist" when no data is named) and
+// validates; errors name the field ("app.snn.steps ...").
+Status ResolveConfig(SnnConfig& params, proto::Config& config);
+
+// Adds "snn" and its data sets: reads data.path (a train-images IDX file with
+// the other three files beside it), or the catalog's path of data.name.
+Status RegisterApp(runtime::Registries& registries);
+
+}  // namespace stalelearn::apps::snn
