@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "apps/snn/datasets.h"
@@ -19,8 +21,28 @@ Status Require(bool ok, std::string_view field, std::string_view rule, float got
 
 }  // namespace
 
+Result<std::vector<int>> ParseHiddenWidths(const std::string& text) {
+  std::vector<int> widths;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int width = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), width);
+    if (item.empty() || error != std::errc() || end != item.data() + item.size() || width < 1 || width > 65536) {
+      return InvalidArgument(fmt::format("app.snn.hidden must be 1 to 3 comma-separated widths in [1, 65536], got \"{}\"", text));
+    }
+    widths.push_back(width);
+    start = comma + 1;
+  }
+  if (widths.size() > 3) {
+    return InvalidArgument(fmt::format("app.snn.hidden has {} layers (\"{}\"); 1 to 3 allowed", widths.size(), text));
+  }
+  return widths;
+}
+
 Status ResolveConfig(SnnConfig& c, proto::Config& config) {
-  if (c.hidden().empty()) c.add_hidden(128);
+  if (c.hidden().empty()) c.set_hidden("128");
   if (c.steps() == 0) c.set_steps(16);
   if (c.beta() == 0) c.set_beta(0.9f);
   if (c.threshold() == 0) c.set_threshold(1.0f);
@@ -36,10 +58,8 @@ Status ResolveConfig(SnnConfig& c, proto::Config& config) {
   if (c.init_scale() == 0) c.set_init_scale(2.0f);
   if (config.data().name().empty() && config.data().path().empty()) config.mutable_data()->set_name("mnist");
 
-  if (c.hidden_size() > 3) return InvalidArgument(fmt::format("app.snn.hidden has {} layers; 1 to 3 allowed", c.hidden_size()));
-  for (int width : c.hidden()) {
-    if (width < 1 || width > 65536) return InvalidArgument(fmt::format("app.snn.hidden widths must be in [1, 65536], got {}", width));
-  }
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<int> widths, ParseHiddenWidths(c.hidden()));
+  (void)widths;
   if (c.steps() < 1 || c.steps() > 10000) return InvalidArgument(fmt::format("app.snn.steps must be in [1, 10000], got {}", c.steps()));
   STALELEARN_RETURN_IF_ERROR(Require(c.beta() > 0 && c.beta() < 1, "beta", "in (0, 1)", c.beta()));
   STALELEARN_RETURN_IF_ERROR(Require(c.threshold() > 0 && Finite(c.threshold()), "threshold", "> 0", c.threshold()));

@@ -41,7 +41,8 @@ constexpr std::uint64_t kTestCodingSeed = 0x736E6E74657374ull;  // rate coding o
 
 SnnAppParams ParamsFromConfig(const SnnConfig& c, std::uint64_t seed) {
   SnnAppParams p;
-  p.shape.hidden.assign(c.hidden().begin(), c.hidden().end());
+  Result<std::vector<int>> widths = ParseHiddenWidths(c.hidden());
+  p.shape.hidden = widths.ok() ? std::move(widths).value() : std::vector<int>{128};  // validated by ResolveConfig
   p.shape.recurrent = c.recurrent();
   p.lif.steps = c.steps();
   p.lif.beta = c.beta();

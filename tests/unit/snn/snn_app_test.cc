@@ -30,7 +30,7 @@ LabelledImages TinyImages() {
 
 SnnAppParams TinyParams() {
   SnnConfig config;
-  config.add_hidden(12);
+  config.set_hidden("12");
   proto::Config scratch;
   ThrowIfError(ResolveConfig(config, scratch));
   SnnAppParams params = ParamsFromConfig(config, 5);
@@ -89,7 +89,7 @@ TEST(SnnConfig, DefaultsAndOneLineErrors) {
   SnnConfig config;
   proto::Config run;
   ASSERT_TRUE(ResolveConfig(config, run).ok());
-  EXPECT_EQ(config.hidden_size(), 1);
+  EXPECT_EQ(config.hidden(), "128");
   EXPECT_EQ(config.steps(), 16);
   EXPECT_EQ(run.data().name(), "mnist");
   const auto error = [](auto mutate) {
@@ -98,7 +98,9 @@ TEST(SnnConfig, DefaultsAndOneLineErrors) {
     proto::Config r;
     return ResolveConfig(c, r).message();
   };
-  EXPECT_NE(error([](SnnConfig& c) { for (int i = 0; i < 4; ++i) c.add_hidden(8); }).find("app.snn.hidden"), std::string::npos);
+  EXPECT_NE(error([](SnnConfig& c) { c.set_hidden("8,8,8,8"); }).find("app.snn.hidden"), std::string::npos);
+  EXPECT_NE(error([](SnnConfig& c) { c.set_hidden("64,,8"); }).find("app.snn.hidden"), std::string::npos);
+  EXPECT_NE(error([](SnnConfig& c) { c.set_hidden("0"); }).find("app.snn.hidden"), std::string::npos);
   EXPECT_NE(error([](SnnConfig& c) { c.set_max_activity(1.5f); }).find("app.snn.max_activity"), std::string::npos);
   EXPECT_NE(error([](SnnConfig& c) { c.set_readout("rates"); }).find("app.snn.readout"), std::string::npos);
   EXPECT_NE(error([](SnnConfig& c) { c.set_beta(1.0f); }).find("app.snn.beta"), std::string::npos);
