@@ -4,7 +4,8 @@
 //
 //   stalelearn bench snn --activity 0.005,0.01,0.02,0.05,0.1,0.2,0.5 [--json]
 //       [--dataset mnist] [--hidden 256,256] [--steps 25] [--no-recurrent]
-//       [--batch 64] [--train-samples 6000] [--timed-samples 512] [--test-samples 1000]
+//       [--batch 64] [--train-samples 3000] [--timed-samples 256] [--test-samples 1000]
+//       [--init-scale 4] [--learning-rate 0.002] [--seed 42]
 //
 // Per cap: from the same initial weights, train with the sparse propagation
 // on --train-samples images (Adam, one step per batch of --batch) and score
