@@ -1,3 +1,6 @@
+// `stalelearn bench <app bench>`: the benches a program lists (cli_main.h,
+// AppBench; e.g. `bench snn`) parse their own arguments.
+//
 // `stalelearn bench rma`: one-sided RMA between two ranks, measured the way
 // ucx_perftest measures it, so the two can be compared in one run
 // (tests/integration/compare_rma_perftest.sh).

@@ -53,7 +53,8 @@ SnnAppParams ParamsFromConfig(const SnnConfig& config, std::uint64_t seed);
 // stream keyed by (seed, table, row); bias rows start at zero.
 void InitialRow(const SnnAppParams& params, int table, std::int64_t row, std::span<float> values);
 
-// The app's tables for `shape` (names w<l>, r<l>), and where each layer's live.
+// The app's tables for `shape`: w0..wH (one per layer), then r<l> for each
+// recurrent hidden layer.
 std::vector<runtime::TableSpec> SnnTables(const SnnShape& shape);
 
 class SnnApp final : public runtime::App {
