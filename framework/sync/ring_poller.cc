@@ -50,6 +50,10 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   if (decoded.ok()) {
     Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
     merged = work.status();
+    if (merger_.diverged()) {  // a NaN or infinity: fatal, not a bad batch
+      failure_ = merged.WithContext(fmt::format("compute rank {}", c.value));
+      return false;
+    }
     if (work.ok() && merge_observer_) merge_observer_(*work);
   }
   if (merged.ok()) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -204,6 +205,10 @@ std::string Describe(const std::exception_ptr& error) {
 void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<void(Bootstrap&)>& body) {
   const int world_size = group->world_size();
   std::vector<std::exception_ptr> errors(world_size);
+  // The order in which ranks failed: the first to fail is the cause, the
+  // others usually fail because it left (a freed region, a departed peer).
+  std::vector<int> failed_as(world_size, 0);
+  std::atomic<int> failures{0};
   {
     std::vector<std::jthread> threads;
     threads.reserve(world_size);
@@ -216,6 +221,7 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
           group->MarkDeparted(Rank{r}, "finished its work");
         } catch (...) {
           errors[r] = std::current_exception();
+          failed_as[r] = ++failures;
           group->MarkDeparted(Rank{r}, "failed: " + Describe(errors[r]));
         }
         log::SetThreadRank(-1);
@@ -225,9 +231,12 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
   // Ranks often fail alike (every rank of a bad config), or fail because one
   // did (its reason is in their "rank N failed: ..." message): repeating what
   // the rethrown message already says would bury it, so only news is logged.
+  std::vector<int> ranks(world_size);
+  for (int r = 0; r < world_size; ++r) ranks[r] = r;
+  std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) { return failed_as[a] < failed_as[b]; });
   std::exception_ptr first;
   std::string first_message;
-  for (int r = 0; r < world_size; ++r) {
+  for (int r : ranks) {
     if (!errors[r]) continue;
     if (!first) {
       first = errors[r];
