@@ -78,8 +78,10 @@ class ShardMerger {
   model::TableSet master_;
   std::vector<std::unique_ptr<MergePolicy>> policies_;  // [table]
   std::vector<metrics::WorkCounters> apply_work_;       // [table]: work of one row
-  // stamp_[table][local row] = number of the last batch that named the row.
-  std::vector<std::vector<std::uint64_t>> stamp_;
+  std::vector<bool> adds_inline_;                       // [table]: policy adds_delta(): merged inline
+  // named_[table]: one bit per shard row, set while checking a batch's rows
+  // (all clear between batches).
+  std::vector<std::vector<std::uint64_t>> named_;
   std::uint64_t batches_seen_ = 0;
   bool in_window_ = false;
   bool diverged_ = false;

@@ -195,7 +195,7 @@ TEST_F(SynthAndDivergence, DivergingRunExitsNonZeroNamingTableRowAndClock) {
   EXPECT_EQ(diverged.exit_code, 1) << diverged.err;
   EXPECT_TRUE(std::regex_search(diverged.err,
                                 std::regex("(^|\\n)stalelearn: error: compute rank [01]: diverged: table '(user|item)' row "
-                                           "[0-9]+ element [0-9]+: delta -?(nan|inf) in the batch of clock [0-9]+ "
+                                           "[0-9]+ element [0-9]+: (delta|merged value) -?(nan|inf) in the batch of clock [0-9]+ "
                                            "\\(memory rank 0\\)\n")))
       << diverged.err;
   const CommandRun no_memory_rank = TrainMf("1:0", "--set consistency.mode=ALLREDUCE --set app.mf.learning_rate=50");

@@ -1,5 +1,6 @@
-// Divergence in the merge: a NaN or infinity in a delta is refused before
-// anything is applied, a merge that overflows a row is reported, both with
+// Divergence in the merge: a NaN or infinity a merge writes into a row (sum),
+// or finds in a delta a policy holds (average: refused before anything is
+// applied), or an overflow, is reported with
 // one line naming table, row, element, clock and memory rank; the merger
 // stays diverged. Large batches (merged in parallel) report the first bad
 // row of the batch, as small ones do.
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/core/error.h"
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/shard_merger.h"
 
@@ -45,14 +47,30 @@ class ShardMergerDivergence : public ::testing::Test {
   }
 };
 
-TEST_F(ShardMergerDivergence, NanDeltaIsRefusedNamingTableRowElementClockAndRank) {
+TEST_F(ShardMergerDivergence, NanDeltaNamesTableRowElementClockAndRank) {
   ShardMerger merger(layout_, MemoryIndex{1}, 1);
   const std::vector<std::byte> bytes = Encode({5003, 5007, 5001}, 5007, std::nanf(""));
   const Status status = merger.Merge(Decode(bytes, MemoryIndex{1})).status();
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(),
-            "diverged: table 'factors' row 5007 element 2: delta nan in the batch of clock 41 (memory rank 1)");
+            "diverged: table 'factors' row 5007 element 2: merged value nan in the batch of clock 41 (memory rank 1)");
   EXPECT_TRUE(merger.diverged());
+}
+
+TEST_F(ShardMergerDivergence, PolicyThatHoldsDeltasRefusesANanDeltaBeforeApplyingAnything) {
+  // average holds deltas until the window ends: the delta itself is checked.
+  MergePolicySpec average;
+  average.name = "average";
+  MergePolicySpec sum;
+  ShardMerger merger(layout_, MemoryIndex{0}, 1,
+                     ValueOrThrow(CreateMergePolicies({average, sum}, layout_, MemoryIndex{0})));
+  const std::vector<std::byte> bytes = Encode({3, 7, 1}, 7, std::nanf(""));
+  const Status status = merger.Merge(Decode(bytes)).status();
+  EXPECT_EQ(status.message(),
+            "diverged: table 'factors' row 7 element 2: delta nan in the batch of clock 41 (memory rank 0)");
+  EXPECT_TRUE(merger.diverged());
+  merger.BeginWindow();
+  merger.EndWindow();
   EXPECT_EQ(merger.master()[0].FloatRow(3)[0], 0.0f) << "nothing of a diverged batch is applied";
 }
 
@@ -89,7 +107,7 @@ TEST_F(ShardMergerDivergence, LargeParallelBatchReportsItsFirstBadRow) {
   const std::vector<std::byte> bytes = encoder.Seal(1, 41, kEndOfClock);
   const Status status = merger.Merge(Decode(bytes)).status();
   EXPECT_EQ(status.message(),
-            "diverged: table 'factors' row 3000 element 1: delta -inf in the batch of clock 41 (memory rank 0)");
+            "diverged: table 'factors' row 3000 element 1: merged value -inf in the batch of clock 41 (memory rank 0)");
 }
 
 }  // namespace
