@@ -106,7 +106,8 @@ void MfApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::Kern
 
 void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                         runtime::KernelContext& ctx) const {
-  const int trained = DefectPlanted(PlantedDefect::kKernelSkipsFactors) ? 0 : params_.rank;  // planted defect (self-tests)
+  // Planted defect (self-tests only): the factors are not trained.
+  const int trained = DefectPlanted(PlantedDefect::kKernelSkipsFactors) ? 0 : params_.rank;
   for (const std::int64_t sample : samples) {
     const Sample& s = train_[static_cast<std::size_t>(sample)];
     float* p = model.FloatRow(kUsers, runtime::RowId{static_cast<std::int64_t>(s.user)}).data();

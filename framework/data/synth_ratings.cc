@@ -140,7 +140,9 @@ Status ValidateSynthRatingsSpec(const SynthRatingsSpec& spec) {
                                        "--items {}",
                                        spec.ratings, spec.users, per_user, spec.items));
   }
-  if (!(spec.zipf >= 0 && spec.zipf <= 10)) return InvalidArgument(fmt::format("--zipf must be in [0, 10], got {}", spec.zipf));
+  if (!(spec.zipf >= 0 && spec.zipf <= 10)) {
+    return InvalidArgument(fmt::format("--zipf must be in [0, 10], got {}", spec.zipf));
+  }
   if (!(spec.noise >= 0 && spec.noise <= 10)) {
     return InvalidArgument(fmt::format("--noise must be in [0, 10], got {}", spec.noise));
   }

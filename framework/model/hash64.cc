@@ -28,7 +28,9 @@ Hasher::~Hasher() = default;
 Hasher::Hasher(Hasher&&) noexcept = default;
 Hasher& Hasher::operator=(Hasher&&) noexcept = default;
 
-void Hasher::Update(std::span<const std::byte> bytes) { XXH3_64bits_update(state_->xxh.get(), bytes.data(), bytes.size()); }
+void Hasher::Update(std::span<const std::byte> bytes) {
+  XXH3_64bits_update(state_->xxh.get(), bytes.data(), bytes.size());
+}
 
 std::uint64_t Hasher::Finish() const { return XXH3_64bits_digest(state_->xxh.get()); }
 

@@ -92,7 +92,9 @@ ShardMerger::ShardMerger(const model::ModelLayout& layout, model::MemoryIndex sh
     policies_ = std::move(CreateMergePolicies({}, layout, shard)).value();
   }
   assert(policies_.size() == master_.size() && "one merge policy per table");
-  for (const model::RowBlock& block : master_) named_.emplace_back((static_cast<std::size_t>(block.rows()) + 63) / 64, 0);
+  for (const model::RowBlock& block : master_) {
+    named_.emplace_back((static_cast<std::size_t>(block.rows()) + 63) / 64, 0);
+  }
   for (const auto& policy : policies_) {
     apply_work_.push_back(policy->ApplyWork());
     adds_inline_.push_back(policy->adds_delta());
