@@ -36,7 +36,7 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   // copied after it).
   std::memcpy(scratch_.data(), slot_bytes, sizeof(BatchHeader));
   std::size_t length = ring_geometry_.slot_bytes;
-  const Result<BatchHeader> header = DecodeHeader(std::span(scratch_.data(), sizeof(BatchHeader)));
+  Result<BatchHeader> header = DecodeHeader(std::span(scratch_.data(), sizeof(BatchHeader)));
   if (header.ok()) length = std::min<std::size_t>(length, sizeof(BatchHeader) + header->payload_bytes);
   std::memcpy(scratch_.data() + sizeof(BatchHeader), slot_bytes + sizeof(BatchHeader), length - sizeof(BatchHeader));
   const std::span<const std::byte> batch(scratch_.data(), length);
