@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -200,15 +199,23 @@ std::string Describe(const std::exception_ptr& error) {
   }
 }
 
+// kUnavailable: the rank failed because a peer left (a freed region, a
+// departed rank in a collective), a consequence rather than a cause.
+bool PeerGone(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.status().code() == StatusCode::kUnavailable;
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<void(Bootstrap&)>& body) {
   const int world_size = group->world_size();
   std::vector<std::exception_ptr> errors(world_size);
-  // The order in which ranks failed: the first to fail is the cause, the
-  // others usually fail because it left (a freed region, a departed peer).
-  std::vector<int> failed_as(world_size, 0);
-  std::atomic<int> failures{0};
   {
     std::vector<std::jthread> threads;
     threads.reserve(world_size);
@@ -221,7 +228,6 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
           group->MarkDeparted(Rank{r}, "finished its work");
         } catch (...) {
           errors[r] = std::current_exception();
-          failed_as[r] = ++failures;
           group->MarkDeparted(Rank{r}, "failed: " + Describe(errors[r]));
         }
         log::SetThreadRank(-1);
@@ -231,21 +237,37 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
   // Ranks often fail alike (every rank of a bad config), or fail because one
   // did (its reason is in their "rank N failed: ..." message): repeating what
   // the rethrown message already says would bury it, so only news is logged.
-  std::vector<int> ranks(world_size);
-  for (int r = 0; r < world_size; ++r) ranks[r] = r;
-  std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) { return failed_as[a] < failed_as[b]; });
-  std::exception_ptr first;
-  std::string first_message;
-  for (int r : ranks) {
-    if (!errors[r]) continue;
-    if (!first) {
-      first = errors[r];
-      first_message = Describe(first);
-    } else if (std::string message = Describe(errors[r]); first_message.find(message) == std::string::npos) {
-      log::Error("rank {} also failed: {}", r, message);
-    }
+  // The rethrown failure: the lowest rank's that is a cause, or a
+  // consequence naming its cause; else the lowest rank's.
+  std::vector<std::string> messages(world_size);
+  for (int r = 0; r < world_size; ++r) {
+    if (errors[r]) messages[r] = Describe(errors[r]);
   }
-  if (first) std::rethrow_exception(first);
+  const auto explains = [&](int r) {
+    if (!PeerGone(errors[r])) return true;
+    for (int other = 0; other < world_size; ++other) {
+      if (other != r && errors[other] && !PeerGone(errors[other]) &&
+          messages[r].find(messages[other]) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  int chosen = -1;
+  for (int r = 0; r < world_size && chosen < 0; ++r) {
+    if (errors[r] && explains(r)) chosen = r;
+  }
+  for (int r = 0; r < world_size && chosen < 0; ++r) {
+    if (errors[r]) chosen = r;
+  }
+  if (chosen < 0) return;
+  const std::exception_ptr first = errors[chosen];
+  const std::string& first_message = messages[chosen];
+  for (int r = 0; r < world_size; ++r) {
+    if (!errors[r] || r == chosen) continue;
+    if (first_message.find(messages[r]) == std::string::npos) log::Error("rank {} also failed: {}", r, messages[r]);
+  }
+  std::rethrow_exception(first);
 }
 
 void RunRanks(int world_size, const std::function<void(Bootstrap&)>& body, std::chrono::milliseconds deadline) {
