@@ -12,7 +12,7 @@ PACKAGES=(
   libtbb-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev zlib1g-dev
+  libcli11-dev libfmt-dev zlib1g-dev libxxhash-dev
   ccache
   dataset-fashion-mnist
 )

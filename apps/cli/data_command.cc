@@ -7,12 +7,18 @@
 //   data convert-rdata --rdb-dir DIR --object NAME [--columns a,b] --out FILE
 //                                  export a data.frame of an R lazy-load
 //                                  database as TSV (used by deploy/fetch-data.sh)
+//   data synth ratings --users U --items I --ratings N [--rank K --zipf A
+//                      --noise S --seed X] --out DIR
+//                                  DIR/ratings.tsv from a planted low-rank
+//                                  model (framework/data/synth_ratings.h) and
+//                                  DIR/synth.txt; prints the noise floor
 // The data directory is resolved here, at the program's boundary, from
 // --data-dir, else $STALELEARN_DATA, else $HOME/.cache/stalelearn. The data
 // sets are those the built-in apps register (builtin_datasets.h); this file
 // names none of them.
 #include <fmt/core.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -24,6 +30,7 @@
 #include "framework/data/catalog.h"
 #include "framework/data/rdata_frame.h"
 #include "framework/data/rdata_lazyload.h"
+#include "framework/data/synth_ratings.h"
 #include "framework/data/text_lines.h"
 
 namespace stalelearn::cli {
@@ -44,6 +51,7 @@ struct DataOptions {
   std::string object;
   std::vector<std::string> columns;
   std::string out;
+  data::SynthRatingsSpec synth;
 };
 
 void RunList(const DataOptions& options, const data::DatasetCatalog& catalog) {
@@ -92,6 +100,18 @@ void RunConvertRdata(const DataOptions& options) {
   ThrowIfError(data::WriteFileAtomically(options.out, *tsv));
 }
 
+void RunSynthRatings(const DataOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::filesystem::path dir(options.out);
+  const data::SynthRatingsResult result = ValueOrThrow(data::WriteSynthRatings(options.synth, dir / "ratings.tsv"));
+  ThrowIfError(data::WriteFileAtomically(dir / "synth.txt", data::DescribeSynthRatings(options.synth, result)));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("{}: {} ratings, {} users, {} items rated, {:.1f} MB in {:.1f} s\n", (dir / "ratings.tsv").string(),
+             result.ratings, result.users, result.items_rated, static_cast<double>(result.bytes) / 1e6, seconds);
+  fmt::print("noise floor (RMSE of the planted model): {:.4f}; clipped to [0.5, 5]: {:.3f}%\n", result.noise_floor,
+             100 * result.clipped_fraction);
+}
+
 }  // namespace
 
 void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog) {
@@ -126,6 +146,21 @@ void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog) {
   convert->add_option("--columns", options->columns, "Columns to export, in order (default: all)")->delimiter(',');
   convert->add_option("--out", options->out, "Output TSV file (written atomically)")->required();
   convert->callback([options] { RunConvertRdata(*options); });
+
+  CLI::App* synth = data->add_subcommand("synth", "Generate synthetic data at any scale");
+  synth->require_subcommand(1);
+  CLI::App* ratings = synth->add_subcommand(
+      "ratings", "Ratings TSV from a planted low-rank model with Zipf item popularity and Gaussian noise");
+  data::SynthRatingsSpec& spec = options->synth;
+  ratings->add_option("--users", spec.users, "Users (ids 1..U)")->required();
+  ratings->add_option("--items", spec.items, "Items (ids 1..I)")->required();
+  ratings->add_option("--ratings", spec.ratings, "Ratings, spread evenly over the users")->required();
+  ratings->add_option("--rank", spec.rank, "Rank of the planted model")->capture_default_str();
+  ratings->add_option("--zipf", spec.zipf, "Item popularity exponent (0: uniform)")->capture_default_str();
+  ratings->add_option("--noise", spec.noise, "Standard deviation of the Gaussian noise")->capture_default_str();
+  ratings->add_option("--seed", spec.seed, "Random seed: the same seed writes the same bytes")->capture_default_str();
+  ratings->add_option("--out", options->out, "Output directory (ratings.tsv, synth.txt)")->required();
+  ratings->callback([options] { RunSynthRatings(*options); });
 }
 
 }  // namespace stalelearn::cli

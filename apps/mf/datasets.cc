@@ -10,7 +10,20 @@ Status RegisterDatasets(data::DatasetCatalog& catalog) {
   movielens.sample_noun = "ratings";
   movielens.row_noun = "users";
   movielens.column_noun = "movies";
-  return catalog.Add(std::move(movielens));
+  STALELEARN_RETURN_IF_ERROR(catalog.Add(std::move(movielens)));
+
+  // Generated, not fetched: any size, with a known noise floor (synth.txt).
+  data::DatasetEntry synth;
+  synth.name = "synth";
+  synth.relative_path = "synth/ratings.tsv";
+  synth.format = data::DatasetFormat::kRatingsTsv;
+  synth.sample_noun = "ratings";
+  synth.row_noun = "users";
+  synth.column_noun = "items";
+  synth.fetch_command =
+      "stalelearn data synth ratings --users 200000 --items 1000000 --ratings 20000000 --rank 20 --seed 1 "
+      "--out <data dir>/synth";
+  return catalog.Add(std::move(synth));
 }
 
 }  // namespace stalelearn::apps::mf

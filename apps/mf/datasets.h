@@ -8,7 +8,8 @@
 namespace stalelearn::apps::mf {
 
 // Adds "movielens": MovieLens ml-latest-small as a ratings TSV
-// (deploy/fetch-data.sh converts it from Debian's r-cran-dslabs).
+// (deploy/fetch-data.sh converts it from Debian's r-cran-dslabs), and "synth":
+// <data dir>/synth/ratings.tsv, written by `stalelearn data synth ratings`.
 Status RegisterDatasets(data::DatasetCatalog& catalog);
 
 }  // namespace stalelearn::apps::mf

@@ -38,6 +38,10 @@ class MfApp final : public runtime::App {
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
+  // The clock's samples in one loop: rows fetched once per sample, the SGD
+  // step in vectorisable loops, work counted once per batch.
+  void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
+                   runtime::KernelContext& ctx) const override;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
 
   float global_mean() const { return mean_; }
@@ -49,7 +53,19 @@ class MfApp final : public runtime::App {
   std::string dataset_;
   std::size_t users_;
   std::size_t items_;
-  std::vector<data::Rating> train_;
+  // A training rating as the kernel reads it: 12 bytes (data::Rating's
+  // timestamp is not needed), so a clock's random walk over them touches
+  // half the cache lines.
+  struct Sample {
+    std::uint32_t user;
+    std::uint32_t item;
+    float value;
+  };
+  // One SGD step on rows p (user) and q (item), each rank + 1 floats (bias last).
+  void Step(const Sample& s, float* __restrict p, float* __restrict q, int trained_factors) const;
+  runtime::WorkCounters WorkOf(std::size_t samples) const;
+
+  std::vector<Sample> train_;
   std::vector<data::Rating> test_;
   MfParams params_;
   float mean_ = 0;  // of the training ratings

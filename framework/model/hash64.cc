@@ -1,48 +1,38 @@
 #include "framework/model/hash64.h"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
-#include <bit>
-#include <cstring>
+#include <new>
 
 namespace stalelearn::model {
-namespace {
-
-constexpr std::uint64_t kMul1 = 0x9FB21C651E98DF25ull;
-constexpr std::uint64_t kMul2 = 0xC2B2AE3D27D4EB4Full;
-
-std::uint64_t Mix(std::uint64_t h, std::uint64_t word) { return std::rotl(h ^ (word * kMul1), 29) * kMul2; }
-
-std::uint64_t Finalize(std::uint64_t z) {  // SplitMix64 finalizer: full avalanche
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
-void Hasher::Update(std::span<const std::byte> bytes) {
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, bytes.data() + i, 8);
-    state_ = Mix(state_, w);
-  }
-  if (i < bytes.size()) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + i, bytes.size() - i);
-    state_ = Mix(state_, w ^ (0xFFull << 56));  // tail marker: "ab" and "ab\0" differ
-  }
-  length_ += bytes.size();
-}
-
-std::uint64_t Hasher::Finish() const { return Finalize(state_ ^ length_); }
 
 std::uint64_t Hash64(std::span<const std::byte> bytes, std::uint64_t seed) {
-  Hasher h(seed);
-  h.Update(bytes);
-  return h.Finish();
+  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed);
 }
+
+struct Hasher::State {
+  struct Free {
+    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> xxh;
+};
+
+Hasher::Hasher(std::uint64_t seed) : state_(std::make_unique<State>()) {
+  state_->xxh.reset(XXH3_createState());
+  if (!state_->xxh) throw std::bad_alloc();
+  XXH3_64bits_reset_withSeed(state_->xxh.get(), seed);  // cannot fail on a created state
+}
+
+Hasher::~Hasher() = default;
+Hasher::Hasher(Hasher&&) noexcept = default;
+Hasher& Hasher::operator=(Hasher&&) noexcept = default;
+
+void Hasher::Update(std::span<const std::byte> bytes) {
+  XXH3_64bits_update(state_->xxh.get(), bytes.data(), bytes.size());
+}
+
+std::uint64_t Hasher::Finish() const { return XXH3_64bits_digest(state_->xxh.get()); }
 
 std::string HexDigest(std::uint64_t value) { return fmt::format("{:016x}", value); }
 

@@ -1,11 +1,18 @@
-// A fast, portable 64-bit hash of bytes (word-at-a-time multiply-rotate with a
-// SplitMix64 finalizer). Used for batch checksums (catching torn or corrupted
-// batches, I3/I7) and the report's model checksum. Not cryptographic.
-// Stateless; thread-safe.
+// A fast 64-bit hash of bytes: XXH3-64 from the xxHash library (Debian
+// libxxhash-dev), not cryptographic. Used for batch checksums (catching torn
+// or corrupted batches, I3/I7) and the report's model checksum.
+//
+//   std::uint64_t h = Hash64(bytes, seed);
+//   Hasher hasher(seed);                 // streaming: any split of the bytes
+//   for (auto part : parts) hasher.Update(part);
+//   assert(hasher.Finish() == Hash64(concatenation, seed));
+//
+// Hash64: stateless, thread-safe. Hasher: one per thread; move-only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -13,18 +20,21 @@ namespace stalelearn::model {
 
 std::uint64_t Hash64(std::span<const std::byte> bytes, std::uint64_t seed = 0);
 
-// Streaming form: Hash64 of the concatenation equals feeding the parts in
-// order only when every part but the last is a multiple of 8 bytes; the model
-// checksum feeds whole rows of 4-byte elements, so it feeds row blocks.
+// Streaming form: Finish() equals Hash64 of everything fed, however it was
+// split into Update calls.
 class Hasher {
  public:
-  explicit Hasher(std::uint64_t seed = 0) : state_(seed ^ 0x9E3779B97F4A7C15ull) {}
+  explicit Hasher(std::uint64_t seed = 0);
+  ~Hasher();
+  Hasher(Hasher&&) noexcept;
+  Hasher& operator=(Hasher&&) noexcept;
+
   void Update(std::span<const std::byte> bytes);
   std::uint64_t Finish() const;
 
  private:
-  std::uint64_t state_;
-  std::uint64_t length_ = 0;
+  struct State;  // the library's XXH3 state
+  std::unique_ptr<State> state_;
 };
 
 // 16 lowercase hex digits.

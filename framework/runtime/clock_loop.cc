@@ -55,7 +55,7 @@ Result<TrainerResult> ClockLoop::Run() {
     const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
     if (evaluator_ != nullptr && !last && (epoch + 1) % eval_every == 0) {
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
-      evaluator_->Record(epoch + 1, eval_model);
+      STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
     }
   }
   STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(clock_offset_ + epochs * clocks_per_epoch)));

@@ -1,5 +1,9 @@
 #include "framework/runtime/epoch_evaluator.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
 #include <thread>
 
 namespace stalelearn::runtime {
@@ -18,15 +22,38 @@ proto::CurvePoint MakeCurvePoint(int epoch, double wall_seconds, double simulate
   return point;
 }
 
-void EpochEvaluator::Record(int epoch, const TableSet& model) {
+namespace {
+
+// "; table 'T' row R holds V" for the first non-finite float of `model`, or "".
+std::string FirstNonFiniteRow(const App& app, const TableSet& model) {
+  const std::vector<TableSpec> tables = app.Tables();
+  for (std::size_t t = 0; t < model.size() && t < tables.size(); ++t) {
+    if (model[t].type() != model::ElementType::kFloat32) continue;
+    for (std::int64_t r = 0; r < model[t].rows(); ++r) {
+      for (const float v : model[t].FloatRow(r)) {
+        if (!std::isfinite(v)) return fmt::format("; table '{}' row {} holds {}", tables[t].name, r, v);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   const double wall = ElapsedSeconds();
   const double simulated = sim_ != nullptr ? transport::ToSeconds(sim_->Now().time_since_epoch()) : 0.0;
+  const auto diverged = [&](const Evaluation& e) {
+    return FailedPrecondition(fmt::format("diverged: metric {} is {} after epoch {} (compute rank {}){}", e.metric,
+                                          e.value, epoch, info_.rank.value, FirstNonFiniteRow(app_, model)));
+  };
   if (!in_parts()) {
     const Evaluation e = app_.Evaluate(model);
+    if (!std::isfinite(e.value)) return diverged(e);
     metric_ = e.metric;
     curve_.push_back(MakeCurvePoint(epoch, wall, simulated, e));
     if (prints_) progress_.Epoch(epoch, epochs_, e.metric, e.value, wall);
-    return;
+    return Status::Ok();
   }
   proto::EvalPart part;
   part.set_epoch(epoch);
@@ -36,10 +63,12 @@ void EpochEvaluator::Record(int epoch, const TableSet& model) {
   *part.mutable_sums() = {sums.begin(), sums.end()};
   parts_.push_back(part);
   const Evaluation mine = app_.CombineParts(sums);
+  if (!std::isfinite(mine.value)) return diverged(mine);
   metric_ = mine.metric;
   if (prints_) {
     progress_.Epoch(epoch, epochs_, mine.metric + " (rank 0's part)", mine.value, wall);
   }
+  return Status::Ok();
 }
 
 void Straggler::Delay(std::chrono::nanoseconds compute_time) const {

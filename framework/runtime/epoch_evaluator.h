@@ -39,7 +39,10 @@ class EpochEvaluator {
 
   bool in_parts() const { return app_.EvaluatesInParts(); }
   // Evaluates `model` as the state after epoch `epoch` (1-based).
-  void Record(int epoch, const TableSet& model);
+  // kFailedPrecondition "diverged: metric M is nan after epoch E (compute
+  // rank R); table 'T' row X holds nan" when the metric is not finite: the
+  // run must stop (non-zero exit), not report it as a result.
+  [[nodiscard]] Status Record(int epoch, const TableSet& model);
   // Whole model: the curve (the last point is the final evaluation).
   const std::vector<proto::CurvePoint>& curve() const { return curve_; }
   // In parts: this rank's parts, one per Record.

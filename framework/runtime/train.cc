@@ -107,7 +107,7 @@ class RankRunner {
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
     if (evaluator) {
-      evaluator->Record(config().training().epochs(), loop.final_model());
+      STALELEARN_RETURN_IF_ERROR(evaluator->Record(config().training().epochs(), loop.final_model()));
       if (evaluator->in_parts()) {
         *partial.mutable_eval_parts() = {evaluator->parts().begin(), evaluator->parts().end()};
       } else {

@@ -19,7 +19,16 @@ std::uint64_t HeaderChecksum(const BatchHeader& h) {
 
 }  // namespace
 
-BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) : tables_(&tables) {}
+BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) : tables_(&tables) {
+  buffer_.resize(sizeof(BatchHeader));
+}
+
+void BatchEncoder::Recycle(std::vector<std::byte> buffer) {
+  if (entries_ == 0 && buffer.capacity() > buffer_.capacity()) {
+    buffer_ = std::move(buffer);
+    buffer_.resize(sizeof(BatchHeader));
+  }
+}
 
 std::size_t BatchEncoder::EntryBytes(model::TableId table) const {
   return kEntryPrefixBytes + (*tables_)[table.value].row_bytes();
@@ -30,13 +39,13 @@ void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const s
     dropped_ = true;  // planted defect (self-tests only): the batch's second row is lost
     return;
   }
-  const std::size_t at = payload_.size();
-  payload_.resize(at + kEntryPrefixBytes + delta.size());
+  const std::size_t at = buffer_.size();
+  buffer_.resize(at + kEntryPrefixBytes + delta.size());
   const std::uint32_t zero = 0;
-  std::memcpy(payload_.data() + at, &table.value, 4);
-  std::memcpy(payload_.data() + at + 4, &zero, 4);
-  std::memcpy(payload_.data() + at + 8, &row.value, 8);
-  std::memcpy(payload_.data() + at + kEntryPrefixBytes, delta.data(), delta.size());
+  std::memcpy(buffer_.data() + at, &table.value, 4);
+  std::memcpy(buffer_.data() + at + 4, &zero, 4);
+  std::memcpy(buffer_.data() + at + 8, &row.value, 8);
+  std::memcpy(buffer_.data() + at + kEntryPrefixBytes, delta.data(), delta.size());
   ++entries_;
 }
 
@@ -45,14 +54,14 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   h.flags = flags;
   h.sequence = sequence;
   h.clock = clock;
-  h.payload_bytes = payload_.size();
+  h.payload_bytes = buffer_.size() - sizeof h;
   h.entry_count = static_cast<std::uint32_t>(entries_);
-  h.payload_checksum = model::Hash64(payload_);
+  h.payload_checksum = model::Hash64(std::span(buffer_).subspan(sizeof h));
   h.header_checksum = HeaderChecksum(h);
-  std::vector<std::byte> out(sizeof h + payload_.size());
-  std::memcpy(out.data(), &h, sizeof h);
-  if (!payload_.empty()) std::memcpy(out.data() + sizeof h, payload_.data(), payload_.size());
-  payload_.clear();
+  std::memcpy(buffer_.data(), &h, sizeof h);  // the payload is already in place: no copy
+  std::vector<std::byte> out = std::move(buffer_);
+  buffer_ = {};
+  buffer_.resize(sizeof h);
   entries_ = 0;
   dropped_ = false;
   return out;
@@ -78,6 +87,13 @@ Result<BatchHeader> DecodeHeader(std::span<const std::byte> bytes) {
 Result<DecodedBatch> DecodeBatch(std::span<const std::byte> bytes, std::uint64_t expected_sequence,
                                  const model::ModelLayout& layout, model::MemoryIndex shard) {
   STALELEARN_ASSIGN_OR_RETURN(BatchHeader h, DecodeHeader(bytes));
+  return DecodeBatch(h, bytes, expected_sequence, layout, shard);
+}
+
+Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte> bytes,
+                                 std::uint64_t expected_sequence, const model::ModelLayout& layout,
+                                 model::MemoryIndex shard) {
+  if (bytes.size() < sizeof h) return DataLoss("batch shorter than its header");
   if (h.sequence != expected_sequence) {
     return DataLoss(fmt::format("batch sequence {} where {} was expected", h.sequence, expected_sequence));
   }

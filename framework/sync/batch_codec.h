@@ -58,16 +58,19 @@ class BatchEncoder {
   void Add(model::TableId table, model::RowId row, std::span<const std::byte> delta);
   std::size_t entry_count() const { return entries_; }
   // Header + payload size if sealed now.
-  std::size_t encoded_bytes() const { return sizeof(BatchHeader) + payload_.size(); }
+  std::size_t encoded_bytes() const { return buffer_.size(); }
   // Size an entry of `table` adds.
   std::size_t EntryBytes(model::TableId table) const;
 
-  // Returns header + payload and starts an empty batch.
+  // Returns header + payload (encoded in place: no copy) and starts an empty batch.
   std::vector<std::byte> Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags);
+  // Hands back a sealed batch once sent: the next batch reuses its memory
+  // (no allocation, no fresh pages per batch). Ignored mid-batch.
+  void Recycle(std::vector<std::byte> buffer);
 
  private:
   const std::vector<model::TableSpec>* tables_;
-  std::vector<std::byte> payload_;
+  std::vector<std::byte> buffer_;  // header space, then the payload
   std::size_t entries_ = 0;
   bool dropped_ = false;  // planted defect kDeltaDropped fired in this batch
 };
@@ -98,6 +101,11 @@ Result<BatchHeader> DecodeHeader(std::span<const std::byte> bytes);
 // into `bytes`, which must outlive the result.
 Result<DecodedBatch> DecodeBatch(std::span<const std::byte> bytes, std::uint64_t expected_sequence,
                                  const model::ModelLayout& layout, model::MemoryIndex shard);
+// The same with the header already decoded by DecodeHeader from `bytes`: one
+// header decode per batch for a caller that needs the header first.
+Result<DecodedBatch> DecodeBatch(const BatchHeader& header, std::span<const std::byte> bytes,
+                                 std::uint64_t expected_sequence, const model::ModelLayout& layout,
+                                 model::MemoryIndex shard);
 
 // Decodes a batch this rank encoded itself (trusted: replays own deltas for
 // read-your-writes). Calls fn(table, row, delta) per entry.

@@ -120,6 +120,11 @@ class MergePolicy {
 
   // Bytes of state held beside the master rows (0 for sum).
   virtual std::size_t state_bytes() const { return 0; }
+
+  // True when Apply is exactly master += delta in the element type's
+  // arithmetic and holds nothing: the merger then adds the rows itself in
+  // one vectorised loop, without a call per row.
+  virtual bool adds_delta() const { return false; }
 };
 
 // Builds a policy for one table's shard rows; the spec is validated and the

@@ -19,6 +19,7 @@ class SumPolicy final : public MergePolicy {
     master.AddDelta(local_row, delta);
   }
   metrics::WorkCounters ApplyWork() const override { return work_; }
+  bool adds_delta() const override { return true; }
 
  private:
   metrics::WorkCounters work_;

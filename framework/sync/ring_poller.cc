@@ -31,15 +31,18 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
 
   // Copy first, validate the copy: what is checked is what is merged.
   const std::byte* slot_bytes = base + ring_geometry_.slot_offset(slot);
+  // One header decode per batch: the header copied and checked here is the
+  // one the batch is decoded, merged and ended with (only the payload is
+  // copied after it).
   std::memcpy(scratch_.data(), slot_bytes, sizeof(BatchHeader));
   std::size_t length = ring_geometry_.slot_bytes;
-  if (Result<BatchHeader> header = DecodeHeader(std::span(scratch_.data(), sizeof(BatchHeader))); header.ok()) {
-    length = std::min<std::size_t>(length, sizeof(BatchHeader) + header->payload_bytes);
-  }
-  std::memcpy(scratch_.data(), slot_bytes, length);
+  Result<BatchHeader> header = DecodeHeader(std::span(scratch_.data(), sizeof(BatchHeader)));
+  if (header.ok()) length = std::min<std::size_t>(length, sizeof(BatchHeader) + header->payload_bytes);
+  std::memcpy(scratch_.data() + sizeof(BatchHeader), slot_bytes + sizeof(BatchHeader), length - sizeof(BatchHeader));
   const std::span<const std::byte> batch(scratch_.data(), length);
 
-  Result<DecodedBatch> decoded = DecodeBatch(batch, sequence, layout_, me_);
+  Result<DecodedBatch> decoded =
+      header.ok() ? DecodeBatch(*header, batch, sequence, layout_, me_) : Result<DecodedBatch>(header.status());
   Status merged = decoded.status();
   if (decoded.ok() && merge_gate_) {
     if (Status gate = merge_gate_(decoded->header); !gate.ok()) {
@@ -50,6 +53,10 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   if (decoded.ok()) {
     Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
     merged = work.status();
+    if (merger_.diverged()) {  // a NaN or infinity: fatal, not a bad batch
+      failure_ = merged.WithContext(fmt::format("compute rank {}", c.value));
+      return false;
+    }
     if (work.ok() && merge_observer_) merge_observer_(*work);
   }
   if (merged.ok()) {
@@ -62,7 +69,6 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   }
   // A rejected batch whose header is intact still ends its clock: waiting
   // ranks must not stall on data that will never come.
-  Result<BatchHeader> header = DecodeHeader(batch);
   if (header.ok() && header->sequence == sequence && (header->flags & kEndOfClock) != 0) {
     ring.merged_clock = std::max(ring.merged_clock, header->clock + 1);
   }

@@ -64,6 +64,8 @@ class RingPoller {
   // fails, the batch stays unconsumed, nothing more is consumed and failure()
   // returns the error.
   void set_merge_gate(std::function<Status(const BatchHeader&)> gate) { merge_gate_ = std::move(gate); }
+  // The first merge gate failure, or the merger's divergence (a NaN or
+  // infinity, ShardMerger::Merge), after which nothing more is consumed.
   const Status& failure() const { return failure_; }
 
  private:
@@ -86,7 +88,7 @@ class RingPoller {
   std::vector<std::byte> scratch_;  // private copy of the slot being consumed
   std::function<void(const metrics::WorkCounters&)> merge_observer_;
   std::function<Status(const BatchHeader&)> merge_gate_;
-  Status failure_;  // first merge gate failure
+  Status failure_;  // first merge gate failure or divergence
 };
 
 }  // namespace stalelearn::sync

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <tbb/task_arena.h>
@@ -45,9 +46,14 @@ class ShardMerger {
   model::TableSet& mutable_master() { return master_; }
 
   // Applies every entry of `batch` by its table's policy. kDataLoss (and
-  // nothing applied) if a row appears twice. Returns the work done (for timing
-  // backends); outside a window, including the window's end.
+  // nothing applied) if a row appears twice. Divergence: kFailedPrecondition
+  // "diverged: table 'T' row R element E: ... in the batch of clock C (memory
+  // rank M)" if a delta holds a NaN or infinity (nothing applied) or a merged
+  // row became one; diverged() is true from then on and the run must stop.
+  // Returns the work done (for timing backends); outside a window, including
+  // the window's end.
   Result<metrics::WorkCounters> Merge(const DecodedBatch& batch);
+  bool diverged() const { return diverged_; }
 
   // Opens a merge window (none may be open).
   void BeginWindow();
@@ -61,17 +67,24 @@ class ShardMerger {
 
  private:
   Status CheckDistinctRows(const DecodedBatch& batch);
+  Status Diverged(const DecodedBatch& batch, std::size_t entry, const char* what, int element, float value);
+  template <class Bad>
+  std::pair<std::size_t, int> FindFirst(std::size_t entries, const Bad& bad);
   // Runs body over chunks of [0, n), in parallel when n is large.
   void ForChunks(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body);
 
   const model::ModelLayout& layout_;
+  model::MemoryIndex shard_;
   model::TableSet master_;
   std::vector<std::unique_ptr<MergePolicy>> policies_;  // [table]
   std::vector<metrics::WorkCounters> apply_work_;       // [table]: work of one row
-  // stamp_[table][local row] = number of the last batch that named the row.
-  std::vector<std::vector<std::uint64_t>> stamp_;
+  std::vector<bool> adds_inline_;                       // [table]: policy adds_delta(): merged inline
+  // named_[table]: one bit per shard row, set while checking a batch's rows
+  // (all clear between batches).
+  std::vector<std::vector<std::uint64_t>> named_;
   std::uint64_t batches_seen_ = 0;
   bool in_window_ = false;
+  bool diverged_ = false;
   ParallelChunks parallel_;  // ForChunks, for the policies' window ends
   tbb::task_arena arena_;
 };

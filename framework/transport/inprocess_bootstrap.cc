@@ -199,6 +199,18 @@ std::string Describe(const std::exception_ptr& error) {
   }
 }
 
+// kUnavailable: the rank failed because a peer left (a freed region, a
+// departed rank in a collective), a consequence rather than a cause.
+bool PeerGone(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e.status().code() == StatusCode::kUnavailable;
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<void(Bootstrap&)>& body) {
@@ -225,18 +237,37 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
   // Ranks often fail alike (every rank of a bad config), or fail because one
   // did (its reason is in their "rank N failed: ..." message): repeating what
   // the rethrown message already says would bury it, so only news is logged.
-  std::exception_ptr first;
-  std::string first_message;
+  // The rethrown failure: the lowest rank's that is a cause, or a
+  // consequence naming its cause; else the lowest rank's.
+  std::vector<std::string> messages(world_size);
   for (int r = 0; r < world_size; ++r) {
-    if (!errors[r]) continue;
-    if (!first) {
-      first = errors[r];
-      first_message = Describe(first);
-    } else if (std::string message = Describe(errors[r]); first_message.find(message) == std::string::npos) {
-      log::Error("rank {} also failed: {}", r, message);
-    }
+    if (errors[r]) messages[r] = Describe(errors[r]);
   }
-  if (first) std::rethrow_exception(first);
+  const auto explains = [&](int r) {
+    if (!PeerGone(errors[r])) return true;
+    for (int other = 0; other < world_size; ++other) {
+      if (other != r && errors[other] && !PeerGone(errors[other]) &&
+          messages[r].find(messages[other]) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  int chosen = -1;
+  for (int r = 0; r < world_size && chosen < 0; ++r) {
+    if (errors[r] && explains(r)) chosen = r;
+  }
+  for (int r = 0; r < world_size && chosen < 0; ++r) {
+    if (errors[r]) chosen = r;
+  }
+  if (chosen < 0) return;
+  const std::exception_ptr first = errors[chosen];
+  const std::string& first_message = messages[chosen];
+  for (int r = 0; r < world_size; ++r) {
+    if (!errors[r] || r == chosen) continue;
+    if (first_message.find(messages[r]) == std::string::npos) log::Error("rank {} also failed: {}", r, messages[r]);
+  }
+  std::rethrow_exception(first);
 }
 
 void RunRanks(int world_size, const std::function<void(Bootstrap&)>& body, std::chrono::milliseconds deadline) {

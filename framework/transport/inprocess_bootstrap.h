@@ -150,7 +150,9 @@ class InProcessBootstrap final : public Bootstrap {
 // log::SetThreadRank(r), and joins them. If any rank throws, the other ranks'
 // collectives fail fast (kUnavailable) and, after all threads joined, the
 // exception of the lowest failing rank is rethrown (the others are logged
-// unless the rethrown message already contains theirs).
+// unless the rethrown message already contains theirs). A kUnavailable
+// failure (a peer left: a consequence) is passed over for a cause, unless
+// its message already names one.
 // Throws stalelearn::Error for a bad world_size or deadline.
 void RunRanks(int world_size, const std::function<void(Bootstrap&)>& body,
               std::chrono::milliseconds deadline = kDefaultInProcessDeadline);

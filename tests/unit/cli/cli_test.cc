@@ -144,5 +144,67 @@ TEST_F(LrOverrides, UnknownLrFieldAnotherAppsSectionAndUnknownMergePolicyAreOneL
   }
 }
 
+
+// `data synth ratings` writes a ratings file the MF app trains on (no fetched
+// data needed), the same bytes for the same seed, and refuses bad arguments
+// with one line and exit 2. Training on it with a learning rate that makes
+// SGD blow up stops with a non-zero exit and one line naming the table, row
+// and clock (the memory rank's merge) or the metric and epoch (no memory
+// rank: ALLREDUCE); the same run with a sane rate succeeds.
+class SynthAndDivergence : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::create_directories(Dir());
+    synth_ = new CommandRun(Stalelearn("data synth ratings --users 150 --items 300 --ratings 6000 --rank 4 --seed 3 "
+                                       "--out '" + (Dir() / "a").string() + "'"));
+  }
+  static void TearDownTestSuite() { delete synth_; }
+  static fs::path Dir() { return fs::path(::testing::TempDir()) / "stalelearn_cli_synth_test"; }
+  static CommandRun TrainMf(const std::string& ranks, const std::string& set) {
+    return Stalelearn("train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks " + ranks +
+                      " --quiet --set data.path='" + (Dir() / "a" / "ratings.tsv").string() +
+                      "' --set training.epochs=2 --set training.samples_per_clock=256 " + set);
+  }
+  static CommandRun* synth_;
+};
+CommandRun* SynthAndDivergence::synth_ = nullptr;
+
+TEST_F(SynthAndDivergence, SynthWritesTheSameBytesForTheSameSeedAndPrintsTheNoiseFloor) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  EXPECT_TRUE(std::regex_search(synth_->out, std::regex("6000 ratings, 150 users, [0-9]+ items rated")))
+      << synth_->out;
+  EXPECT_TRUE(std::regex_search(synth_->out, std::regex("noise floor \\(RMSE of the planted model\\): 0\\.[0-9]{4}")))
+      << synth_->out;
+  const CommandRun again = Stalelearn("data synth ratings --users 150 --items 300 --ratings 6000 --rank 4 --seed 3 "
+                                      "--out '" + (Dir() / "b").string() + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ReadAll(Dir() / "a" / "ratings.tsv"), ReadAll(Dir() / "b" / "ratings.tsv"));
+  EXPECT_NE(ReadAll(Dir() / "a" / "synth.txt").find("noise_floor_rmse: 0."), std::string::npos);
+  const CommandRun bad = Stalelearn("data synth ratings --users 10 --items 5 --ratings 100 --out '" +
+                                    (Dir() / "c").string() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "stalelearn: error: --ratings 100 over --users 10 is up to 10 distinct items per user, more than --items 5\n");
+}
+
+TEST_F(SynthAndDivergence, DivergingRunExitsNonZeroNamingTableRowAndClock) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const CommandRun sane = TrainMf("2:1", "");
+  EXPECT_EQ(sane.exit_code, 0) << sane.err;
+  const CommandRun diverged = TrainMf("2:1", "--set app.mf.learning_rate=50");
+  EXPECT_EQ(diverged.exit_code, 1) << diverged.err;
+  EXPECT_TRUE(std::regex_search(diverged.err,
+                                std::regex("(^|\\n)stalelearn: error: compute rank [01]: diverged: table '(user|item)' row "
+                                           "[0-9]+ element [0-9]+: (delta|merged value) -?(nan|inf) in the batch of clock [0-9]+ "
+                                           "\\(memory rank 0\\)\n")))
+      << diverged.err;
+  const CommandRun no_memory_rank = TrainMf("1:0", "--set consistency.mode=ALLREDUCE --set app.mf.learning_rate=50");
+  EXPECT_EQ(no_memory_rank.exit_code, 1) << no_memory_rank.err;
+  EXPECT_TRUE(std::regex_search(no_memory_rank.err,
+                                std::regex("(^|\\n)stalelearn: error: diverged: metric test_rmse is -?(nan|inf) after epoch 1 "
+                                           "\\(compute rank 0\\); table '(user|item)' row [0-9]+ holds")))
+      << no_memory_rank.err;
+}
+
 }  // namespace
 }  // namespace stalelearn::cli

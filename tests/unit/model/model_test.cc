@@ -184,5 +184,19 @@ TEST(Hash64, DependsOnEveryByteAndLength) {
   EXPECT_EQ(HexDigest(0xABCull), "0000000000000abc");
 }
 
+TEST(Hash64, IsXxh3AndStreamingEqualsOneShotForAnySplit) {
+  EXPECT_EQ(Hash64({}), 0x2D06800538D394C2ull);  // XXH3_64bits of no bytes, seed 0 (xxHash's test vector)
+  std::vector<std::byte> bytes(1000);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 131 + 7);
+  const std::uint64_t whole = Hash64(bytes, 42);
+  EXPECT_NE(whole, Hash64(bytes, 43));
+  for (std::size_t split : {0, 1, 7, 64, 999, 1000}) {
+    Hasher hasher(42);
+    hasher.Update(std::span(bytes).first(split));
+    hasher.Update(std::span(bytes).subspan(split));
+    EXPECT_EQ(hasher.Finish(), whole) << "split at " << split;
+  }
+}
+
 }  // namespace
 }  // namespace stalelearn::model

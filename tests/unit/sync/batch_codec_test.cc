@@ -112,6 +112,30 @@ TEST_F(BatchCodecTest, MergerRejectsARowNamedTwiceAndAppliesNothing) {
   EXPECT_EQ(merger.master()[0].FloatRow(2)[1], 2.0f);
 }
 
+TEST_F(BatchCodecTest, RecycledBufferIsReusedAndEncodesTheSameBytes) {
+  BatchEncoder encoder(layout_.tables());
+  const float delta[3] = {1.0f, 2.0f, 3.0f};
+  for (std::int64_t r : {0, 1, 2, 3}) encoder.Add(model::TableId{0}, model::RowId{r}, std::as_bytes(std::span(delta)));
+  std::vector<std::byte> first = encoder.Seal(7, 3, kEndOfClock);
+  const std::byte* memory = first.data();
+  encoder.Recycle(std::move(first));
+  for (std::int64_t r : {1, 4, 2}) {
+    const float d[3] = {static_cast<float>(r), 1.0f, -1.0f};
+    encoder.Add(model::TableId{0}, model::RowId{r}, std::as_bytes(std::span(d)));
+  }
+  const std::vector<std::byte> second = encoder.Seal(7, 3, kEndOfClock);
+  EXPECT_EQ(second.data(), memory);  // no allocation for the second batch
+  EXPECT_EQ(second, Encode({1, 4, 2}));
+}
+
+TEST_F(BatchCodecTest, DecodingWithAnAlreadyDecodedHeaderChecksThePayload) {
+  std::vector<std::byte> bytes = Encode({1, 4, 2});
+  const BatchHeader header = *DecodeHeader(bytes);
+  EXPECT_TRUE(DecodeBatch(header, bytes, 7, layout_, MemoryIndex{0}).ok());
+  bytes[sizeof(BatchHeader) + 20] ^= std::byte{1};
+  EXPECT_EQ(DecodeBatch(header, bytes, 7, layout_, MemoryIndex{0}).status().code(), StatusCode::kDataLoss);
+}
+
 TEST(StalenessBound, AllowsExactlyWhenClocksUpToTMinusSMinus1AreMerged) {
   const StalenessBound s2 = StalenessBound::Of(2);
   EXPECT_TRUE(s2.Allows(0, 0));

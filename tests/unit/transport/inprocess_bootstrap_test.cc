@@ -137,6 +137,22 @@ TEST(InProcessBootstrap, ARankThatFailedMakesTheOthersFailFastAndIsRethrown) {
   EXPECT_EQ(unavailable.load(), 2);
 }
 
+// Ranks that fail only because a peer left (its region freed: kUnavailable,
+// not naming why) are consequences: the cause is rethrown, not rank 0's.
+TEST(InProcessBootstrap, TheCauseIsRethrownNotAPeerGoneConsequenceOfALowerRank) {
+  testing::internal::CaptureStderr();
+  try {
+    RunRanks(3, [](Bootstrap& bootstrap) {
+      if (bootstrap.rank().value == 2) throw Error(FailedPrecondition("diverged: table 'w' row 3"));
+      throw Error(Unavailable("get: region of rank 2 was freed"));
+    });
+    ADD_FAILURE() << "RunRanks did not rethrow";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status().message(), "diverged: table 'w' row 3");
+  }
+  testing::internal::GetCapturedStderr();
+}
+
 TEST(InProcessBootstrap, RanksThatFailAlikeAreReportedOnceDifferentFailuresEach) {
   testing::internal::CaptureStderr();
   EXPECT_THROW(RunRanks(3, [](Bootstrap&) { throw std::runtime_error("unknown backend 'nope'"); }),
