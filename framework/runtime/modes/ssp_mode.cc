@@ -8,6 +8,7 @@
 #include "framework/model/replica.h"
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/modes/builtin_modes.h"
+#include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
 #include "framework/sync/wait_until.h"
 
@@ -26,10 +27,10 @@ class SspConsistency final : public ConsistencyMode {
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/true),
         bound_(bound),
-        replica_(context.env.layout.tables()) {}
+        replica_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)) {}
 
   model::ModelView& view() override { return replica_; }
-  const TableSet* replica() const override { return &replica_.tables(); }
+  const model::Replica* replica() const override { return &replica_; }
 
   Status ShareInitialization() override {
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds stalled, links_.pusher.PushClock(replica_, 0));
@@ -81,7 +82,7 @@ class SspConsistency final : public ConsistencyMode {
             [&]() -> Result<bool> {
               STALELEARN_RETURN_IF_ERROR(gate.WaitUntilAllowed(t).status());
               const auto refresh_start = std::chrono::steady_clock::now();
-              STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_.mutable_tables()));
+              STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_));
               refreshing += std::chrono::steady_clock::now() - refresh_start;
               replica_.Rebase();
               installed_ = true;
