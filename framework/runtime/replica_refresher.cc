@@ -70,6 +70,11 @@ void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& repli
   }
 }
 
+void ReplicaRefresher::DropIncluded(model::MemoryIndex m, std::uint64_t included) {
+  auto& pending = pending_[m.value];
+  while (!pending.empty() && pending.front().sequence <= included) pending.pop_front();
+}
+
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   if (installed_in_.empty()) {
     for (const model::RowBlock& block : replica.tables()) installed_in_.emplace_back(block.rows(), 0);
@@ -85,11 +90,7 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
         }));
     counters_.whole_reads += readers_[i]->whole_reads() - whole_before;
     if (meta == nullptr) continue;
-    auto& pending = pending_[i];
-    const std::uint64_t included = meta->included[me_.value];
-    while (!pending.empty() && pending.front().sequence <= included) {
-      pending.pop_front();
-    }
+    DropIncluded(m, meta->included[me_.value]);
     ReplayPending(m, replica);
     installed_[i].generation = meta->generation;
     installed_[i].log_end = meta->log_end;

@@ -41,6 +41,11 @@ class ReplicaRefresher {
   // Remembers a batch sent to memory rank m.
   void AddPending(model::MemoryIndex m, std::uint64_t sequence, std::vector<std::byte> batch);
   std::size_t pending_batches() const;
+  // Forgets pending batches that memory rank m's published snapshots include
+  // (`included`, from its control block): every generation a later refresh
+  // can install includes them too. Keeps pending memory bounded when the
+  // rank rarely refreshes (one compute rank never needs to).
+  void DropIncluded(model::MemoryIndex m, std::uint64_t included);
 
   // Installs what changed in every snapshot newer than the installed one,
   // plus own pending deltas, into `replica` (which must have no touched

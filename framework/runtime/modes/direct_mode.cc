@@ -110,6 +110,7 @@ class DirectConsistency final : public ConsistencyMode {
   }
 
   Result<std::chrono::nanoseconds> WaitUntilMerged() {
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());  // DIRECT waits for the merge anyway
     return sync::WaitUntil(
         env_.wait, env_.transport,
         [&]() -> Result<bool> {

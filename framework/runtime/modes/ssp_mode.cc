@@ -48,7 +48,7 @@ class SspConsistency final : public ConsistencyMode {
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock)));
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
-    return Status::Ok();
+    return DropMergedPending();
   }
 
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
@@ -70,6 +70,8 @@ class SspConsistency final : public ConsistencyMode {
       record.observed_staleness = ObservedStaleness(t, installed_min_merged_);
       return Status::Ok();
     }
+    // A refresh may drop pending batches: their puts must be complete.
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     sync::StalenessGate gate(links_.clocks, me_, bound, env_.transport, env_.wait);
     std::chrono::nanoseconds refreshing{0};
     std::uint64_t min_merged = 0;
@@ -98,6 +100,22 @@ class SspConsistency final : public ConsistencyMode {
     record.observed_staleness = ObservedStaleness(t, min_merged);
     // Stall: waiting at the gate and idling between refreshes, not refreshing.
     record.stall_seconds += std::chrono::duration<double>(waited - refreshing).count();
+    return Status::Ok();
+  }
+
+  // Pending batches wait for a refresh to be dropped; a rank that rarely
+  // refreshes drops those the control blocks say are included, once they
+  // exceed what the rings can hold.
+  Status DropMergedPending() {
+    const std::size_t limit = 2 * static_cast<std::size_t>(env_.config.cluster().ring_slots()) *
+                              static_cast<std::size_t>(links_.clocks.memory_ranks());
+    if (links_.refresher.pending_batches() <= limit) return Status::Ok();
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());  // a dropped batch's put must be done
+    STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
+    for (int m = 0; m < links_.clocks.memory_ranks(); ++m) {
+      const model::MemoryIndex mi{m};
+      links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
+    }
     return Status::Ok();
   }
 
