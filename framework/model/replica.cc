@@ -1,19 +1,51 @@
 #include "framework/model/replica.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
+#include <cstring>
+#include <limits>
 #include <utility>
+
+#include "framework/core/error.h"
 
 namespace stalelearn::model {
 
-Replica::Replica(const std::vector<TableSpec>& tables) : values_(MakeTableSet(tables)) {
+Replica::Replica(const std::vector<TableSpec>& tables) : Replica(tables, WorkingSet(tables.size())) {}
+
+Replica::Replica(const std::vector<TableSpec>& tables, const WorkingSet& rows) {
   touch_.resize(tables.size());
   dense_base_.resize(tables.size());
+  slot_of_row_.resize(tables.size());
+  held_.resize(tables.size());
   for (std::size_t t = 0; t < tables.size(); ++t) {
-    dense_.push_back(tables[t].dense);
-    if (!tables[t].dense) touch_[t].slot_of_row.assign(static_cast<std::size_t>(tables[t].rows), -1);
+    const TableSpec& spec = tables[t];
+    dense_.push_back(spec.dense);
+    std::int64_t held = spec.rows;
+    if (!spec.dense && t < rows.size() && rows[t]) {
+      // A 4-byte index per model row keeps the kernel's lookup one load.
+      if (spec.rows > std::numeric_limits<std::int32_t>::max()) {
+        throw Error(InvalidArgument(fmt::format("table {} has {} rows: too many for a partial replica", spec.name,
+                                                spec.rows)));
+      }
+      held_[t] = *rows[t];
+      held = static_cast<std::int64_t>(held_[t].size());
+      slot_of_row_[t].assign(static_cast<std::size_t>(spec.rows), -1);
+      for (std::size_t slot = 0; slot < held_[t].size(); ++slot) {
+        slot_of_row_[t][static_cast<std::size_t>(held_[t][slot])] = static_cast<std::int32_t>(slot);
+      }
+    }
+    values_.emplace_back(spec.type, held, spec.width);
+    if (!spec.dense) touch_[t].touch_of_slot.assign(static_cast<std::size_t>(held), -1);
   }
   Rebase();
+}
+
+std::size_t Replica::value_bytes() const {
+  std::size_t n = 0;
+  for (const RowBlock& b : values_) n += b.size_bytes();
+  return n;
 }
 
 void Replica::Rebase() {
@@ -24,59 +56,81 @@ void Replica::Rebase() {
   }
 }
 
-void Replica::Touch(TableId table, RowId row) {
+void Replica::CopyHeldRowsTo(TableSet& full) const {
+  for (std::size_t t = 0; t < values_.size(); ++t) {
+    const RowBlock& block = values_[t];
+    const TableId id{static_cast<std::uint32_t>(t)};
+    for (std::int64_t slot = 0; slot < block.rows(); ++slot) {
+      std::memcpy(full[t].RowBytes(RowOfSlot(id, slot)), block.RowBytes(slot), block.row_bytes());
+    }
+  }
+}
+
+std::int64_t Replica::CheckedSlot(TableId table, RowId row) const {
+  const std::int64_t slot = SlotOf(table, row);
+  if (slot < 0) [[unlikely]] {
+    throw Error(FailedPrecondition(fmt::format("the kernel touched row {} of table {}, which this rank's samples do "
+                                               "not name (App::RowsOf): outside its working set",
+                                               row.value, table.value)));
+  }
+  return slot;
+}
+
+void Replica::Touch(TableId table, std::int64_t slot) {
   if (dense_[table.value]) return;
   TouchLog& log = touch_[table.value];
-  std::int32_t& slot = log.slot_of_row[static_cast<std::size_t>(row.value)];
-  if (slot >= 0) return;
-  slot = static_cast<std::int32_t>(log.rows.size());
-  log.rows.push_back(row.value);
+  std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
+  if (touched >= 0) return;
+  touched = static_cast<std::int32_t>(log.slots.size());
+  log.slots.push_back(slot);
   const RowBlock& block = values_[table.value];
-  const std::byte* bytes = block.RowBytes(row.value);
+  const std::byte* bytes = block.RowBytes(slot);
   log.before.insert(log.before.end(), bytes, bytes + block.row_bytes());
 }
 
 std::span<float> Replica::FloatRow(TableId table, RowId row) {
-  Touch(table, row);
-  return values_[table.value].FloatRow(row.value);
+  const std::int64_t slot = CheckedSlot(table, row);
+  Touch(table, slot);
+  return values_[table.value].FloatRow(slot);
 }
 
 std::span<std::int32_t> Replica::IntRow(TableId table, RowId row) {
-  Touch(table, row);
-  return values_[table.value].IntRow(row.value);
+  const std::int64_t slot = CheckedSlot(table, row);
+  Touch(table, slot);
+  return values_[table.value].IntRow(slot);
 }
 
 std::size_t Replica::touched_rows() const {
   std::size_t n = 0;
-  for (const TouchLog& log : touch_) n += log.rows.size();
+  for (const TouchLog& log : touch_) n += log.slots.size();
   return n;
 }
 
 void Replica::DrainDeltas(const DeltaSink& sink) {
-  std::vector<std::byte> delta;
   for (std::size_t t = 0; t < touch_.size(); ++t) {
     TouchLog& log = touch_[t];
     const RowBlock& block = values_[t];
-    delta.resize(block.row_bytes());
+    const TableId id{static_cast<std::uint32_t>(t)};
+    delta_.resize(block.row_bytes());
     if (dense_[t]) {
       std::vector<std::byte>& base = dense_base_[t];
       for (std::int64_t row = 0; row < block.rows(); ++row) {
         std::byte* before = base.data() + static_cast<std::size_t>(row) * block.row_bytes();
-        if (block.Difference(row, before, delta.data())) sink(TableId{static_cast<std::uint32_t>(t)}, RowId{row}, delta);
+        if (block.Difference(row, before, delta_.data())) sink(id, RowId{row}, delta_);
       }
       const std::span<const std::byte> now = block.bytes();
       std::copy(now.begin(), now.end(), base.begin());
       continue;
     }
-    for (std::size_t i = 0; i < log.rows.size(); ++i) {
-      const std::int64_t row = log.rows[i];
-      if (block.Difference(row, log.before.data() + i * block.row_bytes(), delta.data())) {
-        sink(TableId{static_cast<std::uint32_t>(t)}, RowId{row}, delta);
+    for (std::size_t i = 0; i < log.slots.size(); ++i) {
+      const std::int64_t slot = log.slots[i];
+      if (block.Difference(slot, log.before.data() + i * block.row_bytes(), delta_.data())) {
+        sink(id, RowId{RowOfSlot(id, slot)}, delta_);
       }
-      log.slot_of_row[static_cast<std::size_t>(row)] = -1;
+      log.touch_of_slot[static_cast<std::size_t>(slot)] = -1;
     }
-    log.rows.clear();
-    log.before.clear();
+    log.slots.clear();
+    log.before.clear();  // keeps its capacity: no allocation in the next clock
   }
 }
 

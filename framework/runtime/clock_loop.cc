@@ -38,7 +38,12 @@ Result<TrainerResult> ClockLoop::Run() {
       record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
       const std::span<const std::int64_t> samples = schedule_.ClockSamples(order, k);
       STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
-      if (env_.hooks.after_refresh && mode_.replica() != nullptr) env_.hooks.after_refresh(record, *mode_.replica());
+      if (env_.hooks.after_refresh && mode_.replica() != nullptr) {
+        // Hooks see a full-size model: the rows the replica holds, zeros elsewhere.
+        if (hook_model_.empty()) hook_model_ = model::MakeTableSet(env_.layout.tables());
+        mode_.replica()->CopyHeldRowsTo(hook_model_);
+        env_.hooks.after_refresh(record, hook_model_);
+      }
 
       WorkCounters work;
       RandomStream random = RandomStream::For(info_.seed, info_.rank.value, record.clock);

@@ -49,6 +49,7 @@ class ClockLoop {
   EpochEvaluator* evaluator_ = nullptr;
   std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
   TableSet final_model_;
+  TableSet hook_model_;  // RuntimeHooks::after_refresh only
 };
 
 }  // namespace stalelearn::runtime

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "framework/model/replica.h"
 #include "framework/runtime/data_plane.h"
 #include "framework/runtime/rank_env.h"
 
@@ -37,9 +38,9 @@ class ConsistencyMode {
 
   // The model the kernel reads and writes during a clock.
   virtual model::ModelView& view() = 0;
-  // The whole replica when the mode keeps one (tests inspect it after each
-  // refresh: RuntimeHooks::after_refresh), else nullptr.
-  virtual const TableSet* replica() const { return nullptr; }
+  // The replica when the mode keeps one (tests inspect the rows it holds
+  // after each refresh: RuntimeHooks::after_refresh), else nullptr.
+  virtual const model::Replica* replica() const { return nullptr; }
   // After the app's InitializeFromData wrote into view() (as protocol clock
   // 0): makes the sum of every compute rank's writes part of this rank's
   // model before it returns.

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "framework/sync/batch_codec.h"
+
 namespace stalelearn::runtime {
 namespace {
 
@@ -10,11 +14,36 @@ constexpr std::string_view kPublishedKey = "stalelearn/published";
 
 }  // namespace
 
-DataPlaneGeometry MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
-                                        std::size_t slot_bytes) {
+Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
+                                                std::size_t slot_bytes, std::size_t ring_bytes) {
+  const std::vector<model::TableSpec>& tables = layout.tables();
+  std::size_t one_row = 0;           // the largest batch of one entry
+  std::size_t whole_shard = sizeof(sync::BatchHeader);  // the largest batch a clock can send
+  std::string widest;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const std::size_t entry = sync::kEntryPrefixBytes + tables[t].row_bytes();
+    if (sizeof(sync::BatchHeader) + entry > one_row) {
+      one_row = sizeof(sync::BatchHeader) + entry;
+      widest = tables[t].name;
+    }
+    std::int64_t most_rows = 0;
+    const model::RowPartition& p = layout.partition(model::TableId{static_cast<std::uint32_t>(t)});
+    for (int m = 0; m < layout.memory_ranks(); ++m) most_rows = std::max(most_rows, p.ShardRows(model::MemoryIndex{m}));
+    whole_shard += static_cast<std::size_t>(most_rows) * entry;
+  }
+  if (one_row > slot_bytes) {
+    return InvalidArgument(fmt::format("cluster.slot_bytes {} cannot hold one row's delta of table '{}' ({} bytes with "
+                                       "the batch header)",
+                                       slot_bytes, widest, one_row));
+  }
+  if (ring_bytes == 0) ring_bytes = kDefaultRingBytes;
+  const std::size_t budget =
+      ring_bytes / (static_cast<std::size_t>(std::max(compute_ranks, 1)) * static_cast<std::size_t>(ring_slots));
+  std::size_t slot = std::min({slot_bytes, budget, whole_shard});
+  slot = std::max(sync::RoundUp(std::max(slot, one_row), sync::kCacheLine), std::size_t{4096});
   DataPlaneGeometry g;
   g.ring.slots = ring_slots;
-  g.ring.slot_bytes = sync::RoundUp(slot_bytes, sync::kCacheLine);
+  g.ring.slot_bytes = slot;
   for (int m = 0; m < layout.memory_ranks(); ++m) {
     sync::PublishedGeometry p;
     p.compute_ranks = compute_ranks;

@@ -26,8 +26,14 @@ struct DataPlaneGeometry {
   std::vector<sync::PublishedGeometry> published;  // [memory index]: shard sizes differ
 };
 
-DataPlaneGeometry MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
-                                        std::size_t slot_bytes);
+// Slots are sized to need: at most `slot_bytes`, at most the largest batch a
+// clock can send one memory rank (every row of its shard), and small enough
+// that a memory rank's rings take at most `ring_bytes` (0: 8 MiB) in all,
+// but never below one row's delta. kInvalidArgument, one line, when
+// `slot_bytes` cannot hold one row's delta.
+Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
+                                                std::size_t slot_bytes, std::size_t ring_bytes = 0);
+inline constexpr std::size_t kDefaultRingBytes = std::size_t{8} << 20;
 
 struct MemoryEndpoints {
   std::vector<std::unique_ptr<transport::MemoryRegion>> rings;  // [compute index]

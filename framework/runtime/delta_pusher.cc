@@ -9,7 +9,14 @@ DeltaPusher::DeltaPusher(const model::ModelLayout& layout, std::vector<std::uniq
   sealed_count_.assign(writers_.size(), 0);
 }
 
+Status DeltaPusher::Complete() {
+  for (auto& writer : writers_) STALELEARN_RETURN_IF_ERROR(writer->Complete());
+  unflushed_.clear();
+  return Status::Ok();
+}
+
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock) {
+  STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute
   sealed_.clear();
   std::fill(sealed_count_.begin(), sealed_count_.end(), 0);
   const auto seal = [&](int m, std::uint32_t flags) {
@@ -32,6 +39,8 @@ Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica,
     stalled += waited;
     if (refresher_ != nullptr) {
       refresher_->AddPending(model::MemoryIndex{batch.memory}, sequence, std::move(batch.bytes));
+    } else {
+      unflushed_.push_back(std::move(batch.bytes));  // the put reads it until Complete
     }
   }
   sealed_.clear();
@@ -39,6 +48,7 @@ Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica,
 }
 
 Status DeltaPusher::Finish() {
+  STALELEARN_RETURN_IF_ERROR(Complete());
   for (auto& writer : writers_) STALELEARN_RETURN_IF_ERROR(writer->Finish());
   return Status::Ok();
 }

@@ -4,6 +4,11 @@
 // end-of-clock flag (also when empty, so every memory rank's merged clock
 // advances), pushes them through the rings and hands each batch to the
 // refresher as pending (read-your-writes).
+// The puts of a clock are flushed only when the next clock pushes (or at
+// Complete / Finish), so they overlap the next clock's compute; a batch stays
+// alive until then (as pending, or kept here when there is no refresher).
+// Buffers are reused across clocks: no allocation per clock once warm,
+// except a sealed batch's own vector (the codec's).
 //
 // Not thread-safe (the compute rank's trainer thread).
 #pragma once
@@ -29,6 +34,9 @@ class DeltaPusher {
   Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock);
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
+  // Completes every push so far at the memory ranks (before pending batches
+  // may be dropped). Blocking.
+  Status Complete();
   // Tells every memory rank this compute rank is done.
   Status Finish();
   // Tells every memory rank this rank no longer reads from it.
@@ -44,6 +52,7 @@ class DeltaPusher {
     std::vector<std::byte> bytes;
   };
   std::vector<Sealed> sealed_;
+  std::vector<std::vector<std::byte>> unflushed_;  // no refresher: pushed, not yet completed
   std::vector<std::uint64_t> sealed_count_;  // [m] sealed this clock, not yet pushed
 };
 

@@ -32,9 +32,11 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
       me_(env.roles.memory_index(env.transport.rank())),
       endpoints_(std::move(endpoints)),
       merger_(env.layout, me_, env.config.training().threads_per_rank(), std::move(policies)),
-      publisher_(*endpoints_.published, geometry.published[me_.value], env.layout) {
+      publisher_(*endpoints_.published, geometry.published[me_.value], env.layout),
+      changed_(env.layout, me_) {
   poller_ = std::make_unique<sync::RingPoller>(env.layout, me_, geometry.ring, RawRings(endpoints_),
                                                *endpoints_.published, geometry.published[me_.value], merger_);
+  poller_->set_changed_rows(&changed_);
   if (transport::SimulatedTime* sim = env.wait.sim) {
     // The PIM's merge work is priced by the memory preset; a scheduler error
     // ends the run at the next poll.
@@ -53,7 +55,8 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
 
 void MemoryRank::Publish() {
   const std::int64_t now_ps = env_.wait.sim != nullptr ? env_.wait.sim->Now().time_since_epoch().count() : 0;
-  publisher_.Publish(merger_.master(), *poller_, now_ps);
+  publisher_.Publish(merger_.master(), *poller_, changed_, now_ps);
+  changed_.Clear();
 }
 
 std::uint64_t MemoryRank::MinMergedClock() const {
@@ -64,6 +67,7 @@ std::uint64_t MemoryRank::MinMergedClock() const {
 
 void MemoryRank::PublishInitial() {
   InitializeShard(env_.app, env_.layout, me_, merger_.mutable_master());
+  changed_.MarkAll();
   Publish();
 }
 
@@ -78,9 +82,9 @@ Result<MemoryRankResult> MemoryRank::Run() {
     const int consumed = paused ? 0 : poller_->PollOnce();
     STALELEARN_RETURN_IF_ERROR(charge_status_);
     if (consumed > 0) {
-      // A snapshot copies the whole shard, so while batches keep coming,
-      // publish only when the slowest rank's clock advanced (what SSP/BSP
-      // gates wait for); once the rings are drained, publish at once.
+      // While batches keep coming, publish only when the slowest rank's
+      // clock advanced (what SSP/BSP gates wait for); once the rings are
+      // drained, publish at once. A publish writes only the changed rows.
       unpublished = true;
       if (const std::uint64_t min_clock = MinMergedClock(); min_clock > published_min_clock) {
         Publish();

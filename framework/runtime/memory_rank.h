@@ -53,6 +53,7 @@ class MemoryRank {
   sync::ShardMerger merger_;
   std::unique_ptr<sync::RingPoller> poller_;
   sync::SnapshotPublisher publisher_;
+  sync::ChangedRows changed_;  // rows merged since the last publish
   Status charge_status_;  // first error of charging merge work (timing backend)
 };
 

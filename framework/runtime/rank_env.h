@@ -40,7 +40,9 @@ struct ClockRecord {
 struct RuntimeHooks {
   // Wraps the rank's transport (fault injection in tests); identity if unset.
   std::function<std::unique_ptr<transport::Transport>(transport::Transport& inner)> wrap_transport;
-  // After a compute rank refreshed its replica for a clock (I2 tests).
+  // After a compute rank refreshed its replica for a clock (I2 tests): the
+  // rows the replica holds in a full-size model (zeros where it holds none;
+  // training.full_replicas makes it hold every row).
   std::function<void(const ClockRecord&, const TableSet& replica)> after_refresh;
   // While it returns true, memory rank m consumes nothing (I5 tests).
   std::function<bool(model::MemoryIndex)> merging_paused;

@@ -1,6 +1,7 @@
 #include "framework/runtime/replica_refresher.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/clock_table.h"
@@ -11,15 +12,13 @@ ReplicaRefresher::ReplicaRefresher(transport::Transport& transport, const model:
                                    model::ComputeIndex me, std::vector<const transport::RemoteRegion*> published,
                                    const std::vector<sync::PublishedGeometry>& geometry, sync::WaitOptions wait)
     : layout_(layout), me_(me) {
-  std::size_t largest = 0;
+  const std::size_t compute = geometry.empty() ? 0 : static_cast<std::size_t>(geometry[0].compute_ranks);
   for (std::size_t m = 0; m < published.size(); ++m) {
     readers_.push_back(std::make_unique<sync::SnapshotReader>(transport, *published[m], geometry[m], wait));
-    largest = std::max(largest, geometry[m].shard_bytes);
   }
-  installed_generation_.assign(published.size(), 0);
-  installed_merged_.assign(published.size(), std::vector<std::uint64_t>(geometry.empty() ? 0 : geometry[0].compute_ranks, 0));
+  installed_.resize(published.size());
+  installed_merged_.assign(published.size(), std::vector<std::uint64_t>(compute, 0));
   pending_.resize(published.size());
-  shard_buffer_.resize(largest);
 }
 
 void ReplicaRefresher::AddPending(model::MemoryIndex m, std::uint64_t sequence, std::vector<std::byte> batch) {
@@ -32,28 +31,70 @@ std::size_t ReplicaRefresher::pending_batches() const {
   return n;
 }
 
-void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::TableSet& replica) const {
+void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes,
+                               model::Replica& replica) {
+  const std::vector<model::TableSpec>& tables = layout_.tables();
+  model::TableSet& values = replica.mutable_tables();
+  const std::size_t start = offset;
+  const std::size_t end = offset + bytes.size();
+  for (std::size_t t = 0; t < tables.size() && offset < end; ++t) {
+    const model::TableId table{static_cast<std::uint32_t>(t)};
+    const model::RowPartition& partition = layout_.partition(table);
+    const std::size_t row_bytes = tables[t].row_bytes();
+    const std::size_t first = layout_.TableOffset(m, table);
+    const std::size_t last = first + static_cast<std::size_t>(partition.ShardRows(m)) * row_bytes;
+    if (offset >= last) continue;
+    std::vector<std::uint32_t>& stamps = installed_in_[t];
+    for (; offset < end && offset < last; offset += row_bytes) {
+      const auto local = static_cast<std::int64_t>((offset - first) / row_bytes);
+      const std::int64_t slot = replica.SlotOf(table, partition.GlobalRow(m, local));
+      if (slot < 0) continue;
+      std::memcpy(values[t].RowBytes(slot), bytes.data() + (offset - start), row_bytes);
+      stamps[static_cast<std::size_t>(slot)] = refresh_number_;
+      ++counters_.rows_installed;
+      counters_.bytes_installed += row_bytes;
+    }
+  }
+}
+
+void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& replica) const {
+  model::TableSet& values = replica.mutable_tables();
   for (const Pending& p : pending_[m.value]) {
     sync::ForEachOwnEntry(p.batch, layout_.tables(), [&](model::TableId t, model::RowId r, const std::byte* delta) {
-      replica[t.value].AddDelta(r.value, delta);
+      const std::int64_t slot = replica.SlotOf(t, r);
+      // Only rows this refresh rewrote lack the delta (header comment).
+      if (slot >= 0 && installed_in_[t.value][static_cast<std::size_t>(slot)] == refresh_number_) {
+        values[t.value].AddDelta(slot, delta);
+      }
     });
   }
 }
 
-Result<std::uint64_t> ReplicaRefresher::Refresh(model::TableSet& replica) {
+void ReplicaRefresher::DropIncluded(model::MemoryIndex m, std::uint64_t included) {
+  auto& pending = pending_[m.value];
+  while (!pending.empty() && pending.front().sequence <= included) pending.pop_front();
+}
+
+Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
+  if (installed_in_.empty()) {
+    for (const model::RowBlock& block : replica.tables()) installed_in_.emplace_back(block.rows(), 0);
+  }
+  ++refresh_number_;
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
-    const std::span<std::byte> shard(shard_buffer_.data(), layout_.ShardBytes(m));
-    STALELEARN_ASSIGN_OR_RETURN(std::optional<sync::SnapshotMeta> meta,
-                                readers_[i]->ReadNewer(installed_generation_[i], shard));
-    if (!meta) continue;
-    layout_.InstallShard(m, shard.data(), replica);
-    auto& pending = pending_[i];
-    const std::uint64_t included = meta->included[me_.value];
-    while (!pending.empty() && pending.front().sequence <= included) pending.pop_front();
+    const std::uint64_t whole_before = readers_[i]->whole_reads();
+    STALELEARN_ASSIGN_OR_RETURN(
+        const sync::SnapshotMeta* meta,
+        readers_[i]->ReadChanges(installed_[i], [&](std::size_t offset, std::span<const std::byte> bytes) {
+          Install(m, offset, bytes, replica);
+        }));
+    counters_.whole_reads += readers_[i]->whole_reads() - whole_before;
+    if (meta == nullptr) continue;
+    DropIncluded(m, meta->included[me_.value]);
     ReplayPending(m, replica);
-    installed_generation_[i] = meta->generation;
-    installed_merged_[i] = std::move(meta->merged_clock);
+    installed_[i].generation = meta->generation;
+    installed_[i].log_end = meta->log_end;
+    installed_merged_[i].assign(meta->merged_clock.begin(), meta->merged_clock.end());
   }
   return sync::MinMergedClockOfOthers(installed_merged_, me_);
 }
@@ -61,10 +102,10 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::TableSet& replica) {
 Status ReplicaRefresher::ReadMergedModel(model::TableSet& model) {
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
-    const std::span<std::byte> shard(shard_buffer_.data(), layout_.ShardBytes(m));
-    STALELEARN_ASSIGN_OR_RETURN(std::optional<sync::SnapshotMeta> meta, readers_[i]->ReadNewer(0, shard));
+    shard_buffer_.resize(layout_.ShardBytes(m));
+    STALELEARN_ASSIGN_OR_RETURN(std::optional<sync::SnapshotMeta> meta, readers_[i]->ReadNewer(0, shard_buffer_));
     if (!meta) return FailedPrecondition("a memory rank has published no snapshot");
-    layout_.InstallShard(m, shard.data(), model);
+    layout_.InstallShard(m, shard_buffer_.data(), model);
   }
   return Status::Ok();
 }

@@ -1,9 +1,14 @@
 // Keeps a compute rank's replica = latest snapshots + its own deltas that
-// those snapshots do not include yet (read-your-writes, I2).
+// those snapshots do not include yet (read-your-writes, I2), reading only
+// what changed.
 //
 // Each batch the rank sends is kept as pending until a snapshot of that
-// memory rank includes its sequence; installing a newer snapshot of memory
-// rank m overwrites m's rows and replays m's still-pending batches.
+// memory rank includes its sequence. A refresh reads, per memory rank, the
+// change records since the generation the replica holds (snapshot.h),
+// installs those rows, and replays the still-pending batches onto exactly
+// those rows. Rows without a record keep their value: no own batch merged
+// since touched them (a merge marks every row its batch names), so they
+// already hold master + own pending deltas.
 //
 // Not thread-safe (the compute rank's trainer thread). The transport and
 // remote regions must outlive it.
@@ -14,11 +19,18 @@
 #include <memory>
 #include <vector>
 
+#include "framework/model/replica.h"
 #include "framework/model/row_block.h"
 #include "framework/model/shard_layout.h"
 #include "framework/sync/snapshot.h"
 
 namespace stalelearn::runtime {
+
+struct RefreshCounters {
+  std::uint64_t rows_installed = 0;  // rows written into the replica by refreshes
+  std::uint64_t bytes_installed = 0;
+  std::uint64_t whole_reads = 0;     // refreshes that fell back to a whole shard
+};
 
 class ReplicaRefresher {
  public:
@@ -29,11 +41,18 @@ class ReplicaRefresher {
   // Remembers a batch sent to memory rank m.
   void AddPending(model::MemoryIndex m, std::uint64_t sequence, std::vector<std::byte> batch);
   std::size_t pending_batches() const;
+  // Forgets pending batches that memory rank m's published snapshots include
+  // (`included`, from its control block): every generation a later refresh
+  // can install includes them too. Keeps pending memory bounded when the
+  // rank rarely refreshes (one compute rank never needs to).
+  void DropIncluded(model::MemoryIndex m, std::uint64_t included);
 
-  // Installs every snapshot newer than the installed one, plus own pending
-  // deltas, into `replica` (which must have no touched rows). Returns the
-  // merged clock of the slowest other compute rank over installed snapshots.
-  Result<std::uint64_t> Refresh(model::TableSet& replica);
+  // Installs what changed in every snapshot newer than the installed one,
+  // plus own pending deltas, into `replica` (which must have no touched
+  // rows). Returns the merged clock of the slowest other compute rank over
+  // installed snapshots.
+  Result<std::uint64_t> Refresh(model::Replica& replica);
+  const RefreshCounters& counters() const { return counters_; }
 
   // Reads the latest snapshots of all memory ranks into `model` (no own
   // deltas): the merged model, for evaluation. Blocking.
@@ -44,15 +63,21 @@ class ReplicaRefresher {
     std::uint64_t sequence;
     std::vector<std::byte> batch;
   };
-  void ReplayPending(model::MemoryIndex m, model::TableSet& replica) const;
+  // Writes the rows of shard m's bytes [offset, offset + bytes) that the
+  // replica holds, stamping them as installed by this refresh.
+  void Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes, model::Replica& replica);
+  void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;
 
   const model::ModelLayout& layout_;
   model::ComputeIndex me_;
   std::vector<std::unique_ptr<sync::SnapshotReader>> readers_;  // [m]
-  std::vector<std::uint64_t> installed_generation_;            // [m]
+  std::vector<sync::SnapshotMeta> installed_;                   // [m]: generation, log end, merged clocks
   std::vector<std::vector<std::uint64_t>> installed_merged_;    // [m][c]
-  std::vector<std::deque<Pending>> pending_;                   // [m], by sequence
-  std::vector<std::byte> shard_buffer_;
+  std::vector<std::deque<Pending>> pending_;                    // [m], by sequence
+  std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
+  std::uint32_t refresh_number_ = 0;
+  RefreshCounters counters_;
+  std::vector<std::byte> shard_buffer_;  // ReadMergedModel only
 };
 
 }  // namespace stalelearn::runtime

@@ -32,9 +32,11 @@ class RankRunner {
       ModeContext context{env_, env_.roles.compute_index(me())};
       return RunCompute(context);
     }
-    const DataPlaneGeometry geometry =
+    STALELEARN_ASSIGN_OR_RETURN(
+        const DataPlaneGeometry geometry,
         MakeDataPlaneGeometry(env_.layout, env_.roles.compute_ranks(), config().cluster().ring_slots(),
-                              static_cast<std::size_t>(config().cluster().slot_bytes()));
+                              static_cast<std::size_t>(config().cluster().slot_bytes()),
+                              static_cast<std::size_t>(std::max<std::int64_t>(config().cluster().ring_bytes(), 0))));
     if (env_.roles.role(me()) == Role::kMemory) return RunMemory(geometry);
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
     const model::ComputeIndex ci = env_.roles.compute_index(me());

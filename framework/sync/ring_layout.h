@@ -18,14 +18,23 @@
 //   control block: latest snapshot generation, then per compute rank:
 //     head (batches consumed: merged or rejected; backpressure, I5),
 //     merged clock and included sequence as of the latest snapshot, then
-//     the latest snapshot's published-at word (timing backend, else 0).
-//   K snapshot buffers: version word (odd while written, 2*generation when
-//   complete: a seqlock, I3), published-at word (timing backend: the
-//   publisher's virtual time in picoseconds, else 0), merged clock[C],
-//   included sequence[C], then the shard bytes (framework/model/shard_layout.h).
+//     the latest snapshot's published-at word (timing backend, else 0), then
+//     the change log's oldest valid position.
+//   K meta slots (slot g mod K holds generation g's meta as a seqlock, I3):
+//     version (odd while written, 2*generation when complete), published-at
+//     (timing backend: the publisher's virtual time in picoseconds, else 0),
+//     log begin and log end (positions of generation g's change records),
+//     merged clock[C], included sequence[C].
+//   the live shard (framework/model/shard_layout.h): rows are rewritten in
+//     place when they change.
+//   the change log: a circular buffer of change records (u64 key: shard
+//     offset | row bytes << 40, then the row's bytes), generation after
+//     generation; positions grow forever, byte p lives at p mod log_capacity.
+//   snapshot.h says how readers get a consistent generation from these.
 // Value type; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -52,7 +61,14 @@ struct RingGeometry {
 struct PublishedGeometry {
   int compute_ranks = 1;
   std::size_t shard_bytes = 0;
-  int buffers = 3;  // a buffer is rewritten every `buffers` publishes
+  int meta_slots = 4;         // a meta slot is rewritten every `meta_slots` publishes
+  std::size_t log_bytes = 0;  // change-log capacity if above MinLogBytes()
+
+  // Every generation fits the log: one that changes every row of a shard of
+  // 4-byte rows (the worst case, 12 record bytes per 4 data bytes); that is
+  // ~2.7 generations changing every row of 84-byte rows.
+  std::size_t MinLogBytes() const { return RoundUp(3 * shard_bytes + 4096, kCacheLine); }
+  std::size_t log_capacity() const { return std::max(log_bytes, MinLogBytes()); }
 
   // Control block.
   std::size_t latest_generation_offset() const { return 0; }
@@ -60,29 +76,41 @@ struct PublishedGeometry {
   std::size_t merged_clock_offset(model::ComputeIndex c) const { return head_offset(c) + 8 * n(); }
   std::size_t included_offset(model::ComputeIndex c) const { return head_offset(c) + 16 * n(); }
   std::size_t control_published_at_offset() const { return 8 + 24 * n(); }
-  std::size_t control_bytes() const { return RoundUp(16 + 24 * n(), kCacheLine); }
+  std::size_t log_oldest_offset() const { return 16 + 24 * n(); }
+  std::size_t control_bytes() const { return RoundUp(24 + 24 * n(), kCacheLine); }
 
-  // Snapshot buffer b.
-  std::size_t buffer_header_bytes() const { return RoundUp(16 + 16 * n(), kCacheLine); }
-  std::size_t buffer_bytes() const { return buffer_header_bytes() + RoundUp(shard_bytes, kCacheLine); }
-  std::size_t buffer_offset(int b) const { return control_bytes() + static_cast<std::size_t>(b) * buffer_bytes(); }
-  std::size_t version_offset(int b) const { return buffer_offset(b); }
-  // Right after the version word, so one 16-byte get re-checks both.
-  std::size_t published_at_offset(int b) const { return version_offset(b) + 8; }
-  std::size_t buffer_merged_clock_offset(int b, model::ComputeIndex c) const {
-    return buffer_offset(b) + 16 + 8 * static_cast<std::size_t>(c.value);
+  // Meta slot k.
+  std::size_t meta_bytes() const { return RoundUp(32 + 16 * n(), kCacheLine); }
+  std::size_t meta_offset(int k) const { return control_bytes() + static_cast<std::size_t>(k) * meta_bytes(); }
+  std::size_t version_offset(int k) const { return meta_offset(k); }
+  std::size_t published_at_offset(int k) const { return meta_offset(k) + 8; }
+  std::size_t log_begin_offset(int k) const { return meta_offset(k) + 16; }
+  std::size_t log_end_offset(int k) const { return meta_offset(k) + 24; }
+  std::size_t meta_merged_clock_offset(int k, model::ComputeIndex c) const {
+    return meta_offset(k) + 32 + 8 * static_cast<std::size_t>(c.value);
   }
-  std::size_t buffer_included_offset(int b, model::ComputeIndex c) const {
-    return buffer_merged_clock_offset(b, c) + 8 * n();
+  std::size_t meta_included_offset(int k, model::ComputeIndex c) const {
+    return meta_merged_clock_offset(k, c) + 8 * n();
   }
-  std::size_t buffer_data_offset(int b) const { return buffer_offset(b) + buffer_header_bytes(); }
-  std::size_t region_bytes() const { return buffer_offset(buffers); }
-  int BufferOf(std::uint64_t generation) const {
-    return static_cast<int>(generation % static_cast<std::uint64_t>(buffers));
+  int MetaSlotOf(std::uint64_t generation) const {
+    return static_cast<int>(generation % static_cast<std::uint64_t>(meta_slots));
   }
+
+  // The live shard and the change log.
+  std::size_t data_offset() const { return meta_offset(meta_slots); }
+  std::size_t log_offset() const { return data_offset() + RoundUp(shard_bytes, kCacheLine); }
+  std::size_t region_bytes() const { return log_offset() + log_capacity(); }
 
  private:
   std::size_t n() const { return static_cast<std::size_t>(compute_ranks); }
 };
+
+// A change record's key: where the row lives in the shard bytes and its size.
+inline constexpr int kRecordSizeShift = 40;
+inline std::uint64_t ChangeRecordKey(std::size_t shard_offset, std::size_t row_bytes) {
+  return static_cast<std::uint64_t>(shard_offset) | (static_cast<std::uint64_t>(row_bytes) << kRecordSizeShift);
+}
+inline std::size_t RecordShardOffset(std::uint64_t key) { return key & ((std::uint64_t{1} << kRecordSizeShift) - 1); }
+inline std::size_t RecordRowBytes(std::uint64_t key) { return key >> kRecordSizeShift; }
 
 }  // namespace stalelearn::sync

@@ -61,6 +61,9 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   }
   if (merged.ok()) {
     ++counters_.batches_merged;
+    if (changed_ != nullptr) {  // the rows the next snapshot must rewrite
+      for (const DecodedEntry& e : decoded->entries) changed_->Mark(e.table, e.local_row);
+    }
     counters_.bytes_merged += static_cast<std::int64_t>(length);
   } else {
     ++counters_.rejected_batches;

@@ -18,6 +18,7 @@
 #include "framework/metrics/work_counters.h"
 #include "framework/model/rank_index.h"
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/changed_rows.h"
 #include "framework/sync/ring_layout.h"
 #include "framework/sync/shard_merger.h"
 #include "framework/transport/transport.h"
@@ -67,6 +68,9 @@ class RingPoller {
   // The first merge gate failure, or the merger's divergence (a NaN or
   // infinity, ShardMerger::Merge), after which nothing more is consumed.
   const Status& failure() const { return failure_; }
+  // Marks every row a merged batch names in `changed` (the snapshot
+  // publisher then writes only those); null: nothing is marked.
+  void set_changed_rows(ChangedRows* changed) { changed_ = changed; }
 
  private:
   struct RingState {
@@ -85,6 +89,7 @@ class RingPoller {
   PublishedGeometry published_geometry_;
   ShardMerger& merger_;
   MergeCounters counters_;
+  ChangedRows* changed_ = nullptr;  // rows merged since the last publish, or null
   std::vector<std::byte> scratch_;  // private copy of the slot being consumed
   std::function<void(const metrics::WorkCounters&)> merge_observer_;
   std::function<Status(const BatchHeader&)> merge_gate_;

@@ -16,7 +16,9 @@ RingWriter::RingWriter(transport::Transport& transport, std::unique_ptr<transpor
       me_(me),
       ring_geometry_(ring_geometry),
       published_geometry_(published_geometry),
-      wait_(wait) {}
+      wait_(wait),
+      commit_values_(static_cast<std::size_t>(ring_geometry.slots), 0),
+      stamped_(static_cast<std::size_t>(ring_geometry.slots)) {}
 
 Status RingWriter::WaitForFreeSlot(std::uint64_t sequence) {
   const auto slots = static_cast<std::uint64_t>(ring_geometry_.slots);
@@ -49,27 +51,38 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   const auto waited = std::chrono::steady_clock::now() - start;
 
   const int slot = ring_geometry_.SlotOf(sequence);
-  if (wait_.sim != nullptr) batch = Stamped(batch);  // the stamp is due right before the put
+  if (wait_.sim != nullptr) batch = Stamped(slot, batch);  // the stamp is due right before the put
   STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr payload,
                               transport_.Put(batch.data(), batch.size(), *ring_, ring_geometry_.slot_offset(slot)));
   STALELEARN_RETURN_IF_ERROR(transport_.Fence(peer()));  // payload before commit word (I3)
-  commit_value_ = sequence;
+  std::uint64_t& commit_value = commit_values_[static_cast<std::size_t>(slot)];
+  commit_value = sequence;
   STALELEARN_ASSIGN_OR_RETURN(
       transport::RequestPtr commit,
-      transport_.Put(&commit_value_, sizeof commit_value_, *ring_, ring_geometry_.commit_word_offset(slot)));
-  // Completes both puts at the target, so `batch` and commit_value_ may be reused.
-  STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
+      transport_.Put(&commit_value, sizeof commit_value, *ring_, ring_geometry_.commit_word_offset(slot)));
+  // No flush here (Complete): the sources stay alive until then, and this
+  // slot's sources are reused only once its batch was consumed.
+  unflushed_ = true;
   ++next_sequence_;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(waited);
 }
 
-std::span<const std::byte> RingWriter::Stamped(std::span<const std::byte> batch) {
-  stamped_.assign(batch.begin(), batch.end());
-  StampVisibleAt(stamped_, wait_.sim->PutVisibleAt(stamped_.size()).time_since_epoch().count());
-  return stamped_;
+std::span<const std::byte> RingWriter::Stamped(int slot, std::span<const std::byte> batch) {
+  std::vector<std::byte>& stamped = stamped_[static_cast<std::size_t>(slot)];
+  stamped.assign(batch.begin(), batch.end());
+  StampVisibleAt(stamped, wait_.sim->PutVisibleAt(stamped.size()).time_since_epoch().count());
+  return stamped;
+}
+
+Status RingWriter::Complete() {
+  if (!unflushed_) return Status::Ok();
+  STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
+  unflushed_ = false;
+  return Status::Ok();
 }
 
 Status RingWriter::Finish() {
+  STALELEARN_RETURN_IF_ERROR(Complete());
   finish_value_ = next_sequence_;  // batches sent + 1
   STALELEARN_RETURN_IF_ERROR(transport::PutBlocking(transport_, &finish_value_, sizeof finish_value_, *ring_,
                                                     ring_geometry_.finish_word_offset(), wait_.timeout));

@@ -2,10 +2,13 @@
 // batches into slots of the memory rank's registered ring region with
 // one-sided puts (I6), then the slot's commit word.
 //
-// Publication order (I3): payload put -> Fence -> commit-word put -> Flush.
+// Publication order (I3): payload put -> Fence -> commit-word put; the Flush
+// comes later (Complete), so the puts overlap the caller's next compute.
 // The memory rank reads the commit word with an acquire load, so it sees the
 // payload once it sees the commit word; a writer stopped before the commit
-// word never has the batch merged.
+// word never has the batch merged. A slot is rewritten only after the memory
+// rank consumed its previous batch (backpressure), so the put into it has
+// completed; the caller keeps each pushed batch alive until Complete.
 // Backpressure (I5): batch n may be written only when the memory rank has
 // consumed batch n - R (its head, read one-sided from the published region);
 // until then Push waits, progressing the transport.
@@ -43,8 +46,11 @@ class RingWriter {
   std::size_t slot_capacity() const { return ring_geometry_.slot_bytes; }
 
   // Writes `batch`, sealed with next_sequence(). Blocks while the ring is full.
-  // Returns the time spent waiting for a free slot (stall).
+  // Returns the time spent waiting for a free slot (stall). `batch` must stay
+  // unchanged until Complete returns.
   Result<std::chrono::nanoseconds> Push(std::span<const std::byte> batch);
+  // Completes every put issued so far at the memory rank (a flush). Blocking.
+  Status Complete();
 
   // Sets the ring's finish word (batches sent + 1) and flushes. Blocking.
   Status Finish();
@@ -57,7 +63,7 @@ class RingWriter {
   Status WaitForFreeSlot(std::uint64_t sequence);
   // A copy of `batch` stamped with when a put of it issued now is visible
   // (the caller's batch stays as sealed: it is replayed for read-your-writes).
-  std::span<const std::byte> Stamped(std::span<const std::byte> batch);
+  std::span<const std::byte> Stamped(int slot, std::span<const std::byte> batch);
 
   transport::Transport& transport_;
   std::unique_ptr<transport::RemoteRegion> ring_;
@@ -69,11 +75,12 @@ class RingWriter {
   std::uint64_t next_sequence_ = 1;
   std::uint64_t known_head_ = 0;  // batches the memory rank has consumed
   // Sources of small puts; they must stay alive until the Flush.
-  std::uint64_t commit_value_ = 0;
+  std::vector<std::uint64_t> commit_values_;  // [slot]
   std::uint64_t finish_value_ = 0;
   std::uint64_t released_value_ = 1;
   std::uint64_t head_read_ = 0;
-  std::vector<std::byte> stamped_;  // timing backend: the batch being put, stamped
+  std::vector<std::vector<std::byte>> stamped_;  // [slot] timing backend: the batch put there, stamped
+  bool unflushed_ = false;                       // puts issued since the last flush
 };
 
 }  // namespace stalelearn::sync

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -9,39 +10,110 @@
 #include "framework/sync/wait_until.h"
 
 namespace stalelearn::sync {
+namespace {
+
+// Largest byte range one change record carries (a multiple of the row size).
+constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 23;
+
+}  // namespace
 
 SnapshotPublisher::SnapshotPublisher(transport::MemoryRegion& published, PublishedGeometry geometry,
                                      const model::ModelLayout& layout)
     : published_(published), geometry_(geometry), layout_(layout) {}
 
+void SnapshotPublisher::CollectRanges(const model::TableSet& master, const ChangedRows& changed) {
+  ranges_.clear();
+  std::size_t table_offset = 0;
+  for (std::size_t t = 0; t < master.size(); ++t) {
+    const model::RowBlock& block = master[t];
+    const std::size_t row_bytes = block.row_bytes();
+    if (changed.all()) {
+      const std::size_t chunk = std::max<std::size_t>(1, kMaxRecordBytes / std::max<std::size_t>(row_bytes, 1)) * row_bytes;
+      for (std::size_t at = 0; at < block.size_bytes(); at += chunk) {
+        ranges_.push_back({table_offset + at, std::min(chunk, block.size_bytes() - at), block.bytes().data() + at});
+      }
+    } else {
+      for (std::int64_t local : changed.rows(model::TableId{static_cast<std::uint32_t>(t)})) {
+        ranges_.push_back({table_offset + static_cast<std::size_t>(local) * row_bytes, row_bytes, block.RowBytes(local)});
+      }
+    }
+    table_offset += block.size_bytes();
+  }
+  if (DefectPlanted(PlantedDefect::kSnapshotHalfWritten)) {
+    // Planted defect (self-tests only): only the first half of what changed is written.
+    std::size_t total = 0;
+    for (const Range& r : ranges_) total += r.bytes;
+    std::size_t keep = total / 2;
+    std::size_t n = 0;
+    for (; n < ranges_.size() && keep > 0; ++n) {
+      ranges_[n].bytes = std::min(ranges_[n].bytes, keep);
+      keep -= ranges_[n].bytes;
+    }
+    ranges_.resize(n);
+  }
+}
+
+void SnapshotPublisher::WriteLog(std::uint64_t position, const void* source, std::size_t bytes) {
+  const std::size_t capacity = geometry_.log_capacity();
+  std::byte* log = published_.data() + geometry_.log_offset();
+  const std::size_t at = static_cast<std::size_t>(position % capacity);
+  const std::size_t first = std::min(bytes, capacity - at);
+  std::memcpy(log + at, source, first);
+  if (first < bytes) std::memcpy(log, static_cast<const std::byte*>(source) + first, bytes - first);
+}
+
 void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller& poller,
                                 std::int64_t published_at_ps) {
+  ChangedRows all(layout_, model::MemoryIndex{0});
+  all.MarkAll();
+  Publish(master, poller, all, published_at_ps);
+}
+
+void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller& poller, const ChangedRows& changed,
+                                std::int64_t published_at_ps) {
   const std::uint64_t g = ++generation_;
-  const int b = geometry_.BufferOf(g);
   std::byte* base = published_.data();
-  transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g - 1);
-  // Seqlock writer: the odd version is ordered before the data writes.
-  std::atomic_thread_fence(std::memory_order_release);
-  transport::StoreRelease64(base + geometry_.published_at_offset(b), static_cast<std::uint64_t>(published_at_ps));
+  CollectRanges(master, changed);
+  std::uint64_t bytes = 0;
+  for (const Range& r : ranges_) bytes += sizeof(std::uint64_t) + r.bytes;
+  const std::uint64_t begin = log_end_;
+  const std::uint64_t end = begin + bytes;
+  const std::size_t capacity = geometry_.log_capacity();
+  const bool logged = bytes <= capacity;
+  // 1. Readers that still need what the records overwrite must read whole.
+  //    A generation too large for the log is not logged at all.
+  log_oldest_ = logged ? std::max(log_oldest_, end > capacity ? end - capacity : 0) : end;
+  transport::StoreRelease64(base + geometry_.log_oldest_offset(), log_oldest_);
+  std::atomic_thread_fence(std::memory_order_release);  // the word before the overwrites
+  // 2. The change records.
+  if (logged) {
+    std::uint64_t at = begin;
+    for (const Range& r : ranges_) {
+      const std::uint64_t key = ChangeRecordKey(r.offset, r.bytes);
+      WriteLog(at, &key, sizeof key);
+      WriteLog(at + sizeof key, r.source, r.bytes);
+      at += sizeof key + r.bytes;
+    }
+  }
+  record_bytes_ += bytes;
+  // 3. The meta slot, a seqlock.
+  const int k = geometry_.MetaSlotOf(g);
+  transport::StoreRelease64(base + geometry_.version_offset(k), 2 * g - 1);
+  std::atomic_thread_fence(std::memory_order_release);  // odd version before the meta writes
+  transport::StoreRelease64(base + geometry_.published_at_offset(k), static_cast<std::uint64_t>(published_at_ps));
+  transport::StoreRelease64(base + geometry_.log_begin_offset(k), begin);
+  transport::StoreRelease64(base + geometry_.log_end_offset(k), end);
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
-    transport::StoreRelease64(base + geometry_.buffer_merged_clock_offset(b, ci), poller.merged_clock(ci));
-    transport::StoreRelease64(base + geometry_.buffer_included_offset(b, ci), poller.consumed(ci));
+    transport::StoreRelease64(base + geometry_.meta_merged_clock_offset(k, ci), poller.merged_clock(ci));
+    transport::StoreRelease64(base + geometry_.meta_included_offset(k, ci), poller.consumed(ci));
   }
-  std::byte* data = base + geometry_.buffer_data_offset(b);
-  if (DefectPlanted(PlantedDefect::kSnapshotHalfWritten)) {
-    // Planted defect (self-tests only): the second half keeps what the buffer held before.
-    serialized_.resize(geometry_.shard_bytes);
-    layout_.SerializeShard(master, serialized_.data());
-    std::memcpy(data, serialized_.data(), geometry_.shard_bytes / 2);
-  } else {
-    layout_.SerializeShard(master, data);
-  }
-  transport::StoreRelease64(base + geometry_.version_offset(b), 2 * g);
-  // Latest generation first, then the control copies of its clocks: a reader
-  // that saw a clock in the control block then finds a snapshot holding it.
+  transport::StoreRelease64(base + geometry_.version_offset(k), 2 * g);
+  // 4. Latest generation first, then the control copies of its clocks: a
+  //    reader that saw a clock in the control block then finds a snapshot
+  //    holding it. The stamp before the clocks: a reader that sees the new
+  //    clocks sees it.
   transport::StoreRelease64(base + geometry_.latest_generation_offset(), g);
-  // The stamp before the clocks: a reader that sees the new clocks sees it.
   transport::StoreRelease64(base + geometry_.control_published_at_offset(),
                             static_cast<std::uint64_t>(published_at_ps));
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
@@ -49,12 +121,21 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
     transport::StoreRelease64(base + geometry_.merged_clock_offset(ci), poller.merged_clock(ci));
     transport::StoreRelease64(base + geometry_.included_offset(ci), poller.consumed(ci));
   }
+  // 5. The live rows.
+  std::byte* data = base + geometry_.data_offset();
+  for (const Range& r : ranges_) std::memcpy(data + r.offset, r.source, r.bytes);
+  log_end_ = end;
 }
 
 SnapshotReader::SnapshotReader(transport::Transport& transport, const transport::RemoteRegion& published,
                                PublishedGeometry geometry, WaitOptions wait)
     : transport_(transport), published_(published), geometry_(geometry), wait_(wait) {
-  header_.resize(geometry_.buffer_header_bytes());
+  meta_bytes_.resize(geometry_.meta_bytes());
+  const auto n = static_cast<std::size_t>(geometry_.compute_ranks);
+  for (SnapshotMeta* m : {&meta_, &first_meta_}) {
+    m->merged_clock.resize(n);
+    m->included.resize(n);
+  }
 }
 
 Result<std::uint64_t> SnapshotReader::ReadWord(std::size_t offset) {
@@ -63,32 +144,97 @@ Result<std::uint64_t> SnapshotReader::ReadWord(std::size_t offset) {
   return word;
 }
 
-template <class Body>
-Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_t after, std::uint64_t bytes,
-                                                                    Body&& body) {
-  std::optional<std::uint64_t> read;
+Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin) {
+  const int k = geometry_.MetaSlotOf(g);
+  STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, meta_bytes_.data(), meta_bytes_.size(), published_,
+                                                    geometry_.meta_offset(k), wait_.timeout));
+  std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: meta before the re-check
+  STALELEARN_ASSIGN_OR_RETURN(std::uint64_t after, ReadWord(geometry_.version_offset(k)));
+  std::uint64_t words[4];
+  std::memcpy(words, meta_bytes_.data(), sizeof words);
+  if (words[0] != 2 * g || after != 2 * g) return false;
+  published_at_ps_ = words[1];
+  *log_begin = words[2];
+  meta.generation = g;
+  meta.log_end = words[3];
+  const std::size_t n = meta.merged_clock.size();
+  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 32, 8 * n);
+  std::memcpy(meta.included.data(), meta_bytes_.data() + 32 + 8 * n, 8 * n);
+  return true;
+}
+
+Result<bool> SnapshotReader::ReadLog(std::uint64_t begin, std::uint64_t end) {
+  const std::size_t capacity = geometry_.log_capacity();
+  if (end < begin || end - begin > capacity) return false;
+  STALELEARN_ASSIGN_OR_RETURN(std::uint64_t oldest, ReadWord(geometry_.log_oldest_offset()));
+  if (oldest > begin) return false;
+  const std::size_t bytes = static_cast<std::size_t>(end - begin);
+  if (log_copy_.size() < bytes) log_copy_.resize(bytes);
+  const std::size_t at = static_cast<std::size_t>(begin % capacity);
+  const std::size_t first = std::min(bytes, capacity - at);
+  requests_.clear();
+  if (first > 0) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(log_copy_.data(), first, published_,
+                                                                        geometry_.log_offset() + at));
+    requests_.push_back(std::move(r));
+  }
+  if (first < bytes) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(log_copy_.data() + first, bytes - first,
+                                                                        published_, geometry_.log_offset()));
+    requests_.push_back(std::move(r));
+  }
+  for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
+  requests_.clear();
+  std::atomic_thread_fence(std::memory_order_acquire);  // the records before the re-check
+  STALELEARN_ASSIGN_OR_RETURN(oldest, ReadWord(geometry_.log_oldest_offset()));
+  log_copy_bytes_ = bytes;
+  return oldest <= begin;
+}
+
+template <class Fn>
+void SnapshotReader::ForEachRecord(Fn&& fn) const {
+  std::size_t at = 0;
+  while (at + sizeof(std::uint64_t) <= log_copy_bytes_) {
+    std::uint64_t key;
+    std::memcpy(&key, log_copy_.data() + at, sizeof key);
+    at += sizeof key;
+    const std::size_t bytes = RecordRowBytes(key);
+    fn(RecordShardOffset(key), std::span<const std::byte>(log_copy_.data() + at, bytes));
+    at += bytes;
+  }
+}
+
+Status SnapshotReader::AdvanceSimulatedTime(std::uint64_t bytes) {
+  if (wait_.sim == nullptr) return Status::Ok();
+  const auto published_at = transport::VirtualTimeFromPs(static_cast<std::int64_t>(published_at_ps_));
+  return wait_.sim->AdvanceTo(wait_.sim->GetVisibleAt(published_at, bytes));
+}
+
+template <class Body, class Patch>
+Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes, Body&& body, Patch&& patch) {
+  bool read = false;
   STALELEARN_RETURN_IF_ERROR(
       WaitUntil(
           wait_, transport_,
           [&]() -> Result<bool> {
-            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
-            if (g <= after) return true;  // nothing newer: read stays empty
-            const int b = geometry_.BufferOf(g);
-            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t before, ReadWord(geometry_.version_offset(b)));
-            if (before != 2 * g) return false;  // buffer b is being rewritten with a newer generation
-            STALELEARN_RETURN_IF_ERROR(body(g, b));
-            std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: data before the re-check
-            // One get re-checks the version and fetches the publication stamp.
-            STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, version_and_stamp_,
-                                                              sizeof version_and_stamp_, published_,
-                                                              geometry_.version_offset(b), wait_.timeout));
-            if (version_and_stamp_[0] != before) return false;  // torn: read the newest again
-            if (wait_.sim != nullptr) {
-              const auto published_at =
-                  transport::VirtualTimeFromPs(static_cast<std::int64_t>(version_and_stamp_[1]));
-              STALELEARN_RETURN_IF_ERROR(wait_.sim->AdvanceTo(wait_.sim->GetVisibleAt(published_at, bytes)));
-            }
-            read = g;
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g0, ReadWord(geometry_.latest_generation_offset()));
+            if (g0 <= after) return true;  // nothing newer: read stays false
+            std::uint64_t begin0 = 0, begin1 = 0;
+            STALELEARN_ASSIGN_OR_RETURN(bool meta0, ReadMeta(g0, first_meta_, &begin0));
+            if (!meta0) return false;  // its slot is being rewritten by a newer generation
+            STALELEARN_RETURN_IF_ERROR(body());
+            std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second meta
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g1, ReadWord(geometry_.latest_generation_offset()));
+            STALELEARN_ASSIGN_OR_RETURN(bool meta1, ReadMeta(g1, meta_, &begin1));
+            if (!meta1) return false;
+            // Every live row rewritten while we read belongs to g0..g1: lay
+            // their records over it (from g0's first: its rows may still have
+            // been in writing when the read began).
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(begin0, meta_.log_end));
+            if (!logged) return false;  // overwritten meanwhile: read the newest again
+            ForEachRecord(patch);
+            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + log_copy_bytes_));
+            read = true;
             return true;
           },
           [&] { return fmt::format("a consistent snapshot from rank {}", published_.owner().value); })
@@ -97,33 +243,57 @@ Result<std::optional<std::uint64_t>> SnapshotReader::ReadConsistent(std::uint64_
 }
 
 Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t after, std::span<std::byte> shard_bytes) {
-  const auto body = [&](std::uint64_t, int b) -> Status {
-    STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, header_.data(), header_.size(), published_,
-                                                      geometry_.buffer_offset(b), wait_.timeout));
+  const auto body = [&]() -> Status {
     if (shard_bytes.empty()) return Status::Ok();
     return transport::GetBlocking(transport_, shard_bytes.data(), shard_bytes.size(), published_,
-                                  geometry_.buffer_data_offset(b), wait_.timeout);
+                                  geometry_.data_offset(), wait_.timeout);
   };
-  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g,
-                              ReadConsistent(after, header_.size() + shard_bytes.size(), body));
-  if (!g) return std::optional<SnapshotMeta>();
-  SnapshotMeta meta;
-  meta.generation = *g;
-  const auto n = static_cast<std::size_t>(geometry_.compute_ranks);
-  meta.merged_clock.resize(n);
-  meta.included.resize(n);
-  // Offsets inside the buffer header (the same for every buffer).
-  const std::size_t clocks_at = geometry_.buffer_merged_clock_offset(0, model::ComputeIndex{0}) -
-                                geometry_.buffer_offset(0);
-  std::memcpy(meta.merged_clock.data(), header_.data() + clocks_at, 8 * n);
-  std::memcpy(meta.included.data(), header_.data() + clocks_at + 8 * n, 8 * n);
-  return std::optional<SnapshotMeta>(std::move(meta));
+  const auto patch = [&](std::size_t offset, std::span<const std::byte> bytes) {
+    if (offset + bytes.size() <= shard_bytes.size()) std::memcpy(shard_bytes.data() + offset, bytes.data(), bytes.size());
+  };
+  STALELEARN_ASSIGN_OR_RETURN(bool read, ReadWhole(after, shard_bytes.size(), body, patch));
+  if (!read) return std::optional<SnapshotMeta>();
+  return std::optional<SnapshotMeta>(meta_);
+}
+
+Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& since, const RangeSink& sink) {
+  const SnapshotMeta* result = nullptr;
+  bool too_far_behind = false;
+  STALELEARN_RETURN_IF_ERROR(
+      WaitUntil(
+          wait_, transport_,
+          [&]() -> Result<bool> {
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
+            if (g <= since.generation) return true;  // nothing newer
+            std::uint64_t begin = 0;
+            STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
+            if (!meta) return false;  // its slot is being rewritten: read the newest again
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(since.log_end, meta_.log_end));
+            if (!logged) {
+              too_far_behind = true;
+              return true;
+            }
+            ForEachRecord(sink);
+            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(log_copy_bytes_));
+            result = &meta_;
+            return true;
+          },
+          [&] { return fmt::format("the changes of a snapshot from rank {}", published_.owner().value); })
+          .status());
+  if (!too_far_behind) return result;
+  // The log no longer reaches back to `since`: read the whole shard once.
+  ++whole_reads_;
+  whole_shard_.resize(geometry_.shard_bytes);
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<SnapshotMeta> whole, ReadNewer(since.generation, whole_shard_));
+  if (whole) sink(0, whole_shard_);
+  std::vector<std::byte>().swap(whole_shard_);  // memory follows what changed, not the shard
+  return whole ? &meta_ : nullptr;
 }
 
 Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
-  const auto body = [&](std::uint64_t, int b) -> Status {
+  const auto body = [&]() -> Status {
     requests_.clear();
-    const std::size_t data = geometry_.buffer_data_offset(b);
+    const std::size_t data = geometry_.data_offset();
     for (const RowRead& r : rows) {
       STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
                                   transport_.Get(r.destination, r.bytes, published_, data + r.offset));
@@ -133,11 +303,22 @@ Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
     requests_.clear();
     return Status::Ok();
   };
+  by_offset_.resize(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) by_offset_[i] = i;
+  std::ranges::sort(by_offset_, {}, [&](std::size_t i) { return rows[i].offset; });
+  // A record covers whole rows: copy the part of it each requested row overlaps.
+  const auto patch = [&](std::size_t offset, std::span<const std::byte> bytes) {
+    auto it = std::ranges::lower_bound(by_offset_, offset, {}, [&](std::size_t i) { return rows[i].offset; });
+    for (; it != by_offset_.end() && rows[*it].offset < offset + bytes.size(); ++it) {
+      const RowRead& r = rows[*it];
+      if (r.offset + r.bytes <= offset + bytes.size()) std::memcpy(r.destination, bytes.data() + (r.offset - offset), r.bytes);
+    }
+  };
   std::uint64_t bytes = 0;
   for (const RowRead& r : rows) bytes += r.bytes;
-  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::uint64_t> g, ReadConsistent(0, bytes, body));
-  if (!g) return FailedPrecondition(fmt::format("rank {} has published no snapshot yet", published_.owner().value));
-  return *g;
+  STALELEARN_ASSIGN_OR_RETURN(bool read, ReadWhole(0, bytes, body, patch));
+  if (!read) return FailedPrecondition(fmt::format("rank {} has published no snapshot yet", published_.owner().value));
+  return meta_.generation;
 }
 
 }  // namespace stalelearn::sync

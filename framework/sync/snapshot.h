@@ -1,17 +1,29 @@
 // Snapshots of a memory rank's master shard, published in its remote-read-only
-// region for compute ranks to read one-sided (I6, I7).
+// region for compute ranks to read one-sided (I6, I7), at a cost that follows
+// what changed, not the shard's size (ring_layout.h has the byte layout).
 //
-// Nothing torn (I3): the publisher writes generation g into buffer g mod K as
-// a seqlock (version 2g-1 while writing, 2g when complete) and only then
-// advances the latest-generation word. A reader gets latest -> version ->
-// header and data -> version again, and accepts only if both versions are 2g;
-// otherwise it retries. With K buffers a reader is disturbed only if K newer
-// generations are published while it reads.
-// Each snapshot carries, per compute rank, the merged clock and the highest
-// consumed batch sequence it includes (read-your-writes, I2).
-// Timing backend: a snapshot also carries the virtual time it was published
-// at; a reader with a simulated clock (WaitOptions::sim) advances it to when
-// the data it read can have reached it (SimulatedTime::GetVisibleAt).
+// Publishing generation g (only the rows changed since g-1, ChangedRows):
+//   1. advance the log's oldest-valid word past what g's records overwrite,
+//   2. append g's change records (shard offset, bytes) to the change log,
+//   3. write g's meta slot as a seqlock (version 2g-1, meta, version 2g),
+//   4. advance the latest-generation word, then the control block's clocks,
+//   5. rewrite the changed rows in the live shard.
+// Reading changes (a refresh): a reader holding generation h (log position
+// e_h) reads latest g, g's meta (seqlock), the records [e_h, e_g), then the
+// oldest-valid word again: if the log still holds e_h.., the records are
+// exactly the rows changed in h+1..g, each with its value as of the
+// generation that changed it, applied in order. Otherwise (too far behind)
+// it falls back to a whole read.
+// Reading whole (or chosen rows of) a generation: latest g0 and its meta,
+// the live rows, latest g1 and its meta, then the records [begin of g0, end
+// of g1) patched over what was read. Nothing torn (I3): a live row read
+// while step 5 rewrote it belongs to a generation in g0..g1, whose records
+// are all patched over it in order, so the result is generation g1 exactly.
+// Each meta carries, per compute rank, the merged clock and the highest
+// consumed batch sequence the generation includes (read-your-writes, I2).
+// Timing backend: a meta also carries the virtual time it was published at;
+// a reader with a simulated clock (WaitOptions::sim) advances it to when the
+// data it read can have reached it (SimulatedTime::GetVisibleAt).
 //
 // SnapshotPublisher: the memory rank's poll thread only.
 // SnapshotReader: one compute-rank thread; the transport and the remote
@@ -19,12 +31,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "framework/core/status.h"
 #include "framework/model/shard_layout.h"
+#include "framework/sync/changed_rows.h"
 #include "framework/sync/ring_layout.h"
 #include "framework/sync/ring_poller.h"
 #include "framework/sync/wait_options.h"
@@ -39,21 +53,38 @@ class SnapshotPublisher {
 
   // Publishes `master` with the poller's merged clocks and consumed sequences
   // as the next generation, stamped `published_at_ps` (the publisher's
-  // virtual time; 0 without the timing backend), then updates the control
-  // block.
+  // virtual time; 0 without the timing backend). Writes only the rows in
+  // `changed` (all rows if changed.all()); the caller clears it afterwards.
+  void Publish(const model::TableSet& master, const RingPoller& poller, const ChangedRows& changed,
+               std::int64_t published_at_ps = 0);
+  // Every row changed (the initial publish, tests).
   void Publish(const model::TableSet& master, const RingPoller& poller, std::int64_t published_at_ps = 0);
   std::uint64_t generation() const { return generation_; }
+  // Bytes written per publish, summed (change records; live rows as many again).
+  std::uint64_t record_bytes() const { return record_bytes_; }
 
  private:
+  struct Range {
+    std::size_t offset;  // in the shard bytes
+    std::size_t bytes;
+    const std::byte* source;
+  };
+  void CollectRanges(const model::TableSet& master, const ChangedRows& changed);
+  void WriteLog(std::uint64_t position, const void* source, std::size_t bytes);
+
   transport::MemoryRegion& published_;
   PublishedGeometry geometry_;
   const model::ModelLayout& layout_;
   std::uint64_t generation_ = 0;
-  std::vector<std::byte> serialized_;  // planted defect kSnapshotHalfWritten only
+  std::uint64_t log_end_ = 0;     // position after the last record written
+  std::uint64_t log_oldest_ = 0;  // the oldest position the log still holds
+  std::uint64_t record_bytes_ = 0;
+  std::vector<Range> ranges_;     // this publish's changed byte ranges (reused)
 };
 
 struct SnapshotMeta {
   std::uint64_t generation = 0;
+  std::uint64_t log_end = 0;                // change-log position after this generation
   std::vector<std::uint64_t> merged_clock;  // per compute rank
   std::vector<std::uint64_t> included;      // per compute rank: sequences 1..included are in
 };
@@ -68,6 +99,16 @@ class SnapshotReader {
   // its meta; std::nullopt if nothing newer is published. Blocking.
   Result<std::optional<SnapshotMeta>> ReadNewer(std::uint64_t after, std::span<std::byte> shard_bytes);
 
+  // What changed since the generation `since` (generation, log_end) a caller
+  // holds: calls `sink(shard offset, bytes)` for every change record, in
+  // order (a later one may overwrite an earlier one's rows), or once with the
+  // whole shard when the log no longer reaches back to `since` (counted in
+  // whole_reads()). Returns the new generation's meta (valid until the next
+  // call), or nullptr if nothing newer is published. Blocking.
+  using RangeSink = std::function<void(std::size_t shard_offset, std::span<const std::byte> bytes)>;
+  Result<const SnapshotMeta*> ReadChanges(const SnapshotMeta& since, const RangeSink& sink);
+  std::uint64_t whole_reads() const { return whole_reads_; }
+
   // A consistent read of some rows of the latest snapshot (DIRECT mode): each
   // (offset inside shard bytes, destination, length) is fetched with its own
   // get. Returns the generation read. Blocking.
@@ -80,20 +121,35 @@ class SnapshotReader {
 
  private:
   Result<std::uint64_t> ReadWord(std::size_t offset);
-  // Runs `body(generation, buffer)` between the two version reads, retrying
-  // until it saw one complete generation; nullopt if latest <= `after`. With
-  // a simulated clock, then advances it to when `bytes` read by the body can
-  // have arrived.
-  template <class Body>
-  Result<std::optional<std::uint64_t>> ReadConsistent(std::uint64_t after, std::uint64_t bytes, Body&& body);
+  // Reads generation g's meta slot into `meta` (seqlock); false if the slot
+  // is being written or holds another generation.
+  Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
+  // Copies log bytes [begin, end) into log_copy_; false if the log no longer
+  // holds them (overwritten before or while reading).
+  Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end);
+  // Calls fn(shard offset, bytes) for each record in log_copy_.
+  template <class Fn>
+  void ForEachRecord(Fn&& fn) const;
+  // Reads a whole generation: `body` reads live rows between the two meta
+  // reads, `patch` gets the records to lay over them. nullopt if the latest
+  // generation is <= `after`. Result meta in meta_.
+  template <class Body, class Patch>
+  Result<bool> ReadWhole(std::uint64_t after, std::uint64_t bytes, Body&& body, Patch&& patch);
+  Status AdvanceSimulatedTime(std::uint64_t bytes);
 
   transport::Transport& transport_;
   const transport::RemoteRegion& published_;
   PublishedGeometry geometry_;
   WaitOptions wait_;
-  std::vector<std::byte> header_;
+  std::vector<std::byte> meta_bytes_;   // one meta slot
+  std::vector<std::byte> log_copy_;     // records being read (capacity reused)
+  std::size_t log_copy_bytes_ = 0;
+  std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records
   std::vector<transport::RequestPtr> requests_;
-  std::uint64_t version_and_stamp_[2] = {};  // the re-check's destination
+  std::vector<std::size_t> by_offset_;  // ReadRows: indices of rows sorted by offset
+  SnapshotMeta meta_, first_meta_;
+  std::uint64_t published_at_ps_ = 0;   // of the meta last read
+  std::uint64_t whole_reads_ = 0;
 };
 
 }  // namespace stalelearn::sync

@@ -130,6 +130,8 @@ void CheckBoundedStalenessWithStraggler(int s) {
   proto::Config config = TestConfig(s == 0 ? "BSP" : "SSP", s, 1, kEpochs, kPerClock);
   config.mutable_training()->mutable_straggler()->set_rank(1);
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
+  // The checker reads every rank's rows: replicas must hold them all.
+  config.mutable_training()->set_full_replicas(true);
   RefreshChecker checker(app, kCompute, kPerClock, config.seed(), s);
   runtime::RuntimeHooks hooks;
   hooks.after_refresh = [&](const runtime::ClockRecord& r, const runtime::TableSet& m) { checker.Check(r, m); };

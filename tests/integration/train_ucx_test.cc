@@ -58,6 +58,8 @@ TEST(TrainUcx, EveryRefreshHoldsItsOwnUpdatesAndOthersWithinTheBound) {
   proto::Config config = TestConfig("SSP", kBound, 1, 2, kPerClock);
   config.mutable_training()->mutable_straggler()->set_rank(0);
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
+  // The check reads every rank's rows: replicas must hold them all.
+  config.mutable_training()->set_full_replicas(true);
   std::vector<int> owner(static_cast<std::size_t>(app.TrainingSamples()));
   for (int c = 0; c < kCompute; ++c) {
     runtime::SampleSchedule schedule(app.TrainingSamples(), kCompute, c, kPerClock, config.seed());

@@ -29,7 +29,7 @@ class AllreduceConsistency final : public ConsistencyMode {
   }
 
   model::ModelView& view() override { return replica_; }
-  const TableSet* replica() const override { return &replica_.tables(); }
+  const model::Replica* replica() const override { return &replica_; }
 
   Status ShareInitialization() override { return SumDeltas(); }
 

@@ -11,6 +11,7 @@
 #include "framework/model/replica.h"
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/modes/builtin_modes.h"
+#include "framework/runtime/working_set.h"
 #include "framework/sync/snapshot.h"
 #include "framework/sync/wait_until.h"
 
@@ -23,7 +24,7 @@ class DirectConsistency final : public ConsistencyMode {
       : env_(context.env),
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/false),
-        scratch_(context.env.layout.tables()) {
+        scratch_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)) {
     for (std::size_t m = 0; m < links_.endpoints.published.size(); ++m) {
       readers_.push_back(std::make_unique<sync::SnapshotReader>(
           env_.transport, *links_.endpoints.published[m], context.geometry->published[m], env_.wait));
@@ -78,7 +79,8 @@ class DirectConsistency final : public ConsistencyMode {
   void AddRow(const RowRef& r) {
     model::TableSet& scratch = scratch_.mutable_tables();
     const int m = env_.layout.partition(r.table).Owner(r.row).value;
-    reads_[m].push_back({env_.layout.RowOffset(r.table, r.row), scratch[r.table.value].RowBytes(r.row.value),
+    reads_[m].push_back({env_.layout.RowOffset(r.table, r.row),
+                         scratch[r.table.value].RowBytes(scratch_.SlotOf(r.table, r.row)),
                          scratch[r.table.value].row_bytes()});
   }
 
@@ -108,6 +110,7 @@ class DirectConsistency final : public ConsistencyMode {
   }
 
   Result<std::chrono::nanoseconds> WaitUntilMerged() {
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());  // DIRECT waits for the merge anyway
     return sync::WaitUntil(
         env_.wait, env_.transport,
         [&]() -> Result<bool> {
@@ -124,7 +127,7 @@ class DirectConsistency final : public ConsistencyMode {
   const RankEnv& env_;
   model::ComputeIndex me_;
   ComputeLinks links_;
-  model::Replica scratch_;  // holds only the current clock's rows
+  model::Replica scratch_;  // the working set; meaningful: the current clock's rows
   std::vector<std::unique_ptr<sync::SnapshotReader>> readers_;      // [m]
   std::vector<RowRef> rows_;
   std::vector<std::vector<sync::SnapshotReader::RowRead>> reads_;  // [m]

@@ -8,6 +8,7 @@
 #include "framework/model/replica.h"
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/modes/builtin_modes.h"
+#include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
 #include "framework/sync/wait_until.h"
 
@@ -26,10 +27,10 @@ class SspConsistency final : public ConsistencyMode {
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/true),
         bound_(bound),
-        replica_(context.env.layout.tables()) {}
+        replica_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)) {}
 
   model::ModelView& view() override { return replica_; }
-  const TableSet* replica() const override { return &replica_.tables(); }
+  const model::Replica* replica() const override { return &replica_; }
 
   Status ShareInitialization() override {
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds stalled, links_.pusher.PushClock(replica_, 0));
@@ -47,7 +48,7 @@ class SspConsistency final : public ConsistencyMode {
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock)));
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
-    return Status::Ok();
+    return DropMergedPending();
   }
 
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
@@ -69,6 +70,8 @@ class SspConsistency final : public ConsistencyMode {
       record.observed_staleness = ObservedStaleness(t, installed_min_merged_);
       return Status::Ok();
     }
+    // A refresh may drop pending batches: their puts must be complete.
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     sync::StalenessGate gate(links_.clocks, me_, bound, env_.transport, env_.wait);
     std::chrono::nanoseconds refreshing{0};
     std::uint64_t min_merged = 0;
@@ -81,7 +84,7 @@ class SspConsistency final : public ConsistencyMode {
             [&]() -> Result<bool> {
               STALELEARN_RETURN_IF_ERROR(gate.WaitUntilAllowed(t).status());
               const auto refresh_start = std::chrono::steady_clock::now();
-              STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_.mutable_tables()));
+              STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_));
               refreshing += std::chrono::steady_clock::now() - refresh_start;
               replica_.Rebase();
               installed_ = true;
@@ -97,6 +100,22 @@ class SspConsistency final : public ConsistencyMode {
     record.observed_staleness = ObservedStaleness(t, min_merged);
     // Stall: waiting at the gate and idling between refreshes, not refreshing.
     record.stall_seconds += std::chrono::duration<double>(waited - refreshing).count();
+    return Status::Ok();
+  }
+
+  // Pending batches wait for a refresh to be dropped; a rank that rarely
+  // refreshes drops those the control blocks say are included, once they
+  // exceed what the rings can hold.
+  Status DropMergedPending() {
+    const std::size_t limit = 2 * static_cast<std::size_t>(env_.config.cluster().ring_slots()) *
+                              static_cast<std::size_t>(links_.clocks.memory_ranks());
+    if (links_.refresher.pending_batches() <= limit) return Status::Ok();
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());  // a dropped batch's put must be done
+    STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
+    for (int m = 0; m < links_.clocks.memory_ranks(); ++m) {
+      const model::MemoryIndex mi{m};
+      links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
+    }
     return Status::Ok();
   }
 

@@ -2,6 +2,9 @@
 // sees the included sequences and merged clocks it was published with.
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "framework/metrics/counting_transport.h"
 #include "framework/sync/clock_table.h"
 #include "tests/unit/sync/ring_fixture.h"
 #include "tests/unit/sync/snapshot_checks.h"
@@ -48,11 +51,12 @@ TEST(Snapshot, HalfWrittenGenerationIsNeverReturned) {
   FillMaster(f.merger(), 1);
   publisher.Publish(f.merger().master(), f.poller());  // generation 1, all ones
 
-  // A publisher that died while writing generation 2: odd version, half the data.
+  // A publisher that died while writing generation 2: odd meta version, half
+  // the live rows rewritten (generation 1's change records repair them).
   std::byte* base = f.published_region().data();
-  const int b2 = g.BufferOf(2);
-  transport::StoreRelease64(base + g.version_offset(b2), 3);
-  std::memset(base + g.buffer_data_offset(b2), 0x22, g.shard_bytes / 2);
+  const int k2 = g.MetaSlotOf(2);
+  transport::StoreRelease64(base + g.version_offset(k2), 3);
+  std::memset(base + g.data_offset(), 0x22, g.shard_bytes / 2);
 
   WaitOptions wait;
   wait.timeout = std::chrono::milliseconds(100);
@@ -68,6 +72,90 @@ TEST(Snapshot, HalfWrittenGenerationIsNeverReturned) {
   // Even if the latest word pointed at it, the odd version keeps it out.
   transport::StoreRelease64(base + g.latest_generation_offset(), 2);
   EXPECT_EQ(reader.ReadNewer(0, shard).status().code(), StatusCode::kTimeout);
+}
+
+// A refresh reads only the rows merged since the generation it holds: a
+// batch names rows 3, 100 and 2000 of a 4096-row shard; reading the changes
+// must deliver exactly those three rows and get (through a counting
+// transport) only their records plus a few control words, never the shard.
+TEST(Snapshot, ReadingChangesGetsOnlyTheRowsThatChanged) {
+  RingFixture f(4, 1, {{"counts", model::ElementType::kInt32, 4096, 2}});
+  const PublishedGeometry g = f.published_geometry();
+  ChangedRows changed(f.layout(), model::MemoryIndex{0});
+  f.poller().set_changed_rows(&changed);
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  publisher.Publish(f.merger().master(), f.poller());  // generation 1: every row
+  metrics::CountingTransport counting(f.transport());
+  SnapshotReader reader(counting, f.remote_published(), g, WaitOptions{});
+  std::vector<std::size_t> offsets;
+  const auto sink = [&](std::size_t offset, std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at < bytes.size(); at += 8) offsets.push_back(offset + at);
+  };
+  Result<const SnapshotMeta*> first = reader.ReadChanges(SnapshotMeta{}, sink);
+  ASSERT_TRUE(first.ok() && *first != nullptr);
+  EXPECT_EQ(offsets.size(), 4096u) << "the first read installs every row";
+  const SnapshotMeta held = **first;
+
+  const std::vector<std::int64_t> rows = {3, 100, 2000};
+  ASSERT_TRUE(f.writer().Push(f.Batch(rows, 5, /*clock=*/0)).ok());
+  ASSERT_EQ(f.poller().PollOnce(), 1);
+  publisher.Publish(f.merger().master(), f.poller(), changed);
+  changed.Clear();
+
+  offsets.clear();
+  const std::int64_t got_before = counting.counters().bytes_get;
+  Result<const SnapshotMeta*> next = reader.ReadChanges(held, sink);
+  ASSERT_TRUE(next.ok() && *next != nullptr);
+  const std::int64_t got = counting.counters().bytes_get - got_before;
+  std::set<std::size_t> expected;
+  for (std::int64_t r : rows) expected.insert(f.layout().RowOffset(model::TableId{0}, model::RowId{r}));
+  EXPECT_EQ(std::set<std::size_t>(offsets.begin(), offsets.end()), expected)
+      << "a refresh read a row that did not change (or missed one that did)";
+  EXPECT_EQ(offsets.size(), rows.size()) << "a changed row was read more than once";
+  const std::int64_t records = static_cast<std::int64_t>(rows.size() * (8 + 8));
+  const std::int64_t control = static_cast<std::int64_t>(8 + g.meta_bytes() + 8 + 8 + 8);
+  EXPECT_LE(got, records + control) << "a refresh got more than the changed rows' records: " << got << " bytes";
+  EXPECT_EQ((*next)->included.at(0), 1u);
+  EXPECT_EQ(reader.whole_reads(), 0u);
+
+  // Nothing newer: nothing but the latest-generation word is read.
+  offsets.clear();
+  const SnapshotMeta now = **next;
+  Result<const SnapshotMeta*> none = reader.ReadChanges(now, sink);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  EXPECT_TRUE(offsets.empty());
+}
+
+// A reader further behind than the change log reaches falls back to one
+// whole read, which still delivers the latest generation exactly.
+TEST(Snapshot, ReaderBehindTheLogReadsTheWholeShardOnce) {
+  RingFixture f;
+  const PublishedGeometry g = f.published_geometry();
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  FillMaster(f.merger(), 1);
+  publisher.Publish(f.merger().master(), f.poller());
+  SnapshotReader reader(f.transport(), f.remote_published(), g, WaitOptions{});
+  std::vector<std::byte> shard(g.shard_bytes);
+  const auto copy = [&](std::size_t offset, std::span<const std::byte> bytes) {
+    std::memcpy(shard.data() + offset, bytes.data(), bytes.size());
+  };
+  Result<const SnapshotMeta*> first = reader.ReadChanges(SnapshotMeta{}, copy);
+  ASSERT_TRUE(first.ok() && *first != nullptr);
+  const SnapshotMeta held = **first;
+  // Each generation rewrites every row: enough of them to overwrite the log.
+  const int generations = static_cast<int>(g.log_capacity() / g.shard_bytes) + 2;
+  for (int v = 2; v < 2 + generations; ++v) {
+    FillMaster(f.merger(), v);
+    publisher.Publish(f.merger().master(), f.poller());
+  }
+  Result<const SnapshotMeta*> next = reader.ReadChanges(held, copy);
+  ASSERT_TRUE(next.ok() && *next != nullptr);
+  EXPECT_EQ(reader.whole_reads(), 1u);
+  std::int32_t value;
+  EXPECT_TRUE(AllEqual(shard, &value));
+  EXPECT_EQ(value, 1 + generations);
+  EXPECT_EQ((*next)->generation, static_cast<std::uint64_t>(1 + generations));
 }
 
 TEST(Snapshot, ConcurrentReaderSeesOnlyWholeGenerations) { testing::CheckConcurrentReaderSeesOnlyWholeGenerations(); }
