@@ -15,6 +15,11 @@ function(stalelearn_target_defaults target)
   elseif(NOT STALELEARN_SANITIZE STREQUAL "")
     message(FATAL_ERROR "STALELEARN_SANITIZE must be '', 'address' or 'thread', not '${STALELEARN_SANITIZE}'")
   endif()
+  if(STALELEARN_FUZZ)
+    # Coverage feedback for libFuzzer; undefined behaviour stops the fuzzer like a crash.
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+    target_compile_options(${target} PUBLIC -fno-sanitize-recover=undefined)
+  endif()
 endfunction()
 
 # stalelearn_add_unit_test(NAME SOURCES ... [LIBS ...]): one GoogleTest binary
@@ -34,8 +39,18 @@ function(stalelearn_add_unit_test name)
   if(ARG_LABELS)
     list(GET ARG_LABELS 0 label)
   endif()
+  set(extra_properties "")
+  # ThreadSanitizer builds (deploy/tsan.sh): the tests named in
+  # STALELEARN_TSAN_TESTS (tests/CMakeLists.txt) get the label tsan, the
+  # target tsan_tests builds them, and they run with the justified suppressions.
+  if(STALELEARN_SANITIZE STREQUAL "thread" AND name IN_LIST STALELEARN_TSAN_TESTS)
+    set(label tsan)
+    add_dependencies(tsan_tests ${name})
+    set(extra_properties ENVIRONMENT
+      "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${PROJECT_SOURCE_DIR}/tests/tsan/suppressions.txt")
+  endif()
   gtest_discover_tests(${name}
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS ${label}
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS ${label} ${extra_properties}
     DISCOVERY_TIMEOUT 60)
 endfunction()
 

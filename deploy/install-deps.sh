@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev zlib1g-dev libxxhash-dev
   ccache
+  clang libclang-rt-dev  # deploy/fuzz.sh: libFuzzer and the sanitizer runtimes
   dataset-fashion-mnist
 )
 if [ "${1:-}" = "--cluster" ]; then

@@ -221,6 +221,7 @@ Status ResolveDefaults(proto::Config& c) {
   if (cl->placement() == proto::PLACEMENT_UNSPECIFIED) cl->set_placement(proto::MEMORY_LAST);
   if (cl->ring_slots() == 0) cl->set_ring_slots(8);
   if (cl->slot_bytes() == 0) cl->set_slot_bytes(4 << 20);
+  if (c.wait().warn_after_seconds() == 0) c.mutable_wait()->set_warn_after_seconds(30);
   return Validate(c);
 }
 
@@ -242,6 +243,14 @@ Status Validate(const proto::Config& c) {
   }
   if (c.consistency().staleness() < 0) {
     return InvalidArgument(fmt::format("consistency.staleness must be >= 0, got {}", c.consistency().staleness()));
+  }
+  if (!(c.wait().timeout_seconds() >= 0 && std::isfinite(c.wait().timeout_seconds()))) {
+    return InvalidArgument(fmt::format("wait.timeout_seconds must be >= 0 (0: the default), got {}",
+                                       c.wait().timeout_seconds()));
+  }
+  if (!std::isfinite(c.wait().warn_after_seconds())) {
+    return InvalidArgument(fmt::format("wait.warn_after_seconds must be finite (negative: never), got {}",
+                                       c.wait().warn_after_seconds()));
   }
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.cluster().memory_ranks(), "cluster.memory_ranks"));
   // Upper bounds: a ring is registered memory on every memory rank, once per

@@ -21,6 +21,66 @@ bool IsIdentifier(std::string_view name) {
   return std::ranges::all_of(name, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+// Proto3 strings must be UTF-8: protobuf refuses to convert a message holding
+// another string, which ToConfig would report as an internal error (found by
+// fuzzing: `name: "\377"`). Structural check of RFC 3629 (no overlongs, no
+// surrogates, at most U+10FFFF).
+bool IsValidUtf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    int extra = 0;
+    unsigned char min = 0x80, max = 0xBF;  // allowed range of the first continuation byte
+    if (lead < 0x80) {
+      extra = 0;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      extra = 1;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      extra = 2;
+      if (lead == 0xE0) min = 0xA0;
+      if (lead == 0xED) max = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      extra = 3;
+      if (lead == 0xF0) min = 0x90;
+      if (lead == 0xF4) max = 0x8F;
+    } else {
+      return false;
+    }
+    if (text.size() - i <= static_cast<std::size_t>(extra)) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char c = byte(i + k);
+      if (k == 1 ? (c < min || c > max) : (c < 0x80 || c > 0xBF)) return false;
+    }
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return true;
+}
+
+// The path of the first string field of `message` (recursively) that is not
+// valid UTF-8, or "" if there is none.
+std::string FindInvalidUtf8(const pb::Message& message, const std::string& prefix) {
+  const pb::Reflection& r = *message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r.ListFields(message, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    const std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
+    const int count = f->is_repeated() ? r.FieldSize(message, f) : 1;
+    for (int k = 0; k < count; ++k) {
+      if (f->type() == pb::FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string& value = f->is_repeated() ? r.GetRepeatedStringReference(message, f, k, &scratch)
+                                                    : r.GetStringReference(message, f, &scratch);
+        if (!IsValidUtf8(value)) return path;
+      } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        const pb::Message& sub = f->is_repeated() ? r.GetRepeatedMessage(message, f, k) : r.GetMessage(message, f);
+        if (std::string found = FindInvalidUtf8(sub, path); !found.empty()) return found;
+      }
+    }
+  }
+  return "";
+}
+
 // Keeps the first error protobuf reports, as "source:line:column: message",
 // with the run-time type names replaced by what the user wrote.
 class FirstErrorCollector : public pb::io::ErrorCollector {
@@ -148,6 +208,9 @@ Result<std::unique_ptr<pb::Message>> ConfigReader::Parse(std::string_view text, 
 
 Result<proto::Config> ConfigReader::ToConfig(const pb::Message& full) const {
   if (full.GetDescriptor() != config_type_) return Internal("ToConfig: not a message of this reader");
+  if (std::string field = FindInvalidUtf8(full, ""); !field.empty()) {
+    return InvalidArgument(fmt::format("{}: not valid UTF-8 text", field));
+  }
   proto::Config config;
   if (!config.ParseFromString(full.SerializeAsString())) return Internal("config does not convert");
   // The app sections arrive as unknown fields of AppConfig; only the chosen

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
@@ -10,6 +11,17 @@
 #include "framework/data/text_lines.h"
 
 namespace stalelearn::data {
+namespace {
+
+// Labels and values are stored as float: a finite double beyond float's range
+// (found by fuzzing: "3:4444...4" with 110 digits) would become infinite.
+std::optional<float> ParseFiniteFloat(std::string_view token) {
+  const std::optional<double> value = ParseFiniteDouble(token);
+  if (!value || std::abs(*value) > std::numeric_limits<float>::max()) return std::nullopt;
+  return static_cast<float>(*value);
+}
+
+}  // namespace
 
 Result<SparseDataset> ParseLibsvm(std::string_view text, std::string_view source) {
   SparseDataset data;
@@ -20,8 +32,11 @@ Result<SparseDataset> ParseLibsvm(std::string_view text, std::string_view source
     std::string_view rest = line;
     std::string_view label_token = NextWhitespaceToken(rest);
     if (label_token.empty()) return LineError(source, n, "empty line: expected '<label> <index>:<value> ...'");
-    std::optional<double> label = ParseFiniteDouble(label_token);
-    if (!label) return LineError(source, n, fmt::format("label '{}' is not a finite number", Quotable(label_token)));
+    std::optional<float> label = ParseFiniteFloat(label_token);
+    if (!label) {
+      return LineError(source, n, fmt::format("label '{}' is not a finite number within float range",
+                                              Quotable(label_token)));
+    }
 
     std::uint64_t previous_index = 0;
     for (std::string_view token = NextWhitespaceToken(rest); !token.empty(); token = NextWhitespaceToken(rest)) {
@@ -38,14 +53,17 @@ Result<SparseDataset> ParseLibsvm(std::string_view text, std::string_view source
         return LineError(source, n, fmt::format("index {} after {}: indices must increase strictly", *index,
                                                 previous_index));
       }
-      std::optional<double> value = ParseFiniteDouble(token.substr(colon + 1));
-      if (!value) return LineError(source, n, fmt::format("value in '{}' is not a finite number", Quotable(token)));
+      std::optional<float> value = ParseFiniteFloat(token.substr(colon + 1));
+      if (!value) {
+        return LineError(source, n,
+                         fmt::format("value in '{}' is not a finite number within float range", Quotable(token)));
+      }
       previous_index = static_cast<std::uint64_t>(*index);
       data.columns.push_back(static_cast<std::uint32_t>(*index - 1));
-      data.values.push_back(static_cast<float>(*value));
+      data.values.push_back(*value);
     }
     data.num_columns = std::max(data.num_columns, static_cast<std::uint32_t>(previous_index));
-    data.labels.push_back(static_cast<float>(*label));
+    data.labels.push_back(*label);
     data.row_offsets.push_back(data.values.size());
   }
   return data;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "framework/sync/backoff.h"
+#include "framework/sync/wait_until.h"
 
 namespace stalelearn::runtime {
 namespace {
@@ -106,8 +107,8 @@ Result<MemoryRankResult> MemoryRank::Run() {
     if (!paused && poller_->AllFinished() && poller_->AllReleased()) break;
     if (std::chrono::steady_clock::now() - last_work > env_.wait.timeout) {
       return TimeoutError(fmt::format("memory rank {} received no batch for the wait limit; some compute rank "
-                                      "stopped without finishing (or never read the final model)",
-                                      me_.value));
+                                      "stopped without finishing (or never read the final model); {}",
+                                      me_.value, sync::DescribeSlowestRings(*poller_)));
     }
     STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }

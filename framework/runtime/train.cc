@@ -11,6 +11,7 @@
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/run_report.h"
+#include "framework/sync/wait_until.h"
 
 namespace stalelearn::runtime {
 namespace {
@@ -142,6 +143,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                               inputs.backends.Create(config.backend().name(), context));
   // Capabilities are asked of the transport (decorators forward them).
   sync::WaitOptions wait = inputs.wait;
+  sync::ApplyWaitConfig(config.wait(), wait);
   wait.sim = backend->simulated_time();
   if (wait.sim != nullptr) {
     // Under the virtual-time scheduler an idle poll waits for another rank's

@@ -12,19 +12,18 @@ StalenessGate::StalenessGate(ClockTable& clocks, model::ComputeIndex me, Stalene
 
 Result<std::chrono::nanoseconds> StalenessGate::WaitUntilAllowed(std::uint64_t clock) {
   if (!bound_.bounded()) return std::chrono::nanoseconds(0);
-  ClockTable::Slowest slowest{};
   return WaitUntil(
       wait_, transport_,
       [&]() -> Result<bool> {
         STALELEARN_RETURN_IF_ERROR(clocks_.Refresh());
-        slowest = clocks_.SlowestOther(me_);
-        return bound_.Allows(clock, slowest.merged_clock);
+        return bound_.Allows(clock, clocks_.SlowestOther(me_).merged_clock);
       },
       [&] {
-        return fmt::format("compute rank {} to merge more clocks: compute rank {} may start clock {} only under "
-                           "bound {}, and compute rank {} has {} clocks merged",
-                           slowest.rank.value, me_.value, clock, bound_.value(), slowest.rank.value,
-                           slowest.merged_clock);
+        const std::uint64_t s = static_cast<std::uint64_t>(bound_.value());
+        const std::uint64_t needed = clock > s ? clock - s : 0;
+        return fmt::format("merged clock: compute rank {} may start clock {} under bound {} once every other compute "
+                           "rank has merged clock {}; behind: {}",
+                           me_.value, clock, bound_.value(), needed, DescribeLaggards(clocks_, me_, needed));
       });
 }
 

@@ -13,6 +13,10 @@ struct WaitOptions {
   // A wait that exceeds this fails with kTimeout naming what it waited for
   // (a stalled peer must give an error, never a hang).
   std::chrono::nanoseconds timeout = std::chrono::seconds(300);
+  // The stall inspector: a wait longer than this prints (stderr, log warning)
+  // what it waits for, then again at doubling intervals; 0 = never
+  // (config: wait.warn_after_seconds).
+  std::chrono::nanoseconds warn_after{0};
   IdleBackoff::Policy backoff;
   // The rank's simulated clock when the backend simulates time (timing
   // backend), else nullptr: stamps what this rank sends, advances to the

@@ -2,9 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "framework/core/log.h"
 #include "framework/sync/backoff.h"
 
 namespace stalelearn::sync {
+namespace {
+
+double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
 
 Result<std::chrono::nanoseconds> WaitUntil(const WaitOptions& wait, transport::Transport& transport,
                                            const std::function<Result<bool>()>& done,
@@ -12,16 +20,70 @@ Result<std::chrono::nanoseconds> WaitUntil(const WaitOptions& wait, transport::T
   const auto start = std::chrono::steady_clock::now();
   const Deadline deadline(wait.timeout);
   IdleBackoff backoff(wait.backoff);
+  std::chrono::nanoseconds next_warning = wait.warn_after;
   while (true) {
     STALELEARN_ASSIGN_OR_RETURN(const bool ready, done());
-    if (ready) return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    if (ready) return waited;
     if (deadline.Expired()) {
-      return TimeoutError(fmt::format("timed out after {:.0f} s waiting for {}",
-                                      std::chrono::duration<double>(wait.timeout).count(), describe()));
+      return TimeoutError(fmt::format("rank {} timed out after {:.0f} s waiting for {}", transport.rank().value,
+                                      Seconds(wait.timeout), describe()));
+    }
+    if (next_warning.count() > 0 && waited >= next_warning) {
+      log::Warning("stall: rank {} has waited {:.1f} s for {}", transport.rank().value, Seconds(waited), describe());
+      next_warning *= 2;
     }
     transport.Progress();
     STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
+}
+
+void ApplyWaitConfig(const proto::WaitConfig& config, WaitOptions& wait) {
+  const auto to_nanoseconds = [](double seconds) {
+    // Capped at ~10 years: a larger double would overflow the nanosecond count.
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(std::min(seconds, 3e8)));
+  };
+  if (config.timeout_seconds() > 0) wait.timeout = to_nanoseconds(config.timeout_seconds());
+  wait.warn_after = config.warn_after_seconds() > 0 ? to_nanoseconds(config.warn_after_seconds())
+                                                    : std::chrono::nanoseconds(0);
+}
+
+std::string DescribeLaggards(const ClockTable& clocks, model::ComputeIndex except, std::uint64_t needed) {
+  std::string out;
+  for (int c = 0; c < clocks.compute_ranks(); ++c) {
+    if (c == except.value) continue;
+    std::uint64_t lowest = UINT64_MAX;
+    int at = 0;
+    for (int m = 0; m < clocks.memory_ranks(); ++m) {
+      const std::uint64_t merged = clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
+      if (merged < lowest) {
+        lowest = merged;
+        at = m;
+      }
+    }
+    if (lowest >= needed) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("compute rank {} (merged clock {}, at memory rank {})", c, lowest, at);
+  }
+  return out.empty() ? "no compute rank" : out;
+}
+
+std::string DescribeSlowestRings(const RingPoller& poller) {
+  std::uint64_t slowest = UINT64_MAX, next = UINT64_MAX;
+  for (int c = 0; c < poller.compute_ranks(); ++c) slowest = std::min(slowest, poller.merged_clock(model::ComputeIndex{c}));
+  std::string behind;
+  for (int c = 0; c < poller.compute_ranks(); ++c) {
+    const model::ComputeIndex ci{c};
+    if (poller.merged_clock(ci) != slowest) {
+      next = std::min(next, poller.merged_clock(ci));
+      continue;
+    }
+    if (!behind.empty()) behind += ", ";
+    behind += fmt::format("compute rank {} (merged clock {}, {} batches merged)", c, slowest, poller.consumed(ci));
+  }
+  if (behind.empty()) return "no compute rank";
+  if (next == UINT64_MAX) return "behind: " + behind;
+  return fmt::format("behind: {}; the others have merged clock >= {}", behind, next);
 }
 
 }  // namespace stalelearn::sync

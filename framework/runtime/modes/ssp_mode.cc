@@ -5,6 +5,8 @@
 // deltas of touched rows through the rings (backpressure, I5).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "framework/model/replica.h"
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/modes/builtin_modes.h"
@@ -64,6 +66,12 @@ class SspConsistency final : public ConsistencyMode {
   // a replica that already holds every other rank's clocks 0..t-s-1 serves
   // clock t without touching the network. Own updates are in it already (I2).
   // Unbounded (ASP) refreshes every clock, as nothing would ever force it to.
+  // The merged clock every other rank needs for clock t to start under `bound`.
+  static std::uint64_t NeededMergedClock(std::uint64_t t, sync::StalenessBound bound) {
+    const auto s = static_cast<std::uint64_t>(std::max(bound.value(), 0));
+    return t > s ? t - s : 0;
+  }
+
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
     if (installed_ && bound.bounded() && bound.Allows(t, installed_min_merged_)) {
       record.min_merged_of_others = installed_min_merged_;
@@ -92,9 +100,10 @@ class SspConsistency final : public ConsistencyMode {
               return bound.Allows(t, min_merged);
             },
             [&] {
-              return fmt::format("a snapshot that lets compute rank {} start clock {} under bound {} (it holds the "
-                                 "slowest other rank's clocks below {})",
-                                 me_.value, t, bound.value(), min_merged);
+              return fmt::format("snapshot: one that lets compute rank {} start clock {} under bound {} (the last "
+                                 "held the slowest other rank's clocks below {}); behind: {}",
+                                 me_.value, t, bound.value(), min_merged,
+                                 sync::DescribeLaggards(links_.clocks, me_, NeededMergedClock(t, bound)));
             }));
     record.min_merged_of_others = min_merged;
     record.observed_staleness = ObservedStaleness(t, min_merged);

@@ -225,6 +225,24 @@ TEST(ConfigLoaderTest, InvalidValueInFileNamesFileAndField) {
   EXPECT_NE(c.status().message().find("training.epochs"), std::string::npos);
 }
 
+// Found by fuzzing (tests/fuzz): a string that is not UTF-8 was an internal
+// error ("config does not convert") instead of a config error naming the field.
+TEST(ConfigLoaderTest, InvalidUtf8StringNamesTheField) {
+  ConfigFile file("name: \"ok\"\nbackend { options { key: \"\\377\" value: \"x\" } }\n");
+  auto c = LoadConfig(file.path(), {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("backend.options.key: not valid UTF-8"), std::string::npos)
+      << c.status().message();
+  ConfigFile good("name: \"caf\303\251\"\n");
+  auto overridden = LoadConfig(good.path(), {"name=\xC3\x28"});
+  ASSERT_FALSE(overridden.ok());
+  EXPECT_EQ(overridden.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(overridden.status().message().find("name: not valid UTF-8"), std::string::npos)
+      << overridden.status().message();
+  EXPECT_TRUE(LoadConfig(good.path(), {}).ok());  // two-byte UTF-8 is fine
+}
+
 TEST(ConfigLoaderTest, MissingFileIsAnError) {
   auto c = LoadConfig("/nonexistent/stalelearn.pbtxt", {});
   ASSERT_FALSE(c.ok());

@@ -47,6 +47,11 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"UnsortedIndices", "1 3:1 2:1\n", "s.txt:1: index 2 after 3: indices must increase strictly"},
         MalformedCase{"RepeatedIndex", "1 2:1 2:1\n", "s.txt:1: index 2 after 2"},
         MalformedCase{"InfiniteValue", "1 2:inf\n", "s.txt:1: value in '2:inf' is not a finite number"},
+        // Found by fuzzing (tests/fuzz): finite as a double, infinite as the stored float.
+        MalformedCase{"ValueBeyondFloat", "1 2:1e39\n",
+                      "s.txt:1: value in '2:1e39' is not a finite number within float range"},
+        MalformedCase{"LabelBeyondFloat", "-1e39 2:1\n",
+                      "s.txt:1: label '-1e39' is not a finite number within float range"},
         MalformedCase{"EmptyLine", "1 1:1\n\n1 1:1\n", "s.txt:2: empty line"}),
     [](const ::testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
 
