@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev zlib1g-dev
   ccache
+  gnuplot-nox
 )
 if [ "${1:-}" = "--cluster" ]; then
   PACKAGES+=(iproute2 util-linux jq munge slurmctld slurmd slurm-client)

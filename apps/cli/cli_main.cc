@@ -51,6 +51,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
   AddTrainCommand(app, registries);
   AddDataCommand(app, registries.datasets);
   AddBenchCommand(app);
+  AddSweepCommand(app, registries);
 
   try {
     app.parse(argc, argv);
