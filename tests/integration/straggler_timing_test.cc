@@ -1,9 +1,11 @@
-// Transient stragglers on the timing backend (ranks as threads, virtual-time
-// scheduler): each compute rank is charged exactly the simulated compute of
-// the clocks its seed delays, and a rerun repeats the timeline.
+// Straggler patterns on the timing backend (ranks as threads, virtual-time
+// scheduler): with transient stragglers each compute rank is charged exactly
+// the simulated compute of the clocks its seed delays, and a rerun repeats
+// the timeline; a slow link (option link_bandwidth_gb_per_s) costs transfer time.
 #include <gtest/gtest.h>
 
 #include "backends/builtin.h"
+#include "backends/timing/timing_options.h"
 #include "framework/runtime/straggler.h"
 #include "tests/integration/train_support.h"
 
@@ -50,6 +52,23 @@ TEST(TransientStraggler, ChargesEachComputeRankTheDrawnClocksAsSimulatedCompute)
   EXPECT_GT(s.total_seconds(), n.total_seconds());
   EXPECT_EQ(again.report().simulated().total_seconds(), s.total_seconds());
   EXPECT_EQ(again.report().model_checksum(), slowed.report().model_checksum());
+}
+
+TEST(SlowLink, TheBandwidthOptionReplacesTheLinkPresetsAndCostsTransferTime) {
+  const CountingApp app(/*samples=*/480);
+  proto::Config capped = TransientConfig(0, 1);
+  (*capped.mutable_backend()->mutable_options())["link_bandwidth_gb_per_s"] = "0.05";
+  const proto::Simulated normal = RunLocal(TransientConfig(0, 1), app, 4).report().simulated();
+  const proto::Simulated slow = RunLocal(capped, app, 4).report().simulated();
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_GT(slow.ranks(rank).transfer_seconds(), 2 * normal.ranks(rank).transfer_seconds()) << rank;
+    EXPECT_EQ(slow.ranks(rank).compute_seconds(), normal.ranks(rank).compute_seconds()) << rank;
+  }
+  for (const char* bad : {"0", "-1", "fast", ""}) {
+    const auto parsed = backends::timing::ParseTimingOptions({{"link_bandwidth_gb_per_s", bad}});
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.status().message().find("link_bandwidth_gb_per_s"), std::string::npos);
+  }
 }
 
 }  // namespace

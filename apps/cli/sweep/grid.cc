@@ -8,11 +8,11 @@
 namespace stalelearn::cli::sweep {
 namespace {
 
-std::vector<std::string> SplitCommas(std::string_view text) {
+std::vector<std::string> Split(std::string_view text, char separator) {
   std::vector<std::string> parts;
   std::size_t start = 0;
   while (true) {
-    const std::size_t comma = text.find(',', start);
+    const std::size_t comma = text.find(separator, start);
     parts.emplace_back(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (comma == std::string_view::npos) return parts;
     start = comma + 1;
@@ -28,9 +28,13 @@ Result<Grid> ParseGrid(const std::vector<std::string>& axes) {
     if (eq == std::string::npos || eq == 0) {
       return InvalidArgument(fmt::format("--grid '{}': expected field=v1,v2,...", text));
     }
-    GridAxis axis{text.substr(0, eq), SplitCommas(std::string_view(text).substr(eq + 1))};
+    GridAxis axis{text.substr(0, eq), Split(std::string_view(text).substr(eq + 1), ',')};
     for (std::size_t i = 0; i < axis.values.size(); ++i) {
       if (axis.values[i].empty()) return InvalidArgument(fmt::format("--grid '{}': empty value", text));
+      if (Split(axis.values[i], ':').size() != Split(axis.field, ':').size()) {
+        return InvalidArgument(fmt::format("--grid '{}': value '{}' needs one part per field of {} (joined by ':')",
+                                           text, axis.values[i], axis.field));
+      }
       if (std::find(axis.values.begin(), axis.values.begin() + static_cast<std::ptrdiff_t>(i), axis.values[i]) !=
           axis.values.begin() + static_cast<std::ptrdiff_t>(i)) {
         return InvalidArgument(fmt::format("--grid '{}': value '{}' given twice", text, axis.values[i]));
@@ -55,7 +59,8 @@ std::vector<GridRun> ExpandGrid(const Grid& grid, int repeats, std::string_view 
     for (std::size_t a = 0; a < grid.size(); ++a) {
       const std::string& value = grid[a].values[index[a]];
       point.values.push_back(value);
-      point.overrides.push_back(grid[a].field + "=" + value);
+      const std::vector<std::string> fields = Split(grid[a].field, ':'), parts = Split(value, ':');
+      for (std::size_t f = 0; f < fields.size(); ++f) point.overrides.push_back(fields[f] + "=" + parts[f]);
       if (!point.point_name.empty()) point.point_name += "__";
       point.point_name += SafeFileName(grid[a].field + "=" + value);
     }

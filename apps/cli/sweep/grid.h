@@ -18,6 +18,9 @@
 
 namespace stalelearn::cli::sweep {
 
+// A field, or several joined by ':' whose values move together (one value
+// per field, joined by ':'): "consistency.mode:consistency.staleness=SSP:0,
+// SSP:2,ASP:0" is three points, not a product.
 struct GridAxis {
   std::string field;                // "consistency.staleness"
   std::vector<std::string> values;  // in the order given
@@ -36,7 +39,8 @@ struct GridRun {
 };
 
 // Parses "field=v1,v2,..." axes. Errors (one line, kInvalidArgument): no '=',
-// an empty field or value, a field given twice, a value given twice.
+// an empty field or value, a field given twice, a value given twice, a
+// joined value with another number of parts than its joined field.
 Result<Grid> ParseGrid(const std::vector<std::string>& axes);
 
 // The cartesian product of the axes (an empty grid is one point), each

@@ -36,6 +36,15 @@ TEST(SweepGrid, ExpandsTheCartesianProductFirstAxisSlowestRepeatsInnermost) {
   EXPECT_EQ(names.size(), runs.size()) << "every run has its own directory";
 }
 
+TEST(SweepGrid, JoinedFieldsMoveTogether) {
+  const Grid grid = *ParseGrid({"consistency.mode:consistency.staleness=SSP:0,SSP:2,ASP:0"});
+  const std::vector<GridRun> runs = ExpandGrid(grid, 1, "");
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[1].overrides, (std::vector<std::string>{"consistency.mode=SSP", "consistency.staleness=2"}));
+  EXPECT_EQ(runs[2].values, (std::vector<std::string>{"ASP:0"}));
+  EXPECT_FALSE(ParseGrid({"consistency.mode:consistency.staleness=SSP:0,ASP"}).ok());
+}
+
 TEST(SweepGrid, NoAxisIsOnePointAndNoRepeatFieldAddsNoOverride) {
   const std::vector<GridRun> runs = ExpandGrid({}, 3, "");
   ASSERT_EQ(runs.size(), 3u);
