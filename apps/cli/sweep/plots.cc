@@ -16,10 +16,20 @@ std::string Num(std::optional<double> v) {
   return v && std::isfinite(*v) ? fmt::format("{:.15g}", *v) : "NaN";
 }
 
-// The last component of a field path: "consistency.staleness" -> "staleness".
+// The last component of each field path: "consistency.staleness" ->
+// "staleness"; joined fields "consistency.mode:consistency.staleness" -> "mode:staleness".
 std::string ShortField(const std::string& field) {
-  const std::size_t dot = field.rfind('.');
-  return dot == std::string::npos ? field : field.substr(dot + 1);
+  std::string out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = field.find(':', start);
+    const std::string part = field.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    const std::size_t dot = part.rfind('.');
+    out += dot == std::string::npos ? part : part.substr(dot + 1);
+    if (colon == std::string::npos) return out;
+    out += ':';
+    start = colon + 1;
+  }
 }
 
 std::string Quote(std::string_view text) {  // a gnuplot single-quoted string

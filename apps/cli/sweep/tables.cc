@@ -107,6 +107,7 @@ Stats StatsOf(const std::vector<const SweepRun*>& point, const Column& column) {
   std::vector<double> values;
   for (const SweepRun* r : point) {
     std::optional<double> v = column.value(r->outcome);
+    if (v && std::isnan(*v)) continue;  // a diverged run's metric: no order to take a median of
     if (v) values.push_back(*v);
     else if (column.to_target) values.push_back(kInf);
   }

@@ -18,7 +18,8 @@
 // in deterministic emulation; they are always in wall.csv. So on the timing
 // backend with ranks as threads a rerun writes byte-identical results,
 // summary, curves and speedup files. A run that never reached the target
-// has empty to-target cells; medians count it as infinitely late.
+// has empty to-target cells; medians count it as infinitely late. A NaN
+// (a diverged run's metric) is an empty cell and left out of the medians.
 // Value types; stateless functions, safe from any thread.
 #pragma once
 

@@ -189,6 +189,20 @@ TEST(SweepTables, SummaryTakesMedianMinMaxOverRepeatsAndCountsUnreachedAsLate) {
   EXPECT_TRUE(std::isinf(Median({1, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()})));
 }
 
+TEST(SweepTables, ADivergedRunsNaNIsAnEmptyCellAndLeftOutOfTheMedian) {
+  const Grid grid = *ParseGrid({"consistency.staleness=16"});
+  const Target target = *ParseTarget("<=0.9", "");
+  std::vector<SweepRun> runs;
+  for (const GridRun& run : ExpandGrid(grid, 3, "seed")) {
+    const double last = run.repeat == 2 ? std::nan("") : 0.8 + 0.01 * run.repeat;
+    runs.push_back({run, *Summarize(FakeReport({1.0, 0.95, last}, 3.0), target)});
+  }
+  const std::string diverged = Lines(ResultsCsv(grid, target, runs))[2];
+  EXPECT_NE(diverged.find("__r2,test_rmse,<=0.9,,,,,"), std::string::npos) << diverged;
+  // finals 0.81, NaN, 0.83: median of the two numbers; the NaN run never reached the target.
+  EXPECT_EQ(Lines(SummaryCsv(grid, runs))[1].rfind("16,3,2,0.82,0.81,0.83,3,3,,", 0), 0u) << Lines(SummaryCsv(grid, runs))[1];
+}
+
 TEST(SweepTables, SpeedupDividesTheBaselinesMedianTimeAndEndsWithTheGeometricMean) {
   const Grid grid = *ParseGrid({"consistency.mode=BSP,SSP,ASP"});
   const Target target = *ParseTarget("<=0.9", "");
