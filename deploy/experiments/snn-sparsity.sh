@@ -6,7 +6,9 @@
 #   deploy/experiments/snn-sparsity.sh [--out DIR]
 source "$(dirname "$0")/lib.sh"
 experiment_init snn-sparsity "$@"
-EXPERIMENT_APPS=("${EXPERIMENT_APPS[@]:3:1}")  # the snn line only
+SNN_ONLY=()
+for entry in "${EXPERIMENT_APPS[@]}"; do if [[ $entry == snn\|* ]]; then SNN_ONLY=("$entry"); fi; done
+EXPERIMENT_APPS=("${SNN_ONLY[@]}")  # the snn line only
 
 run_app() {  # NAME CONFIG DATASET TARGET SETS
   local name=$1 config=$2 sets=$5

@@ -55,12 +55,13 @@ run_app() {  # NAME CONFIG DATASET TARGET SETS
   sweep "${common[@]}" --grid timing.compute="$COMPUTE_VARIANTS" --grid timing.memory="$MEMORY_LIST" \
     --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/compute-e"
   # speedup.csv columns: row, the grid fields, baseline, time, seconds, baseline_seconds, speedup, ...
-  awk -F, -v app="$name" '$1 == "point" { print "base," app "," $2 "," $7 }' "$OUT/$name/base/speedup.csv" >> "$CELLS"
-  awk -F, -v app="$name" '$1 == "point" { m = $2; sub(/--.*/, "", m); print "memory:" $2 "," app "," m "," $7 }' \
+  # (speedup: column 8 with two grid fields, 9 with three)
+  awk -F, -v app="$name" '$1 == "point" { print "base," app "," $2 "," $8 }' "$OUT/$name/base/speedup.csv" >> "$CELLS"
+  awk -F, -v app="$name" '$1 == "point" { m = $2; sub(/--.*/, "", m); print "memory:" $2 "," app "," m "," $8 }' \
     "$OUT/$name/memory-e/speedup.csv" >> "$CELLS"
   local kind
   for kind in link compute; do
-    awk -F, -v app="$name" -v k="$kind" '$1 == "point" { print k ":" $2 "," app "," $3 "," $8 }' \
+    awk -F, -v app="$name" -v k="$kind" '$1 == "point" { print k ":" $2 "," app "," $3 "," $9 }' \
       "$OUT/$name/$kind-e/speedup.csv" >> "$CELLS"
   done
   # The table's rows: SSP against DIRECT per memory preset, breakdowns from the summary.
