@@ -6,7 +6,8 @@
 // as DIR/runs/<name>/report.json, and writes the tables and plots
 // (sweep/tables.h, sweep/plots.h). Resumable: a run whose report exists is
 // not run again; a report is renamed into place only after its run exited
-// 0, so an interrupted run never counts. Every point's config is loaded and
+// 0, so an interrupted run never counts. DIR/sweep-base.txt records the base
+// config, --set and launch: another base in the same DIR is an error. Every point's config is loaded and
 // checked before the first run starts: a bad field or value is one line and
 // exit code 2.
 #include <fmt/format.h>
@@ -141,6 +142,38 @@ proto::Report RunOne(const SweepOptions& options, const GridRun& run, const fs::
   return ReadReport(report);
 }
 
+// What every run of DIR shares besides its grid values: the base config's
+// text, the --set overrides, the launch and the repeat field. A report in
+// DIR is reused only under the same base (the runs are named by their grid
+// values alone).
+std::string SweepBase(const SweepOptions& options) {
+  std::ifstream in(options.config_path);
+  std::stringstream text;
+  text << "config " << options.config_path << ":\n" << in.rdbuf() << "\n";
+  for (const std::string& s : options.sets) text << "--set " << s << "\n";
+  text << "--launch " << options.launch << (options.launch == "local" ? " --ranks " + options.ranks
+                                                                         : " --np " + std::to_string(options.np))
+       << "\n--repeat-seed " << options.repeat_seed << "\n";
+  return text.str();
+}
+
+void CheckSameBase(const fs::path& out, const std::string& base) {
+  const fs::path file = out / "sweep-base.txt";
+  if (fs::exists(file)) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str() != base) {
+      throw Error(InvalidArgument(fmt::format("--out {}: holds runs of another base config, --set or launch (see {}); "
+                                              "use another --out or remove it",
+                                              out.string(), file.string())));
+    }
+    return;
+  }
+  fs::create_directories(out);
+  ThrowIfError(sweep::WriteFileAtomically(file, base));
+}
+
 void RunSweep(const SweepOptions& options, const runtime::Registries& registries) {
   if (options.launch != "local" && options.launch != "mpirun") {
     throw Error(InvalidArgument(fmt::format("--launch must be local or mpirun, got '{}'", options.launch)));
@@ -161,6 +194,7 @@ void RunSweep(const SweepOptions& options, const runtime::Registries& registries
   CheckRuns(options, runs, registries);
 
   const fs::path out(options.out);
+  CheckSameBase(out, SweepBase(options));
   fs::create_directories(out / "runs");
   std::vector<sweep::SweepRun> done;
   for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -139,6 +139,11 @@ TEST_F(SweepCli, TinySweepWritesTablesRerunsIdenticallyAndResumes) {
   EXPECT_EQ(fs::last_write_time(kept), kept_time);
   EXPECT_TRUE(fs::exists(a / "runs" / "consistency.mode=BSP__r2" / "report.json"));
   EXPECT_EQ(ReadAll(a / "results.csv"), results);
+
+  // Another --set in the same directory would mix runs of two sweeps.
+  const CommandRun other = Sweep("--set training.epochs=3 " + grid + "'" + a.string() + "'");
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("another base config"), std::string::npos) << other.err;
 }
 
 }  // namespace
