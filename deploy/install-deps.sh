@@ -16,6 +16,7 @@ PACKAGES=(
   ccache
   clang libclang-rt-dev  # deploy/fuzz.sh: libFuzzer and the sanitizer runtimes
   dataset-fashion-mnist
+  gnuplot-nox
 )
 if [ "${1:-}" = "--cluster" ]; then
   PACKAGES+=(iproute2 util-linux jq munge slurmctld slurmd slurm-client)

@@ -52,6 +52,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
   AddTrainCommand(app, registries);
   AddDataCommand(app, registries.datasets);
   AddBenchCommand(app, std::vector<AppBench>(benches));
+  AddSweepCommand(app, registries);
 
   try {
     app.parse(argc, argv);

@@ -14,6 +14,7 @@ namespace stalelearn::cli {
 void AddTrainCommand(CLI::App& app, const runtime::Registries& registries);  // train_command.cc
 void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog);  // data_command.cc
 void AddBenchCommand(CLI::App& app, std::vector<AppBench> app_benches = {});  // bench_command.cc
+void AddSweepCommand(CLI::App& app, const runtime::Registries& registries);  // sweep_command.cc
 void AddVersionCommand(CLI::App& app);  // version_command.cc
 
 // What `stalelearn version` prints: this build and the UCX and MPI libraries.

@@ -18,6 +18,7 @@ Result<HardwareModel> LoadHardwareModel(const TimingOptions& options) {
   const std::filesystem::path dir = options.preset_dir.empty() ? DefaultPresetDir() : options.preset_dir;
   STALELEARN_ASSIGN_OR_RETURN(proto::MemoryPreset memory, LoadMemoryPreset(dir, options.memory));
   STALELEARN_ASSIGN_OR_RETURN(proto::LinkPreset link, LoadLinkPreset(dir, options.link));
+  if (options.link_bandwidth_gb_per_s > 0) link.mutable_bandwidth_gb_per_s()->set_value(options.link_bandwidth_gb_per_s);
   STALELEARN_ASSIGN_OR_RETURN(proto::ComputePreset compute, LoadComputePreset(dir, options.compute));
   return HardwareModel{MemoryModel(memory), LinkModel(link), ComputeModel(compute)};
 }
@@ -63,7 +64,7 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
 Status RegisterBackend(transport::BackendRegistry& registry) {
   return registry.Add("timing",
                       "simulated PIM, link and compute latencies in virtual time over another backend "
-                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule)",
+                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s)",
                       CreateTimingTransport);
 }
 

@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <string_view>
 
 namespace stalelearn::backends::timing {
 namespace {
 
 constexpr std::string_view kInnerPrefix = "inner.";
-constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, inner.<key>";
+constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, inner.<key>";
 
 }  // namespace
 
@@ -33,6 +35,13 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
       else if (value == "virtual-time") parsed.schedule = ScheduleMode::kVirtualTime;
       else if (value == "none") parsed.schedule = ScheduleMode::kNone;
       else return InvalidArgument(fmt::format("option schedule: '{}' is not auto, virtual-time or none", value));
+    } else if (key == "link_bandwidth_gb_per_s") {
+      char* end = nullptr;
+      parsed.link_bandwidth_gb_per_s = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(parsed.link_bandwidth_gb_per_s > 0) ||
+          !std::isfinite(parsed.link_bandwidth_gb_per_s)) {
+        return InvalidArgument(fmt::format("option link_bandwidth_gb_per_s: '{}' is not a number > 0", value));
+      }
     } else {
       return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, kKnownKeys));
     }

@@ -7,6 +7,8 @@
 //   preset_dir  directory of presets (default: DefaultPresetDir(), default_preset_dir.h)
 //   schedule    "auto" (default: virtual-time when the ranks are threads of one
 //               process), "virtual-time" (required; error otherwise) or "none"
+//   link_bandwidth_gb_per_s  replaces the link preset's bandwidth (GB/s, > 0):
+//               a bandwidth cap, or sweep (deploy/experiments/bandwidth.sh)
 //   inner.KEY   passed to the inner backend as KEY
 // An unknown key is an error naming it and the known ones.
 #pragma once
@@ -29,6 +31,7 @@ struct TimingOptions {
   std::string compute = "gpu-gtx580";
   std::filesystem::path preset_dir;  // empty: DefaultPresetDir()
   ScheduleMode schedule = ScheduleMode::kAuto;
+  double link_bandwidth_gb_per_s = 0;  // 0: the link preset's
   std::map<std::string, std::string> inner_options;
 };
 

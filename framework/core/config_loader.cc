@@ -241,6 +241,14 @@ Status Validate(const proto::Config& c) {
   if (straggler.rank() < 0) {
     return InvalidArgument(fmt::format("training.straggler.rank must be >= 0, got {}", straggler.rank()));
   }
+  if (!(straggler.transient_probability() >= 0 && straggler.transient_probability() <= 1)) {
+    return InvalidArgument(fmt::format("training.straggler.transient_probability must be in [0, 1], got {}",
+                                       straggler.transient_probability()));
+  }
+  if (!(straggler.transient_delay() >= 0 && std::isfinite(straggler.transient_delay()))) {
+    return InvalidArgument(fmt::format("training.straggler.transient_delay must be >= 0 (0: default 4), got {}",
+                                       straggler.transient_delay()));
+  }
   if (c.consistency().staleness() < 0) {
     return InvalidArgument(fmt::format("consistency.staleness must be >= 0, got {}", c.consistency().staleness()));
   }

@@ -8,8 +8,7 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
       mode_(mode),
       schedule_(env.app, info.compute_ranks, info.rank.value, env.config.training().samples_per_clock(),
                 env.config.seed()),
-      straggler_(env.config.training().straggler().slowdown(),
-                 env.config.training().straggler().rank() == info.rank.value),
+      straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
       state_(env.app.CreateLocalState(info, schedule_.samples())),
       clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {}
 
@@ -51,7 +50,8 @@ Result<TrainerResult> ClockLoop::Run() {
       const auto compute_start = std::chrono::steady_clock::now();
       if (!samples.empty()) env_.app.UpdateBatch(samples, mode_.view(), context);
       STALELEARN_RETURN_IF_ERROR(
-          straggler_.EndComputeStep(env_.wait.sim, work, std::chrono::steady_clock::now() - compute_start));
+          straggler_.EndComputeStep(env_.wait.sim, work, std::chrono::steady_clock::now() - compute_start,
+                                    record.clock));
       result.samples += static_cast<std::int64_t>(samples.size());
 
       STALELEARN_RETURN_IF_ERROR(mode_.AfterClock(record.clock, record));

@@ -18,6 +18,7 @@
 #include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/epoch_evaluator.h"
 #include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/straggler.h"
 #include "framework/runtime/trainer_result.h"
 
 namespace stalelearn::runtime {

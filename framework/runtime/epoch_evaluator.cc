@@ -71,23 +71,4 @@ Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   return Status::Ok();
 }
 
-void Straggler::Delay(std::chrono::nanoseconds compute_time) const {
-  if (factor_ <= 0) return;
-  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(factor_ * compute_time.count())));
-}
-
-Status Straggler::EndComputeStep(transport::SimulatedTime* sim, const WorkCounters& work,
-                                 std::chrono::nanoseconds compute_time) const {
-  if (sim == nullptr) {
-    Delay(compute_time);
-    return Status::Ok();
-  }
-  const double scale = 1 + factor_;
-  WorkCounters slowed = work;
-  slowed.flops *= scale;
-  slowed.bytes *= scale;
-  slowed.random_row_accesses = static_cast<std::int64_t>(static_cast<double>(work.random_row_accesses) * scale);
-  return sim->ChargeComputeWork(metrics::ToComputeWork(slowed));
-}
-
 }  // namespace stalelearn::runtime

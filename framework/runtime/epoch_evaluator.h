@@ -68,23 +68,4 @@ class EpochEvaluator {
 // A curve point for `e` (metric_value and the extra metrics).
 proto::CurvePoint MakeCurvePoint(int epoch, double wall_seconds, double simulated_seconds, const Evaluation& e);
 
-// Slows one compute rank down (training.straggler): after a clock's compute
-// took d, sleeps (slowdown - 1) * d, so the rank computes `slowdown` times
-// slower. Under the timing backend it sleeps nothing: the compute work it
-// charges is scaled by the slowdown instead. Value type.
-class Straggler {
- public:
-  Straggler(double slowdown, bool is_me) : factor_(is_me && slowdown > 1 ? slowdown - 1 : 0) {}
-  void Delay(std::chrono::nanoseconds compute_time) const;
-  bool active() const { return factor_ > 0; }
-  // Ends a compute step that did `work` in `compute_time`: charges it to
-  // `sim` (timing backend) scaled by the slowdown, or, without one, sleeps
-  // the delay. The simulated clock's (scheduler's) error, if any.
-  Status EndComputeStep(transport::SimulatedTime* sim, const WorkCounters& work,
-                        std::chrono::nanoseconds compute_time) const;
-
- private:
-  double factor_;
-};
-
 }  // namespace stalelearn::runtime

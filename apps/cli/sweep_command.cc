@@ -1,0 +1,247 @@
+// `stalelearn sweep --config BASE --grid field=v1,v2,... [--grid ...] --out DIR`
+//
+// Runs `stalelearn train` once per point of the grid (the cartesian product
+// of the --grid fields, `--set` syntax) and repeat, each as a child process
+// (ranks as threads with --launch local, or under mpirun), saves each report
+// as DIR/runs/<name>/report.json, and writes the tables and plots
+// (sweep/tables.h, sweep/plots.h). Resumable: a run whose report exists is
+// not run again; a report is renamed into place only after its run exited
+// 0, so an interrupted run never counts. DIR/sweep-base.txt records the base
+// config, --set and launch: another base in the same DIR is an error. Every point's config is loaded and
+// checked before the first run starts: a bad field or value is one line and
+// exit code 2.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/cli/commands.h"
+#include "apps/cli/sweep/grid.h"
+#include "apps/cli/sweep/outcome.h"
+#include "apps/cli/sweep/plots.h"
+#include "apps/cli/sweep/process.h"
+#include "apps/cli/sweep/tables.h"
+#include "backends/builtin.h"
+#include "backends/timing/presets.h"
+#include "backends/timing/timing_options.h"
+#include "framework/core/config_loader.h"
+#include "framework/core/error.h"
+#include "framework/metrics/report_writer.h"
+
+namespace stalelearn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using sweep::GridRun;
+
+struct SweepOptions {
+  std::string config_path;
+  std::vector<std::string> grid;
+  std::vector<std::string> sets;
+  int repeats = 1;
+  std::string repeat_seed = "training.straggler.seed";
+  std::string launch = "local";
+  std::string ranks = "3:1";
+  int np = 4;
+  std::string target;
+  std::string metric;
+  std::string baseline;
+  std::string out;
+  bool no_plots = false;
+  bool quiet = false;
+};
+
+std::vector<std::string> RunOverrides(const SweepOptions& options, const GridRun& run) {
+  std::vector<std::string> overrides = options.sets;
+  overrides.insert(overrides.end(), run.overrides.begin(), run.overrides.end());
+  return overrides;
+}
+
+// Loads every run's config as `train` would, so that a bad field or value
+// fails before anything runs.
+void CheckRuns(const SweepOptions& options, const std::vector<GridRun>& runs, const runtime::Registries& registries) {
+  for (const GridRun& run : runs) {
+    const std::vector<std::string> overrides = RunOverrides(options, run);
+    Result<proto::Config> loaded = config::LoadConfig(options.config_path, overrides, registries.apps.schema());
+    if (!loaded.ok()) throw Error(loaded.status());
+    proto::Config config = *std::move(loaded);
+    ThrowIfError(registries.modes.Find(config.consistency().mode()).status());
+    if (config.backend().name().empty()) config.mutable_backend()->set_name(options.launch == "local" ? "local" : "ucx");
+    if (!registries.backends.Contains(config.backend().name())) {
+      throw Error(InvalidArgument(fmt::format("backend.name: unknown backend '{}' (backends: {})",
+                                              config.backend().name(), registries.backends.KnownNames())));
+    }
+    if (config.backend().name() != "timing") continue;
+    backends::ApplyTimingConfig(config);
+    const auto timing = backends::timing::ParseTimingOptions(
+        {config.backend().options().begin(), config.backend().options().end()});
+    if (!timing.ok()) throw Error(InvalidArgument("backend 'timing': " + timing.status().message()));
+    const fs::path dir = timing->preset_dir.empty() ? backends::timing::DefaultPresetDir() : timing->preset_dir;
+    ThrowIfError(backends::timing::LoadMemoryPreset(dir, timing->memory).status());
+    ThrowIfError(backends::timing::LoadLinkPreset(dir, timing->link).status());
+    ThrowIfError(backends::timing::LoadComputePreset(dir, timing->compute).status());
+  }
+}
+
+std::vector<std::string> TrainCommand(const SweepOptions& options, const GridRun& run, const fs::path& report) {
+  std::vector<std::string> argv;
+  if (options.launch == "mpirun") {
+    argv = {"mpirun", "-np", std::to_string(options.np), "--oversubscribe", "--bind-to", "none"};
+    if (geteuid() == 0) argv.emplace_back("--allow-run-as-root");
+  }
+  argv.push_back(sweep::SelfExecutable().string());
+  for (const char* a : {"train", "--quiet", "--config"}) argv.emplace_back(a);
+  argv.push_back(options.config_path);
+  for (const std::string& o : RunOverrides(options, run)) {
+    argv.emplace_back("--set");
+    argv.push_back(o);
+  }
+  argv.emplace_back("--report");
+  argv.push_back(report.string());
+  if (options.launch == "local") {
+    argv.emplace_back("--ranks");
+    argv.push_back(options.ranks);
+  }
+  return argv;
+}
+
+proto::Report ReadReport(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<proto::Report> report = metrics::ReportFromJson(text.str());
+  if (!report.ok()) throw Error(InvalidArgument(fmt::format("{}: {}", path.string(), report.status().message())));
+  return *std::move(report);
+}
+
+// Runs (or finds) one run's report.
+proto::Report RunOne(const SweepOptions& options, const GridRun& run, const fs::path& out, bool& skipped) {
+  const fs::path dir = out / "runs" / run.name;
+  const fs::path report = dir / "report.json";
+  skipped = fs::exists(report);
+  if (skipped) return ReadReport(report);
+  fs::create_directories(dir);
+  const fs::path partial = dir / "report.partial.json";
+  fs::remove(partial);
+  const std::vector<std::string> argv = TrainCommand(options, run, partial);
+  {
+    std::ofstream command(dir / "command.txt", std::ios::trunc);
+    for (const std::string& a : argv) command << a << (a == argv.back() ? "\n" : " ");
+  }
+  const int code = ValueOrThrow(sweep::RunProcess(argv, dir / "log.txt"));
+  if (code != 0 || !fs::exists(partial)) {
+    throw Error(Internal(fmt::format("run {} failed (exit {}; log {}): {}", run.name, code,
+                                     (dir / "log.txt").string(), sweep::LastLine(dir / "log.txt"))));
+  }
+  fs::rename(partial, report);
+  return ReadReport(report);
+}
+
+// What every run of DIR shares besides its grid values: the base config's
+// text, the --set overrides, the launch and the repeat field. A report in
+// DIR is reused only under the same base (the runs are named by their grid
+// values alone).
+std::string SweepBase(const SweepOptions& options) {
+  std::ifstream in(options.config_path);
+  std::stringstream text;
+  text << "config " << options.config_path << ":\n" << in.rdbuf() << "\n";
+  for (const std::string& s : options.sets) text << "--set " << s << "\n";
+  text << "--launch " << options.launch << (options.launch == "local" ? " --ranks " + options.ranks
+                                                                         : " --np " + std::to_string(options.np))
+       << "\n--repeat-seed " << options.repeat_seed << "\n";
+  return text.str();
+}
+
+void CheckSameBase(const fs::path& out, const std::string& base) {
+  const fs::path file = out / "sweep-base.txt";
+  if (fs::exists(file)) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str() != base) {
+      throw Error(InvalidArgument(fmt::format("--out {}: holds runs of another base config, --set or launch (see {}); "
+                                              "use another --out or remove it",
+                                              out.string(), file.string())));
+    }
+    return;
+  }
+  fs::create_directories(out);
+  ThrowIfError(sweep::WriteFileAtomically(file, base));
+}
+
+void RunSweep(const SweepOptions& options, const runtime::Registries& registries) {
+  if (options.launch != "local" && options.launch != "mpirun") {
+    throw Error(InvalidArgument(fmt::format("--launch must be local or mpirun, got '{}'", options.launch)));
+  }
+  if (options.repeats < 1) throw Error(InvalidArgument(fmt::format("--repeats must be >= 1, got {}", options.repeats)));
+  const sweep::Grid grid = ValueOrThrow(sweep::ParseGrid(options.grid));
+  const sweep::Target target = ValueOrThrow(sweep::ParseTarget(options.target, options.metric));
+  const sweep::Baseline baseline = ValueOrThrow(sweep::ParseBaseline(options.baseline, grid));
+  const std::string repeat_field = options.repeat_seed == "none" ? "" : options.repeat_seed;
+  for (const sweep::GridAxis& axis : grid) {
+    if (axis.field == repeat_field) {
+      throw Error(InvalidArgument(fmt::format("--grid {} is also the field repeats set (--repeat-seed); pass "
+                                              "--repeat-seed none or another field",
+                                              axis.field)));
+    }
+  }
+  const std::vector<GridRun> runs = sweep::ExpandGrid(grid, options.repeats, repeat_field);
+  CheckRuns(options, runs, registries);
+
+  const fs::path out(options.out);
+  CheckSameBase(out, SweepBase(options));
+  fs::create_directories(out / "runs");
+  std::vector<sweep::SweepRun> done;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    bool skipped = false;
+    const proto::Report report = RunOne(options, runs[i], out, skipped);
+    Result<sweep::RunOutcome> outcome = sweep::Summarize(report, target);
+    if (!outcome.ok()) throw Error(outcome.status());
+    if (!options.quiet) {
+      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s %.4f%s\n", i + 1, runs.size(), runs[i].name.c_str(),
+                   skipped ? "report exists, " : "", outcome->metric.c_str(), outcome->final_value,
+                   !target.set ? ""
+                   : outcome->clocks_to_target ? fmt::format(", target at clock {}", *outcome->clocks_to_target).c_str()
+                                               : ", target not reached");
+    }
+    done.push_back({runs[i], *std::move(outcome)});
+  }
+  ThrowIfError(sweep::WriteTables(out, grid, target, baseline, done));
+  if (options.no_plots) return;
+  ThrowIfError(sweep::WritePlotScript(out / "plots", grid, target, done));
+  std::string why;
+  if (!sweep::DrawPlots(out / "plots", why)) std::fprintf(stderr, "[sweep] plots skipped: %s\n", why.c_str());
+  if (!options.quiet) std::fprintf(stderr, "[sweep] %s: results.csv summary.csv curves.csv wall.csv%s plots/\n",
+                                   out.string().c_str(), baseline.set() ? " speedup.csv" : "");
+}
+
+}  // namespace
+
+void AddSweepCommand(CLI::App& app, const runtime::Registries& registries) {
+  auto options = std::make_shared<SweepOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Run a grid of training runs (resumable) and write results.csv, summary.csv and plots");
+  cmd->add_option("--config", options->config_path, "Base run configuration")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--grid", options->grid, "field=v1,v2,...: a config field and its values (repeatable)");
+  cmd->add_option("--set", options->sets, "field=value for every run (repeatable)");
+  cmd->add_option("--repeats", options->repeats, "Runs per grid point (default 1)");
+  cmd->add_option("--repeat-seed", options->repeat_seed,
+                  "Field that repeat r sets to r, or 'none' (default training.straggler.seed)");
+  cmd->add_option("--launch", options->launch, "local (ranks as threads, --ranks) or mpirun (-np, --np)");
+  cmd->add_option("--ranks", options->ranks, "C:M compute and memory ranks with --launch local (default 3:1)");
+  cmd->add_option("--np", options->np, "Processes with --launch mpirun (default 4)");
+  cmd->add_option("--target", options->target, "Metric value to reach: '<=V' (loss; a bare V too) or '>=V'");
+  cmd->add_option("--metric", options->metric, "Curve metric to follow (default the app's main metric)");
+  cmd->add_option("--baseline", options->baseline, "field=value: also write speedup.csv against that value");
+  cmd->add_option("--out", options->out, "Output directory (reused: runs with a report are skipped)")->required();
+  cmd->add_flag("--no-plots", options->no_plots, "Tables only");
+  cmd->add_flag("--quiet", options->quiet, "No progress on stderr");
+  cmd->callback([options, &registries] { RunSweep(*options, registries); });
+}
+
+}  // namespace stalelearn::cli

@@ -1,0 +1,150 @@
+// `stalelearn sweep` as a user runs it: bad grids fail before any run, a
+// tiny real sweep (logistic regression on a generated LIBSVM file, timing
+// backend, ranks as threads; about a second) writes its tables, a rerun
+// into a fresh directory gives byte-identical CSVs, and a rerun into the
+// same directory runs only the runs without a report.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace stalelearn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandRun {
+  int exit_code = -1;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class SweepCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("sweep_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // 240 points, label = sign(2 x1 - x2 + 0.5 x3): separable, so accuracy climbs fast.
+    std::mt19937 random(3);
+    std::uniform_real_distribution<double> uniform(-1, 1);
+    std::ofstream data(dir_ / "data.libsvm");
+    for (int i = 0; i < 240; ++i) {
+      double x[5];
+      for (double& v : x) v = uniform(random);
+      data << (2 * x[0] - x[1] + 0.5 * x[2] > 0 ? "+1" : "-1");
+      for (int j = 0; j < 5; ++j) data << ' ' << j + 1 << ':' << x[j];
+      data << '\n';
+    }
+    std::ofstream config(dir_ / "base.pbtxt");
+    config << "seed: 7\napp { name: \"lr\" lr { learning_rate: 0.5 } }\n"
+           << "data { path: \"" << (dir_ / "data.libsvm").string() << "\" test_fraction: 0.25 }\n"
+           << "training { epochs: 4 samples_per_clock: 10 }\nbackend { name: \"timing\" }\n";
+  }
+
+  CommandRun Sweep(const std::string& arguments) {
+    const fs::path err = dir_ / "err.txt";
+    const std::string command = "'" STALELEARN_BINARY_DIR "/bin/stalelearn' sweep --config '" +
+                                (dir_ / "base.pbtxt").string() + "' " + arguments + " >/dev/null 2>'" + err.string() +
+                                "' </dev/null";
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(err)};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SweepCli, BadGridFieldsAndValuesAreOneLineAndExit2BeforeAnyRun) {
+  const struct {
+    const char* grid;
+    const char* expected;
+  } cases[] = {
+      {"--grid consistency.bogus=1,2", "bogus"},
+      {"--grid consistency.staleness=2,x", "consistency.staleness"},
+      {"--grid consistency.mode=SSP,NOPE", "NOPE"},
+      {"--grid timing.memory=hmc2,no-such-memory", "no-such-memory"},
+      {"--grid consistency.staleness", "--grid"},
+      {"--grid consistency.mode=SSP,BSP --baseline consistency.mode=DIRECT", "DIRECT"},
+      {"--grid consistency.mode=SSP --target fast", "--target"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = dir_ / "out";
+    const CommandRun run = Sweep(std::string(c.grid) + " --out '" + out.string() + "'");
+    EXPECT_EQ(run.exit_code, 2) << c.grid << ": " << run.err;
+    EXPECT_EQ(Count(run.err, "\n"), 1) << c.grid << ": " << run.err;
+    EXPECT_NE(run.err.find(c.expected), std::string::npos) << c.grid << ": " << run.err;
+    EXPECT_FALSE(fs::exists(out / "runs")) << c.grid << ": nothing may run before every point is checked";
+  }
+}
+
+TEST_F(SweepCli, TinySweepWritesTablesRerunsIdenticallyAndResumes) {
+  const std::string grid =
+      "--set consistency.staleness=2 --grid consistency.mode=BSP,SSP --repeats 2 --repeat-seed seed --target '>=0.8' "
+      "--baseline consistency.mode=BSP --ranks 2:1 --out ";
+  const fs::path a = dir_ / "a", b = dir_ / "b";
+  const CommandRun first = Sweep(grid + "'" + a.string() + "'");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string results = ReadAll(a / "results.csv");
+  EXPECT_EQ(Count(results, "\n"), 5) << results;
+  EXPECT_EQ(results.find("consistency.mode,repeat,run,metric,target,final,"), 0u) << results;
+  EXPECT_EQ(Count(results, ",test_accuracy,>=0.8,"), 4) << results;
+  EXPECT_EQ(results.find("wall_seconds"), std::string::npos) << "deterministic tables carry no wall clock";
+  EXPECT_EQ(Count(ReadAll(a / "summary.csv"), "\n"), 3);
+  EXPECT_EQ(Count(ReadAll(a / "speedup.csv"), "\npoint,SSP,BSP,simulated,"), 1) << ReadAll(a / "speedup.csv");
+  EXPECT_EQ(Count(ReadAll(a / "wall.csv"), "\n"), 5);
+  for (const char* run : {"consistency.mode=BSP__r1", "consistency.mode=BSP__r2", "consistency.mode=SSP__r1",
+                          "consistency.mode=SSP__r2"}) {
+    EXPECT_TRUE(fs::exists(a / "runs" / run / "report.json")) << run;
+    EXPECT_FALSE(fs::exists(a / "runs" / run / "report.partial.json")) << run;
+  }
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    for (const char* plot : {"metric_vs_clock", "metric_vs_time", "to_target_vs_consistency.mode"}) {
+      EXPECT_GT(fs::file_size(a / "plots" / (std::string(plot) + ".png")), 1000u) << plot;
+      EXPECT_GT(fs::file_size(a / "plots" / (std::string(plot) + ".svg")), 1000u) << plot;
+    }
+  }
+
+  const CommandRun again = Sweep(grid + "'" + b.string() + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  for (const char* csv : {"results.csv", "summary.csv", "curves.csv", "speedup.csv"}) {
+    EXPECT_EQ(ReadAll(a / csv), ReadAll(b / csv)) << csv << " differs between two runs of the same sweep";
+  }
+
+  // Resume: with one report removed (and a half-written one in its place),
+  // only that run runs again.
+  const fs::path kept = a / "runs" / "consistency.mode=SSP__r1" / "report.json";
+  const auto kept_time = fs::last_write_time(kept);
+  fs::remove(a / "runs" / "consistency.mode=BSP__r2" / "report.json");
+  std::ofstream(a / "runs" / "consistency.mode=BSP__r2" / "report.partial.json") << "{\"app\": \"l";
+  const CommandRun resumed = Sweep(grid + "'" + a.string() + "'");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(Count(resumed.err, "report exists"), 3) << resumed.err;
+  EXPECT_EQ(fs::last_write_time(kept), kept_time);
+  EXPECT_TRUE(fs::exists(a / "runs" / "consistency.mode=BSP__r2" / "report.json"));
+  EXPECT_EQ(ReadAll(a / "results.csv"), results);
+
+  // Another --set in the same directory would mix runs of two sweeps.
+  const CommandRun other = Sweep("--set training.epochs=3 " + grid + "'" + a.string() + "'");
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("another base config"), std::string::npos) << other.err;
+}
+
+}  // namespace
+}  // namespace stalelearn::cli
