@@ -3,6 +3,7 @@
 // built binary (STALELEARN_BINARY_DIR/bin/stalelearn) with ranks as threads.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -29,8 +30,14 @@ std::string ReadAll(const fs::path& path) {
   return text.str();
 }
 
+// CTest runs each test in its own process, several at once: every process
+// gets its own scratch directory, so no two share output files.
+fs::path ScratchDir(const std::string& name) {
+  return fs::path(::testing::TempDir()) / (name + "." + std::to_string(::getpid()));
+}
+
 CommandRun Stalelearn(const std::string& arguments) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "stalelearn_cli_test";
+  const fs::path dir = ScratchDir("stalelearn_cli_test");
   fs::create_directories(dir);
   const fs::path out = dir / "out.txt", err = dir / "err.txt";
   const std::string command = "'" STALELEARN_BINARY_DIR "/bin/stalelearn' " + arguments + " >'" + out.string() +
@@ -112,7 +119,7 @@ class LrOverrides : public ::testing::Test {
   fs::path report(const std::string& name) const { return dir_ / name; }
 
  private:
-  fs::path dir_ = fs::path(::testing::TempDir()) / "stalelearn_cli_lr_test";
+  fs::path dir_ = ScratchDir("stalelearn_cli_lr_test");
 };
 
 TEST_F(LrOverrides, LearningRateSetOnTheCommandLineIsTheOneTrainedWith) {
@@ -159,7 +166,7 @@ class SynthAndDivergence : public ::testing::Test {
                                        "--out '" + (Dir() / "a").string() + "'"));
   }
   static void TearDownTestSuite() { delete synth_; }
-  static fs::path Dir() { return fs::path(::testing::TempDir()) / "stalelearn_cli_synth_test"; }
+  static fs::path Dir() { return ScratchDir("stalelearn_cli_synth_test"); }
   static CommandRun TrainMf(const std::string& ranks, const std::string& set) {
     return Stalelearn("train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks " + ranks +
                       " --quiet --set data.path='" + (Dir() / "a" / "ratings.tsv").string() +
