@@ -145,6 +145,11 @@ Result<std::string> DataFrameToTsv(const RObject& frame, std::span<const std::st
       return NotFound(fmt::format("data.frame has no column '{}' (it has: {})", name,
                                   fmt::join(shape.column_names, ", ")));
     }
+    // A tab or line break inside a name or cell would silently shift TSV
+    // columns or rows (found by fuzzing): refuse it.
+    if (name.find_first_of("\t\n\r") != std::string::npos) {
+      return InvalidArgument(fmt::format("data.frame column name '{}' holds a tab or line break", name));
+    }
     STALELEARN_ASSIGN_OR_RETURN(ColumnPrinter printer,
                                 ColumnPrinter::For(*frame.elements[it - shape.column_names.begin()], name));
     printers.push_back(printer);
@@ -154,7 +159,12 @@ Result<std::string> DataFrameToTsv(const RObject& frame, std::span<const std::st
   for (std::size_t row = 0; row < shape.rows; ++row) {
     for (std::size_t c = 0; c < printers.size(); ++c) {
       if (c > 0) out += '\t';
+      const std::size_t cell_start = out.size();
       printers[c].Append(row, out);
+      if (out.find_first_of("\t\n\r", cell_start) != std::string::npos) {
+        return InvalidArgument(
+            fmt::format("data.frame column '{}' row {} holds a tab or line break", columns[c], row + 1));
+      }
     }
     out += '\n';
   }
