@@ -9,7 +9,7 @@
 // What an app may bring beyond the basics:
 //   - per-compute-rank local state (CreateLocalState), built from that rank's
 //     samples, kept by the runtime and handed to every kernel call
-//     (e.g. LDA's topic assignments and document-topic counts);
+//     (e.g. a topic model's per-token assignments and per-document counts);
 //   - a kernel context: rank, epoch, clock and a deterministic random stream
 //     per (seed, rank, clock), so emulation stays bit-reproducible;
 //   - a per-sample kernel (Update) or a mini-batch kernel (UpdateBatch);
@@ -159,7 +159,7 @@ class App {
   // Data-dependent initialisation: runs once per compute rank before clock 0
   // (ctx.clock == -1). What it writes through `model` is a delta summed over
   // all compute ranks into the master before any rank starts clock 0 (e.g.
-  // LDA's counts of random initial assignments). Default: nothing.
+  // a topic model's counts of random initial assignments). Default: nothing.
   virtual bool HasDataInitialization() const { return false; }
   virtual void InitializeFromData(ModelView& model, KernelContext& ctx) const;
 
