@@ -25,11 +25,7 @@ Status ResolveConfig(LrConfig& lr, proto::Config& config) {
 namespace {
 
 Result<std::unique_ptr<runtime::App>> Load(const runtime::AppContext& context) {
-  std::filesystem::path file = context.config.data().path();
-  if (file.empty()) {
-    STALELEARN_ASSIGN_OR_RETURN(file, data::ResolveDatasetFile(context.datasets, context.config.data().name(),
-                                                               context.data_dir));
-  }
+  STALELEARN_ASSIGN_OR_RETURN(const std::filesystem::path file, context.DataFile());
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<LrApp> app, LoadLrApp(context.config, file));
   return std::unique_ptr<runtime::App>(std::move(app));
 }

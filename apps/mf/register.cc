@@ -37,13 +37,8 @@ Status ResolveConfig(MfConfig& mf, proto::Config& config) {
 namespace {
 
 Result<std::unique_ptr<runtime::App>> Load(const runtime::AppContext& context) {
-  const proto::Config& config = context.config;
-  std::filesystem::path file = config.data().path();
-  if (file.empty()) {
-    STALELEARN_ASSIGN_OR_RETURN(file, data::ResolveDatasetFile(context.datasets, config.data().name(),
-                                                               context.data_dir));
-  }
-  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MfApp> app, LoadMfApp(config, file));
+  STALELEARN_ASSIGN_OR_RETURN(const std::filesystem::path file, context.DataFile());
+  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MfApp> app, LoadMfApp(context.config, file));
   return std::unique_ptr<runtime::App>(std::move(app));
 }
 

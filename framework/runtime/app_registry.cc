@@ -4,6 +4,11 @@
 
 namespace stalelearn::runtime {
 
+Result<std::filesystem::path> AppContext::DataFile() const {
+  if (!config.data().path().empty()) return std::filesystem::path(config.data().path());
+  return data::ResolveDatasetFile(datasets, config.data().name(), data_dir);
+}
+
 Status AppRegistry::Add(std::string name, const google::protobuf::Message& prototype,
                         std::function<Status(google::protobuf::Message&, proto::Config&)> resolve,
                         AppFactory factory) {

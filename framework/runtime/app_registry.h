@@ -35,6 +35,9 @@ struct AppContext {
   const proto::Config& config;            // resolved; app.params holds the app's section
   std::filesystem::path data_dir;         // resolved once by the program
   const data::DatasetCatalog& datasets;   // data sets by name (data.name)
+
+  // The file to load: data.path if set, else data.name's file in data_dir.
+  Result<std::filesystem::path> DataFile() const;
 };
 
 // Loads the app's data and returns it ready to train.
