@@ -46,13 +46,6 @@ class MfApp final : public runtime::App {
 
   float global_mean() const { return mean_; }
 
- private:
-  static constexpr runtime::TableId kUsers{0};
-  static constexpr runtime::TableId kItems{1};
-
-  std::string dataset_;
-  std::size_t users_;
-  std::size_t items_;
   // A training rating as the kernel reads it: 12 bytes (data::Rating's
   // timestamp is not needed), so a clock's random walk over them touches
   // half the cache lines.
@@ -61,8 +54,14 @@ class MfApp final : public runtime::App {
     std::uint32_t item;
     float value;
   };
-  // One SGD step on rows p (user) and q (item), each rank + 1 floats (bias last).
-  void Step(const Sample& s, float* __restrict p, float* __restrict q, int trained_factors) const;
+  static constexpr runtime::TableId kUsers{0};
+  static constexpr runtime::TableId kItems{1};
+
+ private:
+
+  std::string dataset_;
+  std::size_t users_;
+  std::size_t items_;
   runtime::WorkCounters WorkOf(std::size_t samples) const;
 
   std::vector<Sample> train_;

@@ -106,17 +106,49 @@ std::size_t Replica::touched_rows() const {
   return n;
 }
 
+namespace {
+
+// Adapts a DeltaSink: the delta goes through a scratch row.
+class SinkWriter final : public Replica::DeltaWriter {
+ public:
+  SinkWriter(const Replica::DeltaSink& sink, std::vector<std::byte>& scratch) : sink_(sink), scratch_(scratch) {}
+  std::byte* BeginRow(TableId table, RowId row) override {
+    table_ = table;
+    row_ = row;
+    return scratch_.data();
+  }
+  void EndRow(bool changed) override {
+    if (changed) sink_(table_, row_, scratch_);
+  }
+  void set_row_bytes(std::size_t bytes) { scratch_.resize(bytes); }
+
+ private:
+  const Replica::DeltaSink& sink_;
+  std::vector<std::byte>& scratch_;
+  TableId table_{0};
+  RowId row_{0};
+};
+
+}  // namespace
+
 void Replica::DrainDeltas(const DeltaSink& sink) {
+  std::size_t widest = 0;
+  for (const RowBlock& block : values_) widest = std::max(widest, block.row_bytes());
+  SinkWriter writer(sink, delta_);
+  writer.set_row_bytes(widest);
+  DrainDeltasInto(writer);
+}
+
+void Replica::DrainDeltasInto(DeltaWriter& writer) {
   for (std::size_t t = 0; t < touch_.size(); ++t) {
     TouchLog& log = touch_[t];
     const RowBlock& block = values_[t];
     const TableId id{static_cast<std::uint32_t>(t)};
-    delta_.resize(block.row_bytes());
     if (dense_[t]) {
       std::vector<std::byte>& base = dense_base_[t];
       for (std::int64_t row = 0; row < block.rows(); ++row) {
         std::byte* before = base.data() + static_cast<std::size_t>(row) * block.row_bytes();
-        if (block.Difference(row, before, delta_.data())) sink(id, RowId{row}, delta_);
+        writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
       }
       const std::span<const std::byte> now = block.bytes();
       std::copy(now.begin(), now.end(), base.begin());
@@ -124,9 +156,8 @@ void Replica::DrainDeltas(const DeltaSink& sink) {
     }
     for (std::size_t i = 0; i < log.slots.size(); ++i) {
       const std::int64_t slot = log.slots[i];
-      if (block.Difference(slot, log.before.data() + i * block.row_bytes(), delta_.data())) {
-        sink(id, RowId{RowOfSlot(id, slot)}, delta_);
-      }
+      std::byte* out = writer.BeginRow(id, RowId{RowOfSlot(id, slot)});
+      writer.EndRow(block.Difference(slot, log.before.data() + i * block.row_bytes(), out));
       log.touch_of_slot[static_cast<std::size_t>(slot)] = -1;
     }
     log.slots.clear();

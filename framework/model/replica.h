@@ -74,6 +74,20 @@ class Replica final : public ModelView {
   // first-touch order, then forgets the touched set.
   void DrainDeltas(const DeltaSink& sink);
 
+  // Where DrainDeltasInto writes each touched row's delta: BeginRow returns
+  // room for the row's bytes, EndRow(changed) keeps or drops it (an
+  // unchanged row is dropped). Lets an encoder take deltas without a copy.
+  class DeltaWriter {
+   public:
+    virtual std::byte* BeginRow(TableId table, RowId row) = 0;
+    virtual void EndRow(bool changed) = 0;
+
+   protected:
+    ~DeltaWriter() = default;
+  };
+  // DrainDeltas, writing in place through `writer`.
+  void DrainDeltasInto(DeltaWriter& writer);
+
  private:
   std::int64_t CheckedSlot(TableId table, RowId row) const;
   void Touch(TableId table, std::int64_t slot);

@@ -11,25 +11,49 @@ DeltaPusher::DeltaPusher(const model::ModelLayout& layout, std::vector<std::uniq
 
 Status DeltaPusher::Complete() {
   for (auto& writer : writers_) STALELEARN_RETURN_IF_ERROR(writer->Complete());
+  for (auto& bytes : unflushed_) spare_.push_back(std::move(bytes));
   unflushed_.clear();
   return Status::Ok();
 }
 
+void DeltaPusher::RecycleBuffers() {
+  if (refresher_ != nullptr) refresher_->TakeDropped(spare_);
+  for (sync::BatchEncoder& encoder : encoders_) {
+    if (spare_.empty()) break;
+    encoder.Recycle(std::move(spare_.back()));
+    spare_.pop_back();
+  }
+  // Keep a few for batches sealed mid-clock; let the rest go.
+  if (spare_.size() > encoders_.size()) spare_.resize(encoders_.size());
+}
+
+void DeltaPusher::Seal(int m, std::uint32_t flags) {
+  const std::uint64_t sequence = writers_[m]->next_sequence() + sealed_count_[m]++;
+  sealed_.push_back({m, encoders_[m].Seal(sequence, clock_, flags)});
+  if (!spare_.empty()) {  // the next batch of this clock reuses a sent one
+    encoders_[m].Recycle(std::move(spare_.back()));
+    spare_.pop_back();
+  }
+}
+
+std::byte* DeltaPusher::BeginRow(model::TableId table, model::RowId row) {
+  const int m = layout_.partition(table).Owner(row).value;
+  sync::BatchEncoder& encoder = encoders_[m];
+  if (encoder.encoded_bytes() + encoder.EntryBytes(table) > writers_[m]->slot_capacity()) Seal(m, 0);
+  open_memory_ = m;
+  return encoder.BeginEntry(table, row);
+}
+
+void DeltaPusher::EndRow(bool changed) { encoders_[open_memory_].EndEntry(changed); }
+
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock) {
   STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute
+  RecycleBuffers();
   sealed_.clear();
   std::fill(sealed_count_.begin(), sealed_count_.end(), 0);
-  const auto seal = [&](int m, std::uint32_t flags) {
-    const std::uint64_t sequence = writers_[m]->next_sequence() + sealed_count_[m]++;
-    sealed_.push_back({m, encoders_[m].Seal(sequence, clock, flags)});
-  };
-  replica.DrainDeltas([&](model::TableId t, model::RowId r, std::span<const std::byte> delta) {
-    const int m = layout_.partition(t).Owner(r).value;
-    sync::BatchEncoder& encoder = encoders_[m];
-    if (encoder.encoded_bytes() + encoder.EntryBytes(t) > writers_[m]->slot_capacity()) seal(m, 0);
-    encoder.Add(t, r, delta);
-  });
-  for (int m = 0; m < static_cast<int>(writers_.size()); ++m) seal(m, sync::kEndOfClock);
+  clock_ = clock;
+  replica.DrainDeltasInto(*this);
+  for (int m = 0; m < static_cast<int>(writers_.size()); ++m) Seal(m, sync::kEndOfClock);
 
   std::chrono::nanoseconds stalled{0};
   for (Sealed& batch : sealed_) {

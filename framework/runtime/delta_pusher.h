@@ -7,8 +7,10 @@
 // The puts of a clock are flushed only when the next clock pushes (or at
 // Complete / Finish), so they overlap the next clock's compute; a batch stays
 // alive until then (as pending, or kept here when there is no refresher).
-// Buffers are reused across clocks: no allocation per clock once warm,
-// except a sealed batch's own vector (the codec's).
+// Buffers are reused across clocks: deltas are written straight into the
+// batch being encoded, and a batch's memory goes back to an encoder once
+// the refresher drops it (or its put completed): no allocation or page
+// zeroing per batch once warm.
 //
 // Not thread-safe (the compute rank's trainer thread).
 #pragma once
@@ -24,7 +26,7 @@
 
 namespace stalelearn::runtime {
 
-class DeltaPusher {
+class DeltaPusher final : private model::Replica::DeltaWriter {
  public:
   DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
               ReplicaRefresher* refresher);
@@ -43,6 +45,12 @@ class DeltaPusher {
   Status Release();
 
  private:
+  // DeltaWriter: routes a row to its memory rank's encoder, sealing a full batch first.
+  std::byte* BeginRow(model::TableId table, model::RowId row) override;
+  void EndRow(bool changed) override;
+  void Seal(int m, std::uint32_t flags);
+  void RecycleBuffers();
+
   const model::ModelLayout& layout_;
   std::vector<std::unique_ptr<sync::RingWriter>> writers_;  // [m]
   ReplicaRefresher* refresher_;                              // may be null (no replay needed)
@@ -54,6 +62,9 @@ class DeltaPusher {
   std::vector<Sealed> sealed_;
   std::vector<std::vector<std::byte>> unflushed_;  // no refresher: pushed, not yet completed
   std::vector<std::uint64_t> sealed_count_;  // [m] sealed this clock, not yet pushed
+  std::vector<std::vector<std::byte>> spare_;  // sent batches' memory, for the encoders
+  std::uint64_t clock_ = 0;                    // the clock being drained
+  int open_memory_ = -1;                       // encoder of the row BeginRow opened
 };
 
 }  // namespace stalelearn::runtime

@@ -72,7 +72,15 @@ void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& repli
 
 void ReplicaRefresher::DropIncluded(model::MemoryIndex m, std::uint64_t included) {
   auto& pending = pending_[m.value];
-  while (!pending.empty() && pending.front().sequence <= included) pending.pop_front();
+  while (!pending.empty() && pending.front().sequence <= included) {
+    if (dropped_.size() < kKeptDropped) dropped_.push_back(std::move(pending.front().batch));
+    pending.pop_front();
+  }
+}
+
+void ReplicaRefresher::TakeDropped(std::vector<std::vector<std::byte>>& out) {
+  for (auto& batch : dropped_) out.push_back(std::move(batch));
+  dropped_.clear();
 }
 
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {

@@ -46,6 +46,8 @@ class ReplicaRefresher {
   // can install includes them too. Keeps pending memory bounded when the
   // rank rarely refreshes (one compute rank never needs to).
   void DropIncluded(model::MemoryIndex m, std::uint64_t included);
+  // Moves the memory of batches dropped so far into `out` (for reuse).
+  void TakeDropped(std::vector<std::vector<std::byte>>& out);
 
   // Installs what changed in every snapshot newer than the installed one,
   // plus own pending deltas, into `replica` (which must have no touched
@@ -74,6 +76,8 @@ class ReplicaRefresher {
   std::vector<sync::SnapshotMeta> installed_;                   // [m]: generation, log end, merged clocks
   std::vector<std::vector<std::uint64_t>> installed_merged_;    // [m][c]
   std::vector<std::deque<Pending>> pending_;                    // [m], by sequence
+  static constexpr std::size_t kKeptDropped = 16;
+  std::vector<std::vector<std::byte>> dropped_;                 // dropped batches' memory, until taken
   std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
   std::uint32_t refresh_number_ = 0;
   RefreshCounters counters_;

@@ -20,13 +20,22 @@ std::uint64_t HeaderChecksum(const BatchHeader& h) {
 }  // namespace
 
 BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) : tables_(&tables) {
-  buffer_.resize(sizeof(BatchHeader));
+  Reserve(sizeof(BatchHeader));
+  used_ = sizeof(BatchHeader);
+}
+
+void BatchEncoder::Reserve(std::size_t bytes) {
+  if (bytes <= buffer_.size()) return;
+  // resize() zero-fills what it adds: grow geometrically so that a batch
+  // pays it a few times at most, and a recycled buffer not at all.
+  buffer_.resize(std::max({bytes, 2 * buffer_.size(), std::size_t{4096}}));
 }
 
 void BatchEncoder::Recycle(std::vector<std::byte> buffer) {
-  if (entries_ == 0 && buffer.capacity() > buffer_.capacity()) {
+  if (entries_ == 0 && buffer.capacity() > buffer_.size()) {
     buffer_ = std::move(buffer);
-    buffer_.resize(sizeof(BatchHeader));
+    buffer_.resize(buffer_.capacity());  // within capacity: no allocation; bytes past the old size zeroed once
+    used_ = sizeof(BatchHeader);
   }
 }
 
@@ -35,18 +44,32 @@ std::size_t BatchEncoder::EntryBytes(model::TableId table) const {
 }
 
 void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const std::byte> delta) {
-  if (DefectPlanted(PlantedDefect::kDeltaDropped) && entries_ == 1 && !dropped_) {
-    dropped_ = true;  // planted defect (self-tests only): the batch's second row is lost
-    return;
-  }
-  const std::size_t at = buffer_.size();
-  buffer_.resize(at + kEntryPrefixBytes + delta.size());
+  std::memcpy(BeginEntry(table, row), delta.data(), delta.size());
+  EndEntry(true);
+}
+
+std::byte* BatchEncoder::BeginEntry(model::TableId table, model::RowId row) {
+  const std::size_t at = used_;
+  Reserve(at + EntryBytes(table));
   const std::uint32_t zero = 0;
   std::memcpy(buffer_.data() + at, &table.value, 4);
   std::memcpy(buffer_.data() + at + 4, &zero, 4);
   std::memcpy(buffer_.data() + at + 8, &row.value, 8);
-  std::memcpy(buffer_.data() + at + kEntryPrefixBytes, delta.data(), delta.size());
-  ++entries_;
+  open_at_ = at;
+  used_ = at + EntryBytes(table);
+  return buffer_.data() + at + kEntryPrefixBytes;
+}
+
+void BatchEncoder::EndEntry(bool keep) {
+  if (keep && DefectPlanted(PlantedDefect::kDeltaDropped) && entries_ == 1 && !dropped_) {
+    dropped_ = true;  // planted defect (self-tests only): the batch's second row is lost
+    keep = false;
+  }
+  if (keep) {
+    ++entries_;
+  } else {
+    used_ = open_at_;
+  }
 }
 
 std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags) {
@@ -54,14 +77,16 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   h.flags = flags;
   h.sequence = sequence;
   h.clock = clock;
-  h.payload_bytes = buffer_.size() - sizeof h;
+  h.payload_bytes = used_ - sizeof h;
   h.entry_count = static_cast<std::uint32_t>(entries_);
-  h.payload_checksum = model::Hash64(std::span(buffer_).subspan(sizeof h));
+  h.payload_checksum = model::Hash64(std::span(buffer_).subspan(sizeof h, h.payload_bytes));
   h.header_checksum = HeaderChecksum(h);
   std::memcpy(buffer_.data(), &h, sizeof h);  // the payload is already in place: no copy
+  buffer_.resize(used_);  // shrinking keeps the capacity for Recycle
   std::vector<std::byte> out = std::move(buffer_);
   buffer_ = {};
-  buffer_.resize(sizeof h);
+  Reserve(sizeof h);
+  used_ = sizeof h;
   entries_ = 0;
   dropped_ = false;
   return out;

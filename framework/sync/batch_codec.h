@@ -9,7 +9,9 @@
 // payload is corrupt (and still count the batch as rejected).
 //
 //   BatchEncoder enc(layout.tables());
-//   enc.Add(table, row, delta_bytes);
+//   enc.Add(table, row, delta_bytes);               // copies the delta, or
+//   std::byte* d = enc.BeginEntry(table, row);      // lets the caller write it
+//   enc.EndEntry(/*keep=*/WriteDelta(d));           // in place (no copy)
 //   std::vector<std::byte> batch = enc.Seal(sequence, clock, kEndOfClock);
 //
 //   STALELEARN_ASSIGN_OR_RETURN(DecodedBatch b,
@@ -56,9 +58,13 @@ class BatchEncoder {
 
   // Appends one row's delta (row_bytes of the table).
   void Add(model::TableId table, model::RowId row, std::span<const std::byte> delta);
+  // Reserves an entry and returns where its row_bytes of delta go; EndEntry
+  // keeps it (keep = true) or takes it back. One entry open at a time.
+  std::byte* BeginEntry(model::TableId table, model::RowId row);
+  void EndEntry(bool keep);
   std::size_t entry_count() const { return entries_; }
   // Header + payload size if sealed now.
-  std::size_t encoded_bytes() const { return buffer_.size(); }
+  std::size_t encoded_bytes() const { return used_; }
   // Size an entry of `table` adds.
   std::size_t EntryBytes(model::TableId table) const;
 
@@ -70,7 +76,13 @@ class BatchEncoder {
 
  private:
   const std::vector<model::TableSpec>* tables_;
+  // Grows without zero-filling: bytes [0, used_) are the header space and the
+  // payload; the rest is capacity kept across batches.
+  void Reserve(std::size_t bytes);
+
   std::vector<std::byte> buffer_;  // header space, then the payload
+  std::size_t used_ = 0;
+  std::size_t open_at_ = 0;  // start of the entry BeginEntry opened
   std::size_t entries_ = 0;
   bool dropped_ = false;  // planted defect kDeltaDropped fired in this batch
 };
