@@ -42,6 +42,8 @@ class LrApp final : public runtime::App {
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
+  // Touches only its sample's rows, draws no random numbers, keeps no local state.
+  bool KernelRunsInChunks() const override { return true; }
 
   bool EvaluatesInParts() const override { return true; }
   // {correct, sum of log-losses, count} over this rank's share of the test set.

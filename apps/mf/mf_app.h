@@ -42,6 +42,8 @@ class MfApp final : public runtime::App {
   // step in vectorisable loops, work counted once per batch.
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                    runtime::KernelContext& ctx) const override;
+  // Touches only its samples' rows, draws no random numbers, keeps no local state.
+  bool KernelRunsInChunks() const override { return true; }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
 
   float global_mean() const { return mean_; }

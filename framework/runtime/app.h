@@ -172,6 +172,13 @@ class App {
   // The mini-batch kernel, for apps that use matrix routines over a batch.
   // Default: Update for each sample in order. An app overrides one of the two.
   virtual void UpdateBatch(std::span<const std::int64_t> samples, ModelView& model, KernelContext& ctx) const;
+  // True when UpdateBatch may run concurrently on disjoint chunks of a
+  // clock's samples, each chunk with its own KernelContext (own RandomStream
+  // and WorkCounters) and its own view of the model, writing no LocalState
+  // another chunk reads. Then `training.threads_per_rank` > 1 runs the
+  // chunks on that many threads (framework/runtime/parallel_kernel.h).
+  // Default: false (the kernel runs on one thread).
+  virtual bool KernelRunsInChunks() const { return false; }
 
   // Evaluation of a full model (all rows of every table), by one compute rank.
   virtual Evaluation Evaluate(const TableSet& model) const;

@@ -10,7 +10,10 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
                 env.config.seed()),
       straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
       state_(env.app.CreateLocalState(info, schedule_.samples())),
-      clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {}
+      clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {
+  const int threads = env.config.training().threads_per_rank();
+  if (threads > 1 && env.app.KernelRunsInChunks()) parallel_ = std::make_unique<ParallelKernel>(env.app, threads);
+}
 
 Status ClockLoop::Initialize() {
   WorkCounters work;
@@ -19,6 +22,17 @@ Status ClockLoop::Initialize() {
   env_.app.InitializeFromData(mode_.view(), context);
   if (env_.wait.sim != nullptr) STALELEARN_RETURN_IF_ERROR(env_.wait.sim->ChargeComputeWork(metrics::ToComputeWork(work)));
   return mode_.ShareInitialization();
+}
+
+void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& context) {
+  // Chunks on threads only where the kernel works on the replica (not in
+  // DIRECT mode's fetched rows).
+  auto* replica = parallel_ != nullptr ? dynamic_cast<model::Replica*>(&mode_.view()) : nullptr;
+  if (replica != nullptr) {
+    parallel_->Run(samples, *replica, context);
+  } else {
+    env_.app.UpdateBatch(samples, mode_.view(), context);
+  }
 }
 
 Result<TrainerResult> ClockLoop::Run() {
@@ -48,7 +62,7 @@ Result<TrainerResult> ClockLoop::Run() {
       RandomStream random = RandomStream::For(info_.seed, info_.rank.value, record.clock);
       KernelContext context{info_, epoch, record.clock, random, state_.get(), work};
       const auto compute_start = std::chrono::steady_clock::now();
-      if (!samples.empty()) env_.app.UpdateBatch(samples, mode_.view(), context);
+      if (!samples.empty()) RunKernel(samples, context);
       STALELEARN_RETURN_IF_ERROR(
           straggler_.EndComputeStep(env_.wait.sim, work, std::chrono::steady_clock::now() - compute_start,
                                     record.clock));

@@ -17,6 +17,7 @@
 
 #include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/parallel_kernel.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/straggler.h"
 #include "framework/runtime/trainer_result.h"
@@ -40,6 +41,8 @@ class ClockLoop {
 
  private:
   Status Initialize();
+  // The app's kernel on the clock's samples: on threads_per_rank threads when the app allows it.
+  void RunKernel(std::span<const std::int64_t> samples, KernelContext& context);
 
   const RankEnv& env_;
   RankInfo info_;
@@ -47,6 +50,7 @@ class ClockLoop {
   SampleSchedule schedule_;
   Straggler straggler_;
   std::unique_ptr<LocalState> state_;
+  std::unique_ptr<ParallelKernel> parallel_;  // null: the kernel runs on the trainer thread
   EpochEvaluator* evaluator_ = nullptr;
   std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
   TableSet final_model_;
