@@ -45,6 +45,7 @@
 #include "apps/lda/corpus.h"
 #include "apps/lda/lda_config.pb.h"
 #include "apps/lda/sampler.h"
+#include "apps/lda/word_topic_lists.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 
@@ -107,9 +108,11 @@ class LdaApp final : public runtime::App {
   double UnigramPerplexity() const;
 
  private:
-  void UpdatePlain(std::span<const std::int64_t> sorted, runtime::ModelView& model, runtime::KernelContext& ctx) const;
-  void UpdateSparse(std::span<const std::int64_t> sorted, runtime::ModelView& model,
-                    runtime::KernelContext& ctx) const;
+  // The kernels over the clock's tokens grouped by document (LdaState);
+  // `shift` 1 plants kKernelTakesBackWrongCount.
+  void UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
+  void UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
+  std::int32_t* WordRow(std::int32_t word, runtime::ModelView& model, WordTopicLists& lists) const;
   // Held-out document `doc`'s {log-likelihood of its second half, its tokens}.
   std::pair<double, double> CompleteDocument(std::int64_t doc, const runtime::TableSet& model,
                                              std::span<const double> inverse_totals) const;

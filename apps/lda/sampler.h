@@ -16,7 +16,8 @@
 //                 cached and updated in O(1) per count change, so a token
 //                 costs O(K_d + K_w) (topics present in its document / word)
 //                 plus an O(K) walk in the rare case the draw lands in s.
-//                 BeginBatch costs O(K), BeginDocument O(K).
+//                 BeginBatch costs O(K), BeginDocument O(K). The caller keeps
+//                 the word's topic list (apps/lda/word_topic_lists.h).
 // Both draw from the same distribution (tests/unit/lda: chi-square).
 //
 // Not thread-safe: one sampler per kernel call. Spans passed in must stay
@@ -49,29 +50,36 @@ class SparseTopicSampler {
 
   // Caches the smoothing terms from the topic totals: O(K).
   void BeginBatch(std::span<const std::int32_t> totals);
-  // Caches the document's coefficients and its non-zero topics: O(K).
+  // Caches the document's coefficients and its non-zero topics: O(K), no
+  // division (the inverse totals are cached).
   void BeginDocument(std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
   // Draws a topic for a token of the current document. `word_topics` must list
   // every topic k with word_row[k] > 0 (it may list others, and repeats are
   // not allowed). `u` uniform in [0, 1).
   int Sample(std::span<const std::int32_t> word_row, std::span<const std::int32_t> word_topics,
-             std::span<const std::int32_t> doc_row, double u);
+             std::span<const std::int32_t> /*doc_row: in the caches*/, double u) {
+    return Sample(word_row.data(), word_topics, u);
+  }
+  int Sample(const std::int32_t* word_row, std::span<const std::int32_t> word_topics, double u);
   // After the caller changed n_dk or n_k of topic k (doc_row, totals hold the
-  // new values): updates the caches in O(1) (amortised).
-  void TopicChanged(int k, std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
+  // new values): updates the caches in O(1) (amortised), one division.
+  void TopicChanged(int k, std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals) {
+    TopicChanged(k, doc_row[static_cast<std::size_t>(k)], totals[static_cast<std::size_t>(k)]);
+  }
+  void TopicChanged(int k, std::int32_t doc_count, std::int32_t total);
 
  private:
-  void Recompute(int k, std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
-
   LdaPriors priors_;
   double vocabulary_beta_;
-  std::vector<double> smoothing_;    // alpha beta / (n_k + Vb)
+  double alpha_beta_;
+  // Per topic k, 2 cache lines' worth at K = 20: the kernel's working set.
+  std::vector<double> inverse_;      // 1 / (n_k + Vb)
   std::vector<double> document_;     // n_dk beta / (n_k + Vb)
   std::vector<double> coefficient_;  // (n_dk + alpha) / (n_k + Vb)
   std::vector<int> doc_topics_;      // topics with n_dk > 0 at some point in this document
   std::vector<char> in_doc_topics_;
-  std::vector<double> word_terms_;   // scratch: q's terms
-  double s_ = 0;
+  std::vector<double> word_terms_;   // scratch, K long: q's running sums
+  double inverse_sum_ = 0;           // s = alpha beta * inverse_sum_
   double r_ = 0;
 };
 
