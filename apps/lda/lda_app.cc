@@ -185,14 +185,14 @@ void LdaApp::UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelC
       lists.Decremented(word, taken, --word_row[taken]);  // matched by this rank's increment of the same assignment
       totals[old_topic] -= 1;
       doc_row[old_topic] -= 1;
-      sampler.TopicChanged(old_topic, doc_row[old_topic], totals[old_topic]);
+      sampler.Removed(old_topic, doc_row[old_topic], totals[old_topic]);
       const std::span<const std::int32_t> word_topics = lists.Topics(word);
       listed += static_cast<std::int64_t>(word_topics.size());
       const int k = sampler.Sample(word_row, word_topics, ctx.random.Uniform());
       lists.Incremented(word, k, ++word_row[k]);
       totals[k] += 1;
       doc_row[k] += 1;
-      sampler.TopicChanged(k, doc_row[k], totals[k]);
+      sampler.Added(k, doc_row[k], totals[k]);
       state.topic[t] = k;
     }
   }

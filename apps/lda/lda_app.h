@@ -113,9 +113,9 @@ class LdaApp final : public runtime::App {
   void UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
   void UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
   std::int32_t* WordRow(std::int32_t word, runtime::ModelView& model, WordTopicLists& lists) const;
-  // Held-out document `doc`'s {log-likelihood of its second half, its tokens}.
-  std::pair<double, double> CompleteDocument(std::int64_t doc, const runtime::TableSet& model,
-                                             std::span<const double> inverse_totals) const;
+  // Held-out document `doc`'s {log-likelihood of its second half, its tokens};
+  // `phi`: word-major V x K, (n_wk + beta) / (n_k + V beta) of the model.
+  std::pair<double, double> CompleteDocument(std::int64_t doc, std::span<const double> phi) const;
 
   std::string dataset_;
   TokenCorpus corpus_;

@@ -74,6 +74,27 @@ void SparseTopicSampler::TopicChanged(int topic, std::int32_t doc_count, std::in
   }
 }
 
+void SparseTopicSampler::Removed(int topic, std::int32_t doc_count, std::int32_t total) {
+  const auto k = static_cast<std::size_t>(topic);
+  saved_ = {topic, inverse_[k], document_[k], coefficient_[k]};
+  TopicChanged(topic, doc_count, total);
+}
+
+void SparseTopicSampler::Added(int topic, std::int32_t doc_count, std::int32_t total) {
+  if (topic != saved_.topic) {
+    TopicChanged(topic, doc_count, total);
+    return;
+  }
+  // The counts are back where they were before Removed, and so are the caches.
+  const auto k = static_cast<std::size_t>(topic);
+  inverse_sum_ += saved_.inverse - inverse_[k];
+  inverse_[k] = saved_.inverse;
+  r_ += saved_.document - document_[k];
+  document_[k] = saved_.document;
+  coefficient_[k] = saved_.coefficient;
+  // n_dk > 0 again: still listed in doc_topics_ (entries are never removed).
+}
+
 int SparseTopicSampler::Sample(const std::int32_t* word_row, std::span<const std::int32_t> word_topics, double u) {
   assert(word_topics.size() <= word_terms_.size());  // no repeats: at most K
   const std::int32_t* listed = word_topics.data();

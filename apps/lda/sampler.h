@@ -67,6 +67,12 @@ class SparseTopicSampler {
     TopicChanged(k, doc_row[static_cast<std::size_t>(k)], totals[static_cast<std::size_t>(k)]);
   }
   void TopicChanged(int k, std::int32_t doc_count, std::int32_t total);
+  // The kernel's pair of changes for one token, as TopicChanged: Removed
+  // after taking the token out of topic k, Added after putting it into the
+  // drawn topic. When the draw keeps the topic (often, once the model has
+  // settled), Added restores what Removed saved: no division.
+  void Removed(int k, std::int32_t doc_count, std::int32_t total);
+  void Added(int k, std::int32_t doc_count, std::int32_t total);
 
  private:
   LdaPriors priors_;
@@ -81,6 +87,10 @@ class SparseTopicSampler {
   std::vector<double> word_terms_;   // scratch, K long: q's running sums
   double inverse_sum_ = 0;           // s = alpha beta * inverse_sum_
   double r_ = 0;
+  struct Saved {                     // topic k's caches before Removed
+    int topic = -1;
+    double inverse, document, coefficient;
+  } saved_;
 };
 
 }  // namespace stalelearn::apps::lda

@@ -31,19 +31,20 @@ namespace stalelearn::apps::lda {
 class WordTopicLists {
  public:
   WordTopicLists(std::size_t words, int topics)
-      : topics_(static_cast<std::size_t>(topics)),
-        listed_(words * topics_),
-        size_(words),
-        row_(words),
-        clock_of_(words, -1) {}
+      : topics_(static_cast<std::size_t>(topics)), listed_(words * topics_), word_(words) {}
 
   // Starts a clock: every word's list and row must be fetched again.
-  void NextClock() { ++clock_; }
+  void NextClock() {
+    if (++clock_ == 0) {  // wrapped (after 2^32 clocks): forget every entry
+      for (Word& entry : word_) entry.clock = 0;
+      clock_ = 1;
+    }
+  }
 
   // The word's row in this clock's view, or nullptr before Fill.
   std::int32_t* Row(std::int32_t word) const {
-    const auto w = static_cast<std::size_t>(word);
-    return clock_of_[w] == clock_ ? row_[w] : nullptr;
+    const Word& entry = word_[static_cast<std::size_t>(word)];
+    return entry.clock == clock_ ? entry.row : nullptr;
   }
 
   // Lists the topics with row[k] > 0 and remembers the row for this clock.
@@ -55,15 +56,13 @@ class WordTopicLists {
       listed[n] = static_cast<std::int32_t>(k);
       n += row[k] > 0 ? 1 : 0;
     }
-    size_[w] = static_cast<std::int32_t>(n);
-    row_[w] = row.data();
-    clock_of_[w] = clock_;
+    word_[w] = {row.data(), clock_, static_cast<std::int32_t>(n)};
     return row.data();
   }
 
   std::span<const std::int32_t> Topics(std::int32_t word) const {
     const auto w = static_cast<std::size_t>(word);
-    return {&listed_[w * topics_], static_cast<std::size_t>(size_[w])};
+    return {&listed_[w * topics_], static_cast<std::size_t>(word_[w].size)};
   }
 
   // After row[k] -= 1 (`count` is the new value).
@@ -71,29 +70,34 @@ class WordTopicLists {
     if (count != 0) return;
     const auto w = static_cast<std::size_t>(word);
     std::int32_t* listed = &listed_[w * topics_];
-    std::int32_t* end = listed + size_[w];
+    std::int32_t* end = listed + word_[w].size;
     std::int32_t* at = std::find(listed, end, k);
     assert(at != end);  // it was 1: listed
     *at = *(end - 1);
-    size_[w] -= 1;
+    word_[w].size -= 1;
   }
 
   // After row[k] += 1 (`count` is the new value).
   void Incremented(std::int32_t word, std::int32_t k, std::int32_t count) {
     if (count != 1) return;
     const auto w = static_cast<std::size_t>(word);
-    assert(size_[w] < static_cast<std::int32_t>(topics_));
-    listed_[w * topics_ + static_cast<std::size_t>(size_[w])] = k;
-    size_[w] += 1;
+    assert(word_[w].size < static_cast<std::int32_t>(topics_));
+    listed_[w * topics_ + static_cast<std::size_t>(word_[w].size)] = k;
+    word_[w].size += 1;
   }
 
  private:
+  // One cache line holds four words' entries: a token's lookup is one load.
+  struct Word {
+    std::int32_t* row = nullptr;  // the view's row, valid in `clock` only
+    std::uint32_t clock = 0;      // the clock the list and row were filled in (0: never)
+    std::int32_t size = 0;        // the first `size` entries of the word's listed_ slice
+  };
+
   std::size_t topics_;
-  std::vector<std::int32_t> listed_;     // word * K: the first size_[w] entries are w's list
-  std::vector<std::int32_t> size_;       // per word
-  std::vector<std::int32_t*> row_;       // per word: the view's row, valid in clock_of_[w] only
-  std::vector<std::int64_t> clock_of_;   // per word: the clock the list and row were filled in
-  std::int64_t clock_ = 0;
+  std::vector<std::int32_t> listed_;  // word * K
+  std::vector<Word> word_;
+  std::uint32_t clock_ = 0;
 };
 
 }  // namespace stalelearn::apps::lda

@@ -10,7 +10,8 @@
 // size (500 documents of ~780 tokens over 10,827 words, each document mixing
 // 3 of 20 Zipf-shaped topics). Before timing, 5 sweeps take the counts from
 // their random start towards the sparse rows of a trained model (the sparse
-// sampler's cost depends on that sparsity).
+// sampler's cost depends on that sparsity). BM_LdaEvaluatePart times one
+// compute rank's part of an evaluation on the same model.
 //
 //   build/tests/bench/lda_kernel_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -111,45 +112,79 @@ const Fixture& FixtureFor(int topics, SamplerKind sampler) {
   return f;
 }
 
+// Compute rank 0 of 3 training on a replica, clock by clock.
+class TrainingRank {
+ public:
+  explicit TrainingRank(const Fixture& f)
+      : app_(*f.app),
+        replica_(app_.Tables()),
+        local_(app_.CreateLocalState(info_, f.mine)),
+        order_(f.mine),
+        at_(order_.size()) {
+    runtime::RandomStream init_random = runtime::RandomStream::For(42, 0, -1);
+    runtime::KernelContext init{info_, 0, -1, init_random, local_.get(), work_};
+    app_.InitializeFromData(replica_, init);
+    replica_.DrainDeltas([](model::TableId, model::RowId, std::span<const std::byte>) {});
+    while (clock_ * kTokensPerClock < kWarmUpSweeps * static_cast<std::int64_t>(order_.size())) RunClock();
+  }
+
+  // One clock: the kernel on the next 8192 tokens, then the deltas drained.
+  std::int64_t RunClock() {
+    if (at_ == order_.size()) {  // a new epoch
+      std::shuffle(order_.begin(), order_.end(), shuffle_);
+      at_ = 0;
+    }
+    const std::size_t n = std::min<std::size_t>(kTokensPerClock, order_.size() - at_);
+    runtime::RandomStream random = runtime::RandomStream::For(42, 0, clock_);
+    runtime::KernelContext context{info_, 0, clock_, random, local_.get(), work_};
+    app_.UpdateBatch(std::span(order_).subspan(at_, n), replica_, context);
+    replica_.DrainDeltas([](model::TableId, model::RowId, std::span<const std::byte>) {});
+    at_ += n;
+    ++clock_;
+    return static_cast<std::int64_t>(n);
+  }
+
+  // This rank's evaluation part on its replica's model.
+  std::vector<double> EvaluatePart() {
+    if (model_.empty()) model_ = model::MakeTableSet(app_.Tables());
+    replica_.CopyHeldRowsTo(model_);
+    return app_.EvaluatePart(model_, runtime::EvalContext{info_, local_.get()});
+  }
+
+ private:
+  const LdaApp& app_;
+  const runtime::RankInfo info_{model::ComputeIndex{0}, kComputeRanks, 42};
+  model::Replica replica_;
+  std::unique_ptr<runtime::LocalState> local_;
+  runtime::WorkCounters work_;
+  std::vector<std::int64_t> order_;
+  std::mt19937_64 shuffle_{3};
+  std::int64_t clock_ = 0;
+  std::size_t at_;
+  model::TableSet model_;
+};
+
 // Args: topics, plain sampler (1) or sparse (0).
 void BM_LdaKernel(benchmark::State& state) {
-  const auto topics = static_cast<int>(state.range(0));
   const SamplerKind kind = state.range(1) != 0 ? SamplerKind::kPlain : SamplerKind::kSparse;
-  const Fixture& f = FixtureFor(topics, kind);
-  const LdaApp& app = *f.app;
-  model::Replica replica(app.Tables());
-  const runtime::RankInfo info{model::ComputeIndex{0}, kComputeRanks, 42};
-  std::unique_ptr<runtime::LocalState> local = app.CreateLocalState(info, f.mine);
-  runtime::WorkCounters work;
-  runtime::RandomStream init_random = runtime::RandomStream::For(42, 0, -1);
-  runtime::KernelContext init{info, 0, -1, init_random, local.get(), work};
-  app.InitializeFromData(replica, init);
-  replica.DrainDeltas([](model::TableId, model::RowId, std::span<const std::byte>) {});
-
-  std::vector<std::int64_t> order = f.mine;
-  std::mt19937_64 shuffle(3);
-  std::int64_t clock = 0;
-  std::size_t at = order.size();
-  const auto run_clock = [&] {
-    if (at == order.size()) {  // a new epoch
-      std::shuffle(order.begin(), order.end(), shuffle);
-      at = 0;
-    }
-    const std::size_t n = std::min<std::size_t>(kTokensPerClock, order.size() - at);
-    runtime::RandomStream random = runtime::RandomStream::For(42, 0, clock);
-    runtime::KernelContext context{info, 0, clock, random, local.get(), work};
-    app.UpdateBatch(std::span(order).subspan(at, n), replica, context);
-    replica.DrainDeltas([](model::TableId, model::RowId, std::span<const std::byte>) {});
-    at += n;
-    ++clock;
-    return static_cast<std::int64_t>(n);
-  };
-  while (clock * kTokensPerClock < kWarmUpSweeps * static_cast<std::int64_t>(order.size())) run_clock();
-
+  const Fixture& f = FixtureFor(static_cast<int>(state.range(0)), kind);
+  TrainingRank rank(f);
   std::int64_t tokens = 0;
-  for (auto _ : state) tokens += run_clock();
+  for (auto _ : state) tokens += rank.RunClock();
   state.SetItemsProcessed(tokens);  // items_per_second: tokens per CPU-second
   state.SetLabel(f.corpus_label + (kind == SamplerKind::kPlain ? " plain" : " sparse"));
+}
+
+// One compute rank's part of an evaluation (lda_evaluation.cc: document
+// completion of its share of the held-out documents with eval_sweeps 10,
+// the training log-likelihood of its tokens, the count checks), after the
+// warm-up. brown.pbtxt evaluates every 10 epochs: the time per iteration
+// against 10 epochs' kernel time is the evaluation's share.
+void BM_LdaEvaluatePart(benchmark::State& state) {
+  const Fixture& f = FixtureFor(20, SamplerKind::kSparse);
+  TrainingRank rank(f);
+  for (auto _ : state) benchmark::DoNotOptimize(rank.EvaluatePart());
+  state.SetLabel(f.corpus_label);
 }
 
 BENCHMARK(BM_LdaKernel)
@@ -159,6 +194,7 @@ BENCHMARK(BM_LdaKernel)
     ->Args({100, 1})
     ->ArgNames({"topics", "plain"})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LdaEvaluatePart)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stalelearn::apps::lda

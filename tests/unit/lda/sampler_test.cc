@@ -108,6 +108,34 @@ TEST(LdaSampler, SparseSamplerAfterIncrementalRemovalDrawsTheConditional) {
   EXPECT_LT(statistic, kCritical);
 }
 
+// The kernel's pair Removed / Added when the draw keeps the token's topic:
+// Added restores the caches Removed saved, so the sampler draws the
+// conditional of the counts with the token back in (and with Added left out,
+// the same test rejects it: the caches would still miss the token).
+TEST(LdaSampler, SparseSamplerAfterRemovedAndAddedBackDrawsTheConditional) {
+  const FixedState s;
+  const FixedState counted = WithTokenCounted(s, /*topic=*/3);
+  SparseTopicSampler sampler(s.priors);
+  sampler.BeginBatch(counted.totals);
+  sampler.BeginDocument(counted.doc_row, counted.totals);
+  sampler.Removed(3, s.doc_row[3], s.totals[3]);
+  SparseTopicSampler without_added = sampler;
+  sampler.Added(3, counted.doc_row[3], counted.totals[3]);
+  const auto draw = [](SparseTopicSampler& x, const FixedState& state) {
+    return [&x, &state](double u) { return x.Sample(state.word_row, state.word_topics, state.doc_row, u); };
+  };
+  EXPECT_LT(ChiSquare(draw(sampler, counted), ExactConditional(counted), 7), kCritical);
+  EXPECT_GT(ChiSquare(draw(without_added, counted), ExactConditional(counted), 8), kCritical);
+  // Added of another topic than the removed one recomputes that topic.
+  const FixedState moved = WithTokenCounted(s, /*topic=*/0);
+  SparseTopicSampler mover(s.priors);
+  mover.BeginBatch(counted.totals);
+  mover.BeginDocument(counted.doc_row, counted.totals);
+  mover.Removed(3, s.doc_row[3], s.totals[3]);
+  mover.Added(0, moved.doc_row[0], moved.totals[0]);
+  EXPECT_LT(ChiSquare(draw(mover, moved), ExactConditional(moved), 9), kCritical);
+}
+
 TEST(LdaSampler, ThePlainAndSparseSamplersAgreeWithEachOther) {
   // Two-sample chi-square between the samplers' histograms.
   const FixedState s;
