@@ -129,10 +129,10 @@ void LdaApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
 }
 
 // The word's row in this clock's view (fetched from the view once a clock).
-std::int32_t* LdaApp::WordRow(std::int32_t word, runtime::ModelView& model, WordTopicLists& lists) const {
-  std::int32_t* row = lists.Row(word);
+std::int32_t* LdaApp::WordRow(std::int32_t word, runtime::ModelView& model, WordTopicSets& sets) const {
+  std::int32_t* row = sets.Row(word);
   if (row != nullptr) [[likely]] return row;
-  return lists.Fill(word, model.IntRow(kWordTopic, runtime::RowId{word}));
+  return sets.Fill(word, model.IntRow(kWordTopic, runtime::RowId{word}));
 }
 
 void LdaApp::UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const {
@@ -145,7 +145,11 @@ void LdaApp::UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelCo
     std::int32_t* doc_row = state.doc_topic.data() + static_cast<std::size_t>(state.group_doc[g]) * width;
     for (auto i = state.group_begin[g]; i < state.group_begin[g + 1]; ++i) {
       const auto t = static_cast<std::size_t>(state.grouped[static_cast<std::size_t>(i)]);
-      std::int32_t* word_row = WordRow(token_word_[t], model, state.word_topics);
+      const std::int32_t word = token_word_[t];
+      std::int32_t* word_row = state.word_topics.Row(word);
+      if (word_row == nullptr) {  // the clock's first token of the word
+        word_row = state.word_topics.Remember(word, model.IntRow(kWordTopic, runtime::RowId{word}));
+      }
       const std::int32_t old_topic = state.topic[t];
       word_row[TakenBack(old_topic, shift, topics)] -= 1;  // matched by this rank's increment of the same assignment
       totals[old_topic] -= 1;
@@ -166,11 +170,10 @@ void LdaApp::UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelC
   const int topics = params_.priors.topics;
   const auto width = static_cast<std::size_t>(topics);
   const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
-  WordTopicLists& lists = state.word_topics;
+  WordTopicSets& sets = state.word_topics;
   SparseTopicSampler sampler(params_.priors);
   sampler.BeginBatch(totals);
   double work = topics;
-  std::int64_t listed = 0;  // sum over tokens of the word's list length
   for (std::size_t g = 0; g + 1 < state.group_begin.size(); ++g) {
     const std::span<std::int32_t> doc_row(
         state.doc_topic.data() + static_cast<std::size_t>(state.group_doc[g]) * width, width);
@@ -179,27 +182,25 @@ void LdaApp::UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelC
     for (auto i = state.group_begin[g]; i < state.group_begin[g + 1]; ++i) {
       const auto t = static_cast<std::size_t>(state.grouped[static_cast<std::size_t>(i)]);
       const std::int32_t word = token_word_[t];
-      std::int32_t* word_row = WordRow(word, model, lists);
+      std::int32_t* word_row = WordRow(word, model, sets);
       const std::int32_t old_topic = state.topic[t];
       const int taken = TakenBack(old_topic, shift, topics);
-      lists.Decremented(word, taken, --word_row[taken]);  // matched by this rank's increment of the same assignment
+      sets.Decremented(word, taken, --word_row[taken]);  // matched by this rank's increment of the same assignment
       totals[old_topic] -= 1;
       doc_row[old_topic] -= 1;
       sampler.Removed(old_topic, doc_row[old_topic], totals[old_topic]);
-      const std::span<const std::int32_t> word_topics = lists.Topics(word);
-      listed += static_cast<std::int64_t>(word_topics.size());
-      const int k = sampler.Sample(word_row, word_topics, ctx.random.Uniform());
-      lists.Incremented(word, k, ++word_row[k]);
+      const int k = sampler.Sample(word_row, sets.Topics(word), ctx.random.Uniform());
+      sets.Incremented(word, k, ++word_row[k]);
       totals[k] += 1;
       doc_row[k] += 1;
       sampler.Added(k, doc_row[k], totals[k]);
       state.topic[t] = k;
     }
   }
-  // Per token: the list walk (a multiply-add and a compare per listed topic)
-  // and ~20 for the two cache updates; the clock's first look at a word
-  // costs K integer compares (counted as K / 4 flops), not counted here.
-  ctx.work.flops += work + 2.0 * static_cast<double>(listed) + 20.0 * static_cast<double>(state.grouped.size());
+  // Per token: the set walk (a multiply-add and a compare per topic in the
+  // word's set) and ~20 for the two cache updates.
+  ctx.work.flops += work + 2.0 * static_cast<double>(sampler.word_terms_walked()) +
+                    20.0 * static_cast<double>(state.grouped.size());
 }
 
 Result<std::unique_ptr<LdaApp>> LoadLdaApp(const proto::Config& config, const std::filesystem::path& file) {

@@ -45,7 +45,7 @@
 #include "apps/lda/corpus.h"
 #include "apps/lda/lda_config.pb.h"
 #include "apps/lda/sampler.h"
-#include "apps/lda/word_topic_lists.h"
+#include "apps/lda/word_topic_sets.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 
@@ -112,7 +112,7 @@ class LdaApp final : public runtime::App {
   // `shift` 1 plants kKernelTakesBackWrongCount.
   void UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
   void UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
-  std::int32_t* WordRow(std::int32_t word, runtime::ModelView& model, WordTopicLists& lists) const;
+  std::int32_t* WordRow(std::int32_t word, runtime::ModelView& model, WordTopicSets& lists) const;
   // Held-out document `doc`'s {log-likelihood of its second half, its tokens};
   // `phi`: word-major V x K, (n_wk + beta) / (n_k + V beta) of the model.
   std::pair<double, double> CompleteDocument(std::int64_t doc, std::span<const double> phi) const;

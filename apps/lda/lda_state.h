@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "apps/lda/word_topic_lists.h"
+#include "apps/lda/word_topic_sets.h"
 #include "framework/runtime/app.h"
 
 namespace stalelearn::apps::lda::internal {
@@ -31,7 +31,7 @@ class LdaState final : public runtime::LocalState {
   std::vector<std::int64_t> samples;      // this rank's tokens
   std::vector<std::int32_t> topic;        // per training token
   std::vector<std::int32_t> doc_topic;    // per training document, K wide
-  WordTopicLists word_topics;             // the words' rows and topic lists in this clock
+  WordTopicSets word_topics;             // the words' rows and topic sets in this clock
 
   // A clock's tokens grouped by document (GroupByDocument in lda_app.cc):
   // grouped[group_begin[g] .. group_begin[g + 1]) are tokens of document

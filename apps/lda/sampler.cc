@@ -1,6 +1,6 @@
 #include "apps/lda/sampler.h"
 
-#include <cassert>
+#include <bit>
 
 namespace stalelearn::apps::lda {
 
@@ -31,7 +31,8 @@ SparseTopicSampler::SparseTopicSampler(const LdaPriors& priors)
       document_(static_cast<std::size_t>(priors.topics)),
       coefficient_(static_cast<std::size_t>(priors.topics)),
       in_doc_topics_(static_cast<std::size_t>(priors.topics)),
-      word_terms_(static_cast<std::size_t>(priors.topics)) {
+      word_terms_(static_cast<std::size_t>(priors.topics)),
+      word_term_topic_(static_cast<std::size_t>(priors.topics)) {
   doc_topics_.reserve(static_cast<std::size_t>(priors.topics));
 }
 
@@ -95,26 +96,29 @@ void SparseTopicSampler::Added(int topic, std::int32_t doc_count, std::int32_t t
   // n_dk > 0 again: still listed in doc_topics_ (entries are never removed).
 }
 
-int SparseTopicSampler::Sample(const std::int32_t* word_row, std::span<const std::int32_t> word_topics, double u) {
-  assert(word_topics.size() <= word_terms_.size());  // no repeats: at most K
-  const std::int32_t* listed = word_topics.data();
-  const std::size_t n = word_topics.size();
+int SparseTopicSampler::Sample(const std::int32_t* word_row, TopicSet word_topics, double u) {
   double* terms = word_terms_.data();
+  int* term_topic = word_term_topic_.data();
+  std::size_t n = 0;
   double q = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    const auto k = static_cast<std::size_t>(listed[j]);
-    q += coefficient_[k] * Clamped(word_row[k]);
-    terms[j] = q;
+  for (std::size_t b = 0; b < word_topics.size(); ++b) {
+    for (std::uint64_t bits = word_topics[b]; bits != 0; bits &= bits - 1) {
+      const auto k = static_cast<int>(64 * b) + std::countr_zero(bits);
+      q += coefficient_[static_cast<std::size_t>(k)] * Clamped(word_row[k]);
+      terms[n] = q;
+      term_topic[n++] = k;
+    }
   }
+  word_terms_walked_ += static_cast<std::int64_t>(n);
   // Guard the running sums against rounding drift (they stay >= 0).
   const double s = inverse_sum_ > 0 ? alpha_beta_ * inverse_sum_ : 0;
   const double r = r_ > 0 ? r_ : 0;
   double target = u * (s + r + q);
   if (target < q) {
     for (std::size_t j = 0; j < n; ++j) {
-      if (target < terms[j]) return listed[j];
+      if (target < terms[j]) return term_topic[j];
     }
-    return listed[n - 1];
+    return term_topic[n - 1];
   }
   target -= q;
   if (target < r) {

@@ -17,16 +17,21 @@
 //                 costs O(K_d + K_w) (topics present in its document / word)
 //                 plus an O(K) walk in the rare case the draw lands in s.
 //                 BeginBatch costs O(K), BeginDocument O(K). The caller keeps
-//                 the word's topic list (apps/lda/word_topic_lists.h).
+//                 the word's topic set (apps/lda/word_topic_sets.h).
 // Both draw from the same distribution (tests/unit/lda: chi-square).
 //
 // Not thread-safe: one sampler per kernel call. Spans passed in must stay
 // valid for the call only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace stalelearn::apps::lda {
 
@@ -38,6 +43,33 @@ struct LdaPriors {
 };
 
 inline double Clamped(std::int32_t count) { return count > 0 ? static_cast<double>(count) : 0.0; }
+
+// K bits: bit k % 64 of word k / 64 is topic k.
+using TopicSet = std::span<const std::uint64_t>;
+
+inline std::size_t TopicSetWords(int topics) { return (static_cast<std::size_t>(topics) + 63) / 64; }
+
+// The set of topics k with row[k] > 0, written to `bits` (TopicSetWords long).
+// Four compares per instruction where SSE2 is there (every x86-64): the
+// kernel builds a word's set at the word's first token in every clock.
+inline void FillTopicSet(std::span<const std::int32_t> row, std::span<std::uint64_t> bits) {
+  const std::size_t topics = row.size();
+  for (std::size_t b = 0; b < bits.size(); ++b) {
+    const std::int32_t* counts = row.data() + 64 * b;
+    const std::size_t n = std::min<std::size_t>(64, topics - 64 * b);
+    std::uint64_t word = 0;
+    std::size_t j = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    for (; j + 4 <= n; j += 4) {
+      const __m128i present = _mm_cmpgt_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(counts + j)), zero);
+      word |= static_cast<std::uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(present))) << j;
+    }
+#endif
+    for (; j < n; ++j) word |= static_cast<std::uint64_t>(counts[j] > 0) << j;
+    bits[b] = word;
+  }
+}
 
 // The reference sampler; `u` uniform in [0, 1); `scratch` is resized to K.
 int SamplePlain(const LdaPriors& priors, std::span<const std::int32_t> word_row,
@@ -53,14 +85,10 @@ class SparseTopicSampler {
   // Caches the document's coefficients and its non-zero topics: O(K), no
   // division (the inverse totals are cached).
   void BeginDocument(std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals);
-  // Draws a topic for a token of the current document. `word_topics` must list
-  // every topic k with word_row[k] > 0 (it may list others, and repeats are
-  // not allowed). `u` uniform in [0, 1).
-  int Sample(std::span<const std::int32_t> word_row, std::span<const std::int32_t> word_topics,
-             std::span<const std::int32_t> /*doc_row: in the caches*/, double u) {
-    return Sample(word_row.data(), word_topics, u);
-  }
-  int Sample(const std::int32_t* word_row, std::span<const std::int32_t> word_topics, double u);
+  // Draws a topic for a token of the current document. `word_topics` must
+  // hold every topic k with word_row[k] > 0 (it may hold others: they add
+  // nothing). `u` uniform in [0, 1). The document's counts are in the caches.
+  int Sample(const std::int32_t* word_row, TopicSet word_topics, double u);
   // After the caller changed n_dk or n_k of topic k (doc_row, totals hold the
   // new values): updates the caches in O(1) (amortised), one division.
   void TopicChanged(int k, std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals) {
@@ -73,6 +101,8 @@ class SparseTopicSampler {
   // settled), Added restores what Removed saved: no division.
   void Removed(int k, std::int32_t doc_count, std::int32_t total);
   void Added(int k, std::int32_t doc_count, std::int32_t total);
+  // Word terms computed by Sample so far (the work it did).
+  std::int64_t word_terms_walked() const { return word_terms_walked_; }
 
  private:
   LdaPriors priors_;
@@ -85,8 +115,10 @@ class SparseTopicSampler {
   std::vector<int> doc_topics_;      // topics with n_dk > 0 at some point in this document
   std::vector<char> in_doc_topics_;
   std::vector<double> word_terms_;   // scratch, K long: q's running sums
+  std::vector<int> word_term_topic_; // scratch, K long: the topic of each
   double inverse_sum_ = 0;           // s = alpha beta * inverse_sum_
   double r_ = 0;
+  std::int64_t word_terms_walked_ = 0;
   struct Saved {                     // topic k's caches before Removed
     int topic = -1;
     double inverse, document, coefficient;
