@@ -59,43 +59,6 @@ void SparseTopicSampler::BeginDocument(std::span<const std::int32_t> doc_row, st
   }
 }
 
-void SparseTopicSampler::TopicChanged(int topic, std::int32_t doc_count, std::int32_t total) {
-  const auto k = static_cast<std::size_t>(topic);
-  const double inverse = 1.0 / (Clamped(total) + vocabulary_beta_);
-  inverse_sum_ += inverse - inverse_[k];
-  inverse_[k] = inverse;
-  const double n = Clamped(doc_count);
-  const double document = n * priors_.beta * inverse;
-  r_ += document - document_[k];
-  document_[k] = document;
-  coefficient_[k] = (n + priors_.alpha) * inverse;
-  if (doc_count > 0 && !in_doc_topics_[k]) {
-    in_doc_topics_[k] = 1;
-    doc_topics_.push_back(topic);
-  }
-}
-
-void SparseTopicSampler::Removed(int topic, std::int32_t doc_count, std::int32_t total) {
-  const auto k = static_cast<std::size_t>(topic);
-  saved_ = {topic, inverse_[k], document_[k], coefficient_[k]};
-  TopicChanged(topic, doc_count, total);
-}
-
-void SparseTopicSampler::Added(int topic, std::int32_t doc_count, std::int32_t total) {
-  if (topic != saved_.topic) {
-    TopicChanged(topic, doc_count, total);
-    return;
-  }
-  // The counts are back where they were before Removed, and so are the caches.
-  const auto k = static_cast<std::size_t>(topic);
-  inverse_sum_ += saved_.inverse - inverse_[k];
-  inverse_[k] = saved_.inverse;
-  r_ += saved_.document - document_[k];
-  document_[k] = saved_.document;
-  coefficient_[k] = saved_.coefficient;
-  // n_dk > 0 again: still listed in doc_topics_ (entries are never removed).
-}
-
 int SparseTopicSampler::Sample(const std::int32_t* word_row, TopicSet word_topics, double u) {
   double* terms = word_terms_.data();
   int* term_topic = word_term_topic_.data();
