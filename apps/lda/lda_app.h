@@ -12,6 +12,10 @@
 // word row and the totals: a decrement always matched by this rank's own
 // earlier increment of that same assignment), samples, adds the new one.
 // Stale replica counts are clamped at 0 when computing probabilities.
+// Per clock the kernel groups its tokens by document (a counting sort), so
+// the sparse sampler sets up each document once, and fetches each word's row
+// from the view once (WordTopicSets: the row and its topic set); no
+// allocation per token (lda_kernel_bench in tests/bench measures it).
 //
 // Evaluation in parts: held-out documents are dealt to compute ranks (every
 // k-th); document completion estimates each one's topic mixture from its
