@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "apps/lda/lda_state.h"
 #include "apps/lda/register.h"
@@ -19,8 +20,38 @@ using internal::StateOf;
 
 // Which slot of the word's row the kernel takes the token's old topic from:
 // the old topic itself, or (planted defect, self-tests only) the next one.
-int TakenBack(int old_topic, int topics) {
-  return DefectPlanted(PlantedDefect::kKernelTakesBackWrongCount) ? (old_topic + 1) % topics : old_topic;
+// `shift` is 0, or 1 with the defect planted.
+int TakenBack(int old_topic, int shift, int topics) {
+  const int slot = old_topic + shift;
+  return slot == topics ? 0 : slot;
+}
+
+// Groups a clock's tokens by document into state.grouped etc. (lda_state.h):
+// a counting sort, O(tokens) with no allocation once the scratch has grown.
+// Any visiting order is a valid Gibbs scan; grouping lets the sparse sampler
+// set up each document once per clock.
+void GroupByDocument(std::span<const std::int64_t> samples, std::span<const std::int32_t> token_doc,
+                     LdaState& state) {
+  std::vector<std::int64_t>& count = state.tokens_of_doc;
+  state.group_doc.clear();
+  for (std::int64_t s : samples) {
+    const std::int32_t doc = token_doc[static_cast<std::size_t>(s)];
+    if (count[static_cast<std::size_t>(doc)]++ == 0) state.group_doc.push_back(doc);
+  }
+  state.group_begin.clear();
+  std::int64_t at = 0;
+  for (std::int32_t doc : state.group_doc) {
+    state.group_begin.push_back(at);
+    std::int64_t& slot = count[static_cast<std::size_t>(doc)];
+    at += std::exchange(slot, at);  // from now on: where the document's next token goes
+  }
+  state.group_begin.push_back(at);
+  state.grouped.resize(samples.size());
+  for (std::int64_t s : samples) {
+    std::int64_t& next = count[static_cast<std::size_t>(token_doc[static_cast<std::size_t>(s)])];
+    state.grouped[static_cast<std::size_t>(next++)] = s;
+  }
+  for (std::int32_t doc : state.group_doc) count[static_cast<std::size_t>(doc)] = 0;
 }
 
 }  // namespace
@@ -82,96 +113,94 @@ void LdaApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) con
 
 void LdaApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                          runtime::KernelContext& ctx) const {
-  // Tokens are numbered document by document: sorting groups each document's
-  // tokens (any visiting order is a valid Gibbs scan), so the sparse sampler
-  // sets up a document once per batch.
-  std::vector<std::int64_t> sorted(samples.begin(), samples.end());
-  std::sort(sorted.begin(), sorted.end());
+  LdaState& state = StateOf(ctx);
+  GroupByDocument(samples, token_doc_, state);
+  state.word_topics.NextClock();
+  // Planted defects are set before a run starts: one look per clock.
+  const int shift = DefectPlanted(PlantedDefect::kKernelTakesBackWrongCount) ? 1 : 0;
   if (params_.sampler == SamplerKind::kPlain) {
-    UpdatePlain(sorted, model, ctx);
+    UpdatePlain(shift, model, ctx);
   } else {
-    UpdateSparse(sorted, model, ctx);
+    UpdateSparse(shift, model, ctx);
   }
   const auto n = static_cast<std::int64_t>(samples.size());
   ctx.work.random_row_accesses += 2 * n;
   ctx.work.bytes += 16 * n;
 }
 
-void LdaApp::UpdatePlain(std::span<const std::int64_t> sorted, runtime::ModelView& model,
-                         runtime::KernelContext& ctx) const {
-  LdaState& state = StateOf(ctx);
-  const int topics = params_.priors.topics;
-  const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
-  std::vector<double> scratch;
-  for (std::int64_t s : sorted) {
-    const auto i = static_cast<std::size_t>(s);
-    const std::span<std::int32_t> word_row = model.IntRow(kWordTopic, runtime::RowId{token_word_[i]});
-    const std::span<std::int32_t> doc_row(
-        state.doc_topic.data() + static_cast<std::size_t>(token_doc_[i]) * static_cast<std::size_t>(topics),
-        static_cast<std::size_t>(topics));
-    const std::int32_t old_topic = state.topic[i];
-    word_row[TakenBack(old_topic, topics)] -= 1;  // matched by this rank's increment of the same assignment
-    totals[old_topic] -= 1;
-    doc_row[old_topic] -= 1;
-    const int k = SamplePlain(params_.priors, word_row, totals, doc_row, ctx.random.Uniform(), scratch);
-    word_row[k] += 1;
-    totals[k] += 1;
-    doc_row[k] += 1;
-    state.topic[i] = k;
-  }
-  ctx.work.flops += static_cast<double>(sorted.size()) * 6.0 * topics;
+// The word's row in this clock's view (fetched from the view once a clock).
+std::int32_t* LdaApp::WordRow(std::int32_t word, runtime::ModelView& model, WordTopicSets& sets) const {
+  std::int32_t* row = sets.Row(word);
+  if (row != nullptr) [[likely]] return row;
+  return sets.Fill(word, model.IntRow(kWordTopic, runtime::RowId{word}));
 }
 
-void LdaApp::UpdateSparse(std::span<const std::int64_t> sorted, runtime::ModelView& model,
-                          runtime::KernelContext& ctx) const {
+void LdaApp::UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const {
   LdaState& state = StateOf(ctx);
   const int topics = params_.priors.topics;
   const auto width = static_cast<std::size_t>(topics);
-  const std::int64_t batch = ++state.batch;
   const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
+  std::vector<double> scratch(width);
+  for (std::size_t g = 0; g + 1 < state.group_begin.size(); ++g) {
+    std::int32_t* doc_row = state.doc_topic.data() + static_cast<std::size_t>(state.group_doc[g]) * width;
+    for (auto i = state.group_begin[g]; i < state.group_begin[g + 1]; ++i) {
+      const auto t = static_cast<std::size_t>(state.grouped[static_cast<std::size_t>(i)]);
+      const std::int32_t word = token_word_[t];
+      std::int32_t* word_row = state.word_topics.Row(word);
+      if (word_row == nullptr) {  // the clock's first token of the word
+        word_row = state.word_topics.Remember(word, model.IntRow(kWordTopic, runtime::RowId{word}));
+      }
+      const std::int32_t old_topic = state.topic[t];
+      word_row[TakenBack(old_topic, shift, topics)] -= 1;  // matched by this rank's increment of the same assignment
+      totals[old_topic] -= 1;
+      doc_row[old_topic] -= 1;
+      const int k = SamplePlain(params_.priors, {word_row, width}, totals, {doc_row, width}, ctx.random.Uniform(),
+                                scratch);
+      word_row[k] += 1;
+      totals[k] += 1;
+      doc_row[k] += 1;
+      state.topic[t] = k;
+    }
+  }
+  ctx.work.flops += static_cast<double>(state.grouped.size()) * 6.0 * topics;
+}
+
+void LdaApp::UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const {
+  LdaState& state = StateOf(ctx);
+  const int topics = params_.priors.topics;
+  const auto width = static_cast<std::size_t>(topics);
+  const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
+  WordTopicSets& sets = state.word_topics;
   SparseTopicSampler sampler(params_.priors);
   sampler.BeginBatch(totals);
-  std::int32_t current_doc = -1;
   double work = topics;
-  for (std::int64_t s : sorted) {
-    const auto i = static_cast<std::size_t>(s);
-    const std::int32_t word = token_word_[i];
-    const std::span<std::int32_t> word_row = model.IntRow(kWordTopic, runtime::RowId{word});
-    const std::span<std::int32_t> doc_row(state.doc_topic.data() + static_cast<std::size_t>(token_doc_[i]) * width,
-                                          width);
-    if (token_doc_[i] != current_doc) {
-      current_doc = token_doc_[i];
-      sampler.BeginDocument(doc_row, totals);
-      work += topics;
+  for (std::size_t g = 0; g + 1 < state.group_begin.size(); ++g) {
+    const std::span<std::int32_t> doc_row(
+        state.doc_topic.data() + static_cast<std::size_t>(state.group_doc[g]) * width, width);
+    sampler.BeginDocument(doc_row, totals);
+    work += topics;
+    for (auto i = state.group_begin[g]; i < state.group_begin[g + 1]; ++i) {
+      const auto t = static_cast<std::size_t>(state.grouped[static_cast<std::size_t>(i)]);
+      const std::int32_t word = token_word_[t];
+      std::int32_t* word_row = WordRow(word, model, sets);
+      const std::int32_t old_topic = state.topic[t];
+      const int taken = TakenBack(old_topic, shift, topics);
+      sets.Decremented(word, taken, --word_row[taken]);  // matched by this rank's increment of the same assignment
+      totals[old_topic] -= 1;
+      doc_row[old_topic] -= 1;
+      sampler.Removed(old_topic, doc_row[old_topic], totals[old_topic]);
+      const int k = sampler.Sample(word_row, sets.Topics(word), ctx.random.Uniform());
+      sets.Incremented(word, k, ++word_row[k]);
+      totals[k] += 1;
+      doc_row[k] += 1;
+      sampler.Added(k, doc_row[k], totals[k]);
+      state.topic[t] = k;
     }
-    std::vector<std::int32_t>& word_topics = state.word_topics[static_cast<std::size_t>(word)];
-    if (state.word_stamp[static_cast<std::size_t>(word)] != batch) {
-      // The view's row may have changed since the last batch (refresh): list
-      // its present topics afresh; within the batch only this rank changes it.
-      state.word_stamp[static_cast<std::size_t>(word)] = batch;
-      word_topics.clear();
-      for (int k = 0; k < topics; ++k) {
-        if (word_row[k] > 0) word_topics.push_back(k);
-      }
-      work += topics / 4.0;  // an integer compare, not a division
-    }
-    const std::int32_t old_topic = state.topic[i];
-    word_row[TakenBack(old_topic, topics)] -= 1;  // matched by this rank's increment of the same assignment
-    totals[old_topic] -= 1;
-    doc_row[old_topic] -= 1;
-    sampler.TopicChanged(old_topic, doc_row, totals);
-    const int k = sampler.Sample(word_row, word_topics, doc_row, ctx.random.Uniform());
-    word_row[k] += 1;
-    totals[k] += 1;
-    doc_row[k] += 1;
-    sampler.TopicChanged(k, doc_row, totals);
-    if (word_row[k] > 0 && std::find(word_topics.begin(), word_topics.end(), k) == word_topics.end()) {
-      word_topics.push_back(k);
-    }
-    state.topic[i] = k;
-    work += 2.0 * static_cast<double>(word_topics.size()) + 20;
   }
-  ctx.work.flops += work;
+  // Per token: the set walk (a multiply-add and a compare per topic in the
+  // word's set) and ~20 for the two cache updates.
+  ctx.work.flops += work + 2.0 * static_cast<double>(sampler.word_terms_walked()) +
+                    20.0 * static_cast<double>(state.grouped.size());
 }
 
 Result<std::unique_ptr<LdaApp>> LoadLdaApp(const proto::Config& config, const std::filesystem::path& file) {

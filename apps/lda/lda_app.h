@@ -12,6 +12,10 @@
 // word row and the totals: a decrement always matched by this rank's own
 // earlier increment of that same assignment), samples, adds the new one.
 // Stale replica counts are clamped at 0 when computing probabilities.
+// Per clock the kernel groups its tokens by document (a counting sort), so
+// the sparse sampler sets up each document once, and fetches each word's row
+// from the view once (WordTopicSets: the row and its topic set); no
+// allocation per token (lda_kernel_bench in tests/bench measures it).
 //
 // Evaluation in parts: held-out documents are dealt to compute ranks (every
 // k-th); document completion estimates each one's topic mixture from its
@@ -45,6 +49,7 @@
 #include "apps/lda/corpus.h"
 #include "apps/lda/lda_config.pb.h"
 #include "apps/lda/sampler.h"
+#include "apps/lda/word_topic_sets.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 
@@ -107,12 +112,14 @@ class LdaApp final : public runtime::App {
   double UnigramPerplexity() const;
 
  private:
-  void UpdatePlain(std::span<const std::int64_t> sorted, runtime::ModelView& model, runtime::KernelContext& ctx) const;
-  void UpdateSparse(std::span<const std::int64_t> sorted, runtime::ModelView& model,
-                    runtime::KernelContext& ctx) const;
-  // Held-out document `doc`'s {log-likelihood of its second half, its tokens}.
-  std::pair<double, double> CompleteDocument(std::int64_t doc, const runtime::TableSet& model,
-                                             std::span<const double> inverse_totals) const;
+  // The kernels over the clock's tokens grouped by document (LdaState);
+  // `shift` 1 plants kKernelTakesBackWrongCount.
+  void UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
+  void UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const;
+  std::int32_t* WordRow(std::int32_t word, runtime::ModelView& model, WordTopicSets& lists) const;
+  // Held-out document `doc`'s {log-likelihood of its second half, its tokens};
+  // `phi`: word-major V x K, (n_wk + beta) / (n_k + V beta) of the model.
+  std::pair<double, double> CompleteDocument(std::int64_t doc, std::span<const double> phi) const;
 
   std::string dataset_;
   TokenCorpus corpus_;

@@ -17,19 +17,14 @@ std::vector<std::int64_t> LdaApp::TrainingTokensPerWord() const {
   return counts;
 }
 
-std::pair<double, double> LdaApp::CompleteDocument(std::int64_t doc, const runtime::TableSet& model,
-                                                   std::span<const double> inverse_totals) const {
+std::pair<double, double> LdaApp::CompleteDocument(std::int64_t doc, std::span<const double> phi) const {
   const std::vector<std::uint32_t>& tokens = corpus_.documents[static_cast<std::size_t>(doc)];
   const std::size_t half = tokens.size() / 2;
   if (half == 0 || half == tokens.size()) return {0.0, 0.0};
   const int topics = params_.priors.topics;
   const auto width = static_cast<std::size_t>(topics);
-  const double beta = params_.priors.beta, alpha = params_.priors.alpha;
-  const model::RowBlock& word_topic = model[static_cast<std::size_t>(kWordTopic.value)];
-  const auto phi = [&](std::uint32_t word, int k) {
-    return (Clamped(word_topic.IntRow(word)[static_cast<std::size_t>(k)]) + beta) *
-           inverse_totals[static_cast<std::size_t>(k)];
-  };
+  const double alpha = params_.priors.alpha;
+  const auto phi_row = [&](std::uint32_t word) { return phi.subspan(word * width, width); };
   runtime::RandomStream random(params_.seed ^ (0xD0C0ull + static_cast<std::uint64_t>(doc) * 0x9E3779B97F4A7C15ull));
   std::vector<std::int32_t> topic(half);
   std::vector<double> doc_topic(width), mean_theta(width), cumulative(width);
@@ -43,10 +38,11 @@ std::pair<double, double> LdaApp::CompleteDocument(std::int64_t doc, const runti
   for (int sweep = 0; sweep < sweeps; ++sweep) {
     for (std::size_t t = 0; t < half; ++t) {
       doc_topic[static_cast<std::size_t>(topic[t])] -= 1;
+      const std::span<const double> word_phi = phi_row(tokens[t]);
       double total = 0;
-      for (int k = 0; k < topics; ++k) {
-        total += (doc_topic[static_cast<std::size_t>(k)] + alpha) * phi(tokens[t], k);
-        cumulative[static_cast<std::size_t>(k)] = total;
+      for (std::size_t k = 0; k < width; ++k) {
+        total += (doc_topic[k] + alpha) * word_phi[k];
+        cumulative[k] = total;
       }
       const double target = random.Uniform() * total;
       int k = 0;
@@ -63,8 +59,9 @@ std::pair<double, double> LdaApp::CompleteDocument(std::int64_t doc, const runti
   for (std::size_t k = 0; k < width; ++k) mean_theta[k] = (mean_theta[k] / averaged + alpha) / norm;
   double log_likelihood = 0;
   for (std::size_t t = half; t < tokens.size(); ++t) {
+    const std::span<const double> word_phi = phi_row(tokens[t]);
     double p = 0;
-    for (int k = 0; k < topics; ++k) p += mean_theta[static_cast<std::size_t>(k)] * phi(tokens[t], k);
+    for (std::size_t k = 0; k < width; ++k) p += mean_theta[k] * word_phi[k];
     log_likelihood += std::log(p);
   }
   return {log_likelihood, static_cast<double>(tokens.size() - half)};
@@ -77,26 +74,32 @@ std::vector<double> LdaApp::EvaluatePart(const runtime::TableSet& model, const r
   const double vocabulary_beta = params_.priors.vocabulary * params_.priors.beta;
   std::vector<double> inverse_totals(width);
   for (std::size_t k = 0; k < width; ++k) inverse_totals[k] = 1.0 / (Clamped(totals[k]) + vocabulary_beta);
+  // phi_wk = (n_wk + beta) / (n_k + V beta) once per evaluation, word-major:
+  // the completion sweeps and the training tokens read it K at a time.
+  const model::RowBlock& word_topic = model[static_cast<std::size_t>(kWordTopic.value)];
+  const double alpha = params_.priors.alpha, beta = params_.priors.beta;
+  std::vector<double> phi(corpus_.vocabulary.size() * width);
+  for (std::size_t w = 0; w < corpus_.vocabulary.size(); ++w) {
+    const std::span<const std::int32_t> row = word_topic.IntRow(static_cast<std::int64_t>(w));
+    for (std::size_t k = 0; k < width; ++k) phi[w * width + k] = (Clamped(row[k]) + beta) * inverse_totals[k];
+  }
   double test_ll = 0, test_tokens = 0;
   const auto ranks = static_cast<std::size_t>(std::max(1, ctx.info.compute_ranks));
   for (std::size_t i = static_cast<std::size_t>(ctx.info.rank.value); i < test_.size(); i += ranks) {
-    const auto [ll, n] = CompleteDocument(test_[i], model, inverse_totals);
+    const auto [ll, n] = CompleteDocument(test_[i], phi);
     test_ll += ll;
     test_tokens += n;
   }
   double train_ll = 0, train_tokens = 0;
   if (const auto* state = dynamic_cast<const LdaState*>(ctx.state)) {
-    const model::RowBlock& word_topic = model[static_cast<std::size_t>(kWordTopic.value)];
-    const double alpha = params_.priors.alpha, beta = params_.priors.beta;
     for (std::int64_t s : state->samples) {
       const auto i = static_cast<std::size_t>(s);
       const auto d = static_cast<std::size_t>(token_doc_[i]);
       const double length = static_cast<double>(doc_begin_[d + 1] - doc_begin_[d]);
-      const std::span<const std::int32_t> row = word_topic.IntRow(token_word_[i]);
+      const double* word_phi = &phi[static_cast<std::size_t>(token_word_[i]) * width];
+      const std::int32_t* doc_row = &state->doc_topic[d * width];
       double p = 0;
-      for (std::size_t k = 0; k < width; ++k) {
-        p += (state->doc_topic[d * width + k] + alpha) * (Clamped(row[k]) + beta) * inverse_totals[k];
-      }
+      for (std::size_t k = 0; k < width; ++k) p += (doc_row[k] + alpha) * word_phi[k];
       train_ll += std::log(p / (length + topics * alpha));
       train_tokens += 1;
     }

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "apps/lda/word_topic_sets.h"
 #include "framework/runtime/app.h"
 
 namespace stalelearn::apps::lda::internal {
@@ -24,17 +25,22 @@ class LdaState final : public runtime::LocalState {
       : samples(mine.begin(), mine.end()),
         topic(tokens, -1),
         doc_topic(documents * static_cast<std::size_t>(topics)),
-        word_stamp(words, -1),
-        word_topics(words) {}
+        word_topics(words, topics),
+        tokens_of_doc(documents) {}
 
   std::vector<std::int64_t> samples;      // this rank's tokens
   std::vector<std::int32_t> topic;        // per training token
   std::vector<std::int32_t> doc_topic;    // per training document, K wide
-  // Sparse sampler: the topics with n_wk > 0 in this batch's view of word w,
-  // rebuilt the first time w appears in a batch (word_stamp != batch).
-  std::int64_t batch = 0;
-  std::vector<std::int64_t> word_stamp;
-  std::vector<std::vector<std::int32_t>> word_topics;
+  WordTopicSets word_topics;             // the words' rows and topic sets in this clock
+
+  // A clock's tokens grouped by document (GroupByDocument in lda_app.cc):
+  // grouped[group_begin[g] .. group_begin[g + 1]) are tokens of document
+  // group_doc[g]. Scratch reused every clock; tokens_of_doc is all zeros
+  // between clocks.
+  std::vector<std::int64_t> grouped;
+  std::vector<std::int64_t> group_begin;
+  std::vector<std::int32_t> group_doc;
+  std::vector<std::int64_t> tokens_of_doc;  // per training document
 };
 
 inline LdaState& StateOf(runtime::KernelContext& ctx) { return *static_cast<LdaState*>(ctx.state); }

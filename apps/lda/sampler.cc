@@ -1,5 +1,7 @@
 #include "apps/lda/sampler.h"
 
+#include <bit>
+
 namespace stalelearn::apps::lda {
 
 int SamplePlain(const LdaPriors& priors, std::span<const std::int32_t> word_row,
@@ -24,74 +26,62 @@ int SamplePlain(const LdaPriors& priors, std::span<const std::int32_t> word_row,
 SparseTopicSampler::SparseTopicSampler(const LdaPriors& priors)
     : priors_(priors),
       vocabulary_beta_(priors.vocabulary * priors.beta),
-      smoothing_(static_cast<std::size_t>(priors.topics)),
+      alpha_beta_(priors.alpha * priors.beta),
+      inverse_(static_cast<std::size_t>(priors.topics)),
       document_(static_cast<std::size_t>(priors.topics)),
       coefficient_(static_cast<std::size_t>(priors.topics)),
-      in_doc_topics_(static_cast<std::size_t>(priors.topics)) {}
+      in_doc_topics_(static_cast<std::size_t>(priors.topics)),
+      word_terms_(static_cast<std::size_t>(priors.topics)),
+      word_term_topic_(static_cast<std::size_t>(priors.topics)) {
+  doc_topics_.reserve(static_cast<std::size_t>(priors.topics));
+}
 
 void SparseTopicSampler::BeginBatch(std::span<const std::int32_t> totals) {
-  s_ = 0;
-  for (int k = 0; k < priors_.topics; ++k) {
-    smoothing_[static_cast<std::size_t>(k)] = priors_.alpha * priors_.beta / (Clamped(totals[k]) + vocabulary_beta_);
-    s_ += smoothing_[static_cast<std::size_t>(k)];
+  inverse_sum_ = 0;
+  for (std::size_t k = 0; k < inverse_.size(); ++k) {
+    inverse_[k] = 1.0 / (Clamped(totals[k]) + vocabulary_beta_);
+    inverse_sum_ += inverse_[k];
   }
 }
 
-void SparseTopicSampler::BeginDocument(std::span<const std::int32_t> doc_row, std::span<const std::int32_t> totals) {
+void SparseTopicSampler::BeginDocument(std::span<const std::int32_t> doc_row, std::span<const std::int32_t>) {
+  // The totals are those the caches hold: BeginBatch's, changed since only
+  // through TopicChanged.
   r_ = 0;
   doc_topics_.clear();
-  for (int k = 0; k < priors_.topics; ++k) {
-    const auto i = static_cast<std::size_t>(k);
-    const double inverse = 1.0 / (Clamped(totals[k]) + vocabulary_beta_);
-    coefficient_[i] = (Clamped(doc_row[k]) + priors_.alpha) * inverse;
-    document_[i] = Clamped(doc_row[k]) * priors_.beta * inverse;
-    r_ += document_[i];
-    in_doc_topics_[i] = doc_row[k] > 0;
-    if (doc_row[k] > 0) doc_topics_.push_back(k);
+  for (std::size_t k = 0; k < inverse_.size(); ++k) {
+    const double n = Clamped(doc_row[k]);
+    coefficient_[k] = (n + priors_.alpha) * inverse_[k];
+    document_[k] = n * priors_.beta * inverse_[k];
+    r_ += document_[k];
+    in_doc_topics_[k] = doc_row[k] > 0;
+    if (doc_row[k] > 0) doc_topics_.push_back(static_cast<int>(k));
   }
 }
 
-void SparseTopicSampler::Recompute(int k, std::span<const std::int32_t> doc_row,
-                                   std::span<const std::int32_t> totals) {
-  const auto i = static_cast<std::size_t>(k);
-  const double inverse = 1.0 / (Clamped(totals[k]) + vocabulary_beta_);
-  s_ -= smoothing_[i];
-  smoothing_[i] = priors_.alpha * priors_.beta * inverse;
-  s_ += smoothing_[i];
-  r_ -= document_[i];
-  document_[i] = Clamped(doc_row[k]) * priors_.beta * inverse;
-  r_ += document_[i];
-  coefficient_[i] = (Clamped(doc_row[k]) + priors_.alpha) * inverse;
-  if (doc_row[k] > 0 && !in_doc_topics_[i]) {
-    in_doc_topics_[i] = 1;
-    doc_topics_.push_back(k);
-  }
-}
-
-void SparseTopicSampler::TopicChanged(int k, std::span<const std::int32_t> doc_row,
-                                      std::span<const std::int32_t> totals) {
-  Recompute(k, doc_row, totals);
-}
-
-int SparseTopicSampler::Sample(std::span<const std::int32_t> word_row, std::span<const std::int32_t> word_topics,
-                               std::span<const std::int32_t> doc_row, double u) {
-  (void)doc_row;  // its contribution is in the caches
-  word_terms_.resize(word_topics.size());
+int SparseTopicSampler::Sample(const std::int32_t* word_row, TopicSet word_topics, double u) {
+  double* terms = word_terms_.data();
+  int* term_topic = word_term_topic_.data();
+  std::size_t n = 0;
   double q = 0;
-  for (std::size_t j = 0; j < word_topics.size(); ++j) {
-    const int k = word_topics[j];
-    q += coefficient_[static_cast<std::size_t>(k)] * Clamped(word_row[k]);
-    word_terms_[j] = q;
+  for (std::size_t b = 0; b < word_topics.size(); ++b) {
+    for (std::uint64_t bits = word_topics[b]; bits != 0; bits &= bits - 1) {
+      const auto k = static_cast<int>(64 * b) + std::countr_zero(bits);
+      q += coefficient_[static_cast<std::size_t>(k)] * Clamped(word_row[k]);
+      terms[n] = q;
+      term_topic[n++] = k;
+    }
   }
+  word_terms_walked_ += static_cast<std::int64_t>(n);
   // Guard the running sums against rounding drift (they stay >= 0).
-  const double s = s_ > 0 ? s_ : 0;
+  const double s = inverse_sum_ > 0 ? alpha_beta_ * inverse_sum_ : 0;
   const double r = r_ > 0 ? r_ : 0;
   double target = u * (s + r + q);
   if (target < q) {
-    for (std::size_t j = 0; j < word_topics.size(); ++j) {
-      if (target < word_terms_[j]) return word_topics[j];
+    for (std::size_t j = 0; j < n; ++j) {
+      if (target < terms[j]) return term_topic[j];
     }
-    return word_topics.back();
+    return term_topic[n - 1];
   }
   target -= q;
   if (target < r) {
@@ -109,7 +99,7 @@ int SparseTopicSampler::Sample(std::span<const std::int32_t> word_row, std::span
     target -= r;
   }
   for (int k = 0; k < priors_.topics; ++k) {
-    const double term = smoothing_[static_cast<std::size_t>(k)];
+    const double term = alpha_beta_ * inverse_[static_cast<std::size_t>(k)];
     if (target < term) return k;
     target -= term;
   }

@@ -7,7 +7,9 @@
 //     assignments (exactly once, I4, for int32 counts under staleness).
 //   - The planted defect kKernelTakesBackWrongCount (the kernel removes a
 //     token's count from the next topic's slot) keeps every sum right but
-//     drives counts negative: the same check reports it, so it can fail.
+//     drives counts negative: the same check reports it, so it can fail
+//     (also in the planted-defect self-test's table, tests/selftest).
+//   The bodies are in lda_checks.cc.
 //   - Quality: on a corpus drawn from 4 planted topics, the trained model's
 //     held-out perplexity beats the unigram model's by a wide margin, and a
 //     model trained for too short a time to move does not; on Brown (when
@@ -16,7 +18,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <random>
 
 #include "apps/lda/datasets.h"
 #include "apps/lda/lda_app.h"
@@ -26,6 +27,7 @@
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/registries.h"
 #include "tests/integration/app_api_support.h"
+#include "tests/integration/lda_checks.h"
 #include "tests/integration/train_support.h"
 #include "tests/unit/data/test_files.h"
 
@@ -34,84 +36,10 @@ namespace {
 
 using apps::lda::LdaApp;
 
-// 120 documents of 60 tokens over 4 topics x 30 words (plus 20 words every
-// topic uses): each document draws 80% of its tokens from one topic, the rest
-// from another.
-std::unique_ptr<LdaApp> SyntheticLda(int topics = 4, double alpha = 0.1, double beta = 0.1) {
-  constexpr int kPlanted = 4, kTopicWords = 30, kShared = 20, kDocuments = 120, kLength = 60;
-  apps::lda::TokenCorpus corpus;
-  for (int w = 0; w < kPlanted * kTopicWords + kShared; ++w) corpus.vocabulary.push_back("w" + std::to_string(w));
-  std::mt19937_64 random(11);
-  for (int d = 0; d < kDocuments; ++d) {
-    const int main_topic = d % kPlanted, other = (d / kPlanted) % kPlanted;
-    std::vector<std::uint32_t> words;
-    for (int t = 0; t < kLength; ++t) {
-      const int topic = random() % 10 < 8 ? main_topic : other;
-      const bool shared = random() % 10 == 0;
-      words.push_back(static_cast<std::uint32_t>(shared ? kPlanted * kTopicWords + random() % kShared
-                                                        : topic * kTopicWords + random() % kTopicWords));
-    }
-    corpus.document_names.push_back("d" + std::to_string(d));
-    corpus.documents.push_back(std::move(words));
-  }
-  std::vector<std::int64_t> train, test;
-  for (int d = 0; d < kDocuments; ++d) (d % 10 == 3 ? test : train).push_back(d);
-  apps::lda::LdaParams params;
-  params.priors = {alpha, beta, static_cast<int>(corpus.vocabulary.size()), topics};
-  params.seed = 7;
-  return std::make_unique<LdaApp>("synthetic", std::move(corpus), std::move(train), std::move(test), params);
-}
-
-double Metric(const proto::CurvePoint& point, const std::string& name) {
-  const auto it = point.metrics().find(name);
-  return it == point.metrics().end() ? -1 : it->second;
-}
-
-// "" when every evaluation of `report` kept the count invariants; else what broke.
-std::string CountProblems(const proto::Report& report) {
-  std::string problems;
-  for (const proto::CurvePoint& point : report.curve()) {
-    if (Metric(point, "count_errors") != 0) {
-      problems += fmt::format("epoch {}: {} rows with the wrong sum; ", point.epoch(), Metric(point, "count_errors"));
-    }
-    if (Metric(point, "negative_counts") != 0) {
-      problems += fmt::format("epoch {}: {} negative counts; ", point.epoch(), Metric(point, "negative_counts"));
-    }
-  }
-  if (report.final().metrics().at("assignment_mismatch") != 0) {
-    problems += "final counts differ from the ranks' topic assignments; ";
-  }
-  return problems;
-}
-
-struct LdaModeCase {
-  const char* label;
-  const char* mode;
-  int staleness;
-  int compute;
-  int memory;
-  bool timing = false;
-};
-void PrintTo(const LdaModeCase& c, std::ostream* os) { *os << c.label; }
-
-proto::Config LdaConfigFor(const LdaModeCase& c, int epochs, int samples_per_clock) {
-  return ApiConfig({c.label, c.mode, c.staleness, c.compute, c.memory, c.timing}, epochs, samples_per_clock);
-}
-
-int WorldOf(const LdaModeCase& c) { return std::string_view(c.mode) == "ALLREDUCE" ? c.compute : c.compute + c.memory; }
-
 class LdaInvariants : public ::testing::TestWithParam<LdaModeCase> {};
 
 TEST_P(LdaInvariants, CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative) {
-  const LdaModeCase& c = GetParam();
-  const std::unique_ptr<LdaApp> app = SyntheticLda();
-  const proto::Config config = LdaConfigFor(c, /*epochs=*/4, /*samples_per_clock=*/256);
-  const proto::Report report = RunLocal(config, *app, WorldOf(c)).report();
-  ASSERT_EQ(report.curve_size(), 4);
-  EXPECT_EQ(CountProblems(report), "");
-  std::int64_t samples = 0;
-  for (const proto::RankReport& r : report.ranks()) samples += r.samples();
-  EXPECT_EQ(samples, 4 * app->TrainingSamples());
+  CheckLdaCountsExact(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMode, LdaInvariants,
@@ -131,7 +59,7 @@ TEST(LdaInvariantsSelfTest, AKernelThatTakesBackTheWrongCountIsCaught) {
   const proto::Report report = RunLocal(config, *app, 3).report();
   EXPECT_GT(report.final().metrics().at("negative_counts"), 0);
   EXPECT_EQ(report.final().metrics().at("count_errors"), 0) << "the defect keeps every sum right";
-  EXPECT_NE(CountProblems(report).find("negative counts"), std::string::npos) << CountProblems(report);
+  EXPECT_NE(LdaCountProblems(report).find(kLdaNegativeCountMessage), std::string::npos) << LdaCountProblems(report);
 }
 
 TEST(LdaQuality, PlantedTopicsBeatTheUnigramModelAndAnUntrainedModelDoesNot) {
@@ -167,7 +95,7 @@ TEST(LdaQuality, BrownWithItsConfigBeatsTheUnigramModel) {
   const proto::Report report = RunLocal(config, *app, /*world_size=*/4).report();
   EXPECT_EQ(report.compute_ranks(), 3);
   EXPECT_LT(report.final().value(), 0.85 * unigram) << "unigram perplexity " << unigram;
-  EXPECT_EQ(CountProblems(report), "");
+  EXPECT_EQ(LdaCountProblems(report), "");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The training-level tests' own test, as conformance_selftest.cc is the
 // transport suite's: each case plants one defect (framework/core/planted_defect.h),
 // runs the body of the test that guards against it (invariant_checks.h,
-// snapshot_checks.h) with its failures captured, and expects that body to
+// snapshot_checks.h, lda_checks.h) with its failures captured, and expects that body to
 // fail with its specific message. A case that passes here means the guarding
 // test has gone blind to the defect it exists for.
 #include <gtest/gtest-spi.h>
@@ -15,6 +15,7 @@
 
 #include "framework/core/planted_defect.h"
 #include "tests/integration/invariant_checks.h"
+#include "tests/integration/lda_checks.h"
 #include "tests/unit/sync/snapshot_checks.h"
 
 namespace stalelearn::testing {
@@ -95,7 +96,10 @@ INSTANTIATE_TEST_SUITE_P(
         PlantedCase{"factors_not_updated", PlantedDefect::kKernelSkipsFactors,
                     "MfConverges.FactorsBeatTheBiasesOnlyModel/ssp2_3x1",
                     [] { CheckMfBeatsBiasesOnly({"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE}, *FetchedMovieLens()); },
-                    kFactorsIdleMessage, /*needs_movielens=*/true}),
+                    kFactorsIdleMessage, /*needs_movielens=*/true},
+        PlantedCase{"lda_count_taken_back_wrong", PlantedDefect::kKernelTakesBackWrongCount,
+                    "EveryMode/LdaInvariants.CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative/ssp2_3x1",
+                    [] { CheckLdaCountsExact({"ssp2_3x1", "SSP", 2, 3, 1}); }, kLdaNegativeCountMessage}),
     [](const ::testing::TestParamInfo<PlantedCase>& info) { return std::string(info.param.label); });
 
 }  // namespace

@@ -31,7 +31,8 @@ struct FixedState {
   std::vector<std::int32_t> word_row{3, 0, 0, 7, 1, 0, 0, 2, 0, -1, 0, 5};
   std::vector<std::int32_t> doc_row{2, 0, 4, 1, 0, 0, 3, 0, 0, 1, 0, 0};
   std::vector<std::int32_t> totals{40, 25, 60, 33, 18, 90, 22, 15, 70, 41, 12, 30};
-  std::vector<std::int32_t> word_topics{0, 3, 4, 7, 11};  // the topics with word_row > 0
+  // The topics with word_row > 0 (0, 3, 4, 7, 11) as a topic set.
+  std::vector<std::uint64_t> word_topics{(1u << 0) | (1u << 3) | (1u << 4) | (1u << 7) | (1u << 11)};
 };
 
 std::vector<double> ExactConditional(const FixedState& s) {
@@ -80,7 +81,7 @@ TEST(LdaSampler, SparseSamplerDrawsTheConditional) {
   sampler.BeginBatch(s.totals);
   sampler.BeginDocument(s.doc_row, s.totals);
   const double statistic =
-      ChiSquare([&](double u) { return sampler.Sample(s.word_row, s.word_topics, s.doc_row, u); },
+      ChiSquare([&](double u) { return sampler.Sample(s.word_row.data(), s.word_topics, u); },
                 ExactConditional(s), 2);
   EXPECT_LT(statistic, kCritical);
 }
@@ -103,9 +104,37 @@ TEST(LdaSampler, SparseSamplerAfterIncrementalRemovalDrawsTheConditional) {
   sampler.BeginDocument(counted.doc_row, counted.totals);
   sampler.TopicChanged(3, s.doc_row, s.totals);  // the removal
   const double statistic =
-      ChiSquare([&](double u) { return sampler.Sample(s.word_row, s.word_topics, s.doc_row, u); },
+      ChiSquare([&](double u) { return sampler.Sample(s.word_row.data(), s.word_topics, u); },
                 ExactConditional(s), 3);
   EXPECT_LT(statistic, kCritical);
+}
+
+// The kernel's pair Removed / Added when the draw keeps the token's topic:
+// Added restores the caches Removed saved, so the sampler draws the
+// conditional of the counts with the token back in (and with Added left out,
+// the same test rejects it: the caches would still miss the token).
+TEST(LdaSampler, SparseSamplerAfterRemovedAndAddedBackDrawsTheConditional) {
+  const FixedState s;
+  const FixedState counted = WithTokenCounted(s, /*topic=*/3);
+  SparseTopicSampler sampler(s.priors);
+  sampler.BeginBatch(counted.totals);
+  sampler.BeginDocument(counted.doc_row, counted.totals);
+  sampler.Removed(3, s.doc_row[3], s.totals[3]);
+  SparseTopicSampler without_added = sampler;
+  sampler.Added(3, counted.doc_row[3], counted.totals[3]);
+  const auto draw = [](SparseTopicSampler& x, const FixedState& state) {
+    return [&x, &state](double u) { return x.Sample(state.word_row.data(), state.word_topics, u); };
+  };
+  EXPECT_LT(ChiSquare(draw(sampler, counted), ExactConditional(counted), 7), kCritical);
+  EXPECT_GT(ChiSquare(draw(without_added, counted), ExactConditional(counted), 8), kCritical);
+  // Added of another topic than the removed one recomputes that topic.
+  const FixedState moved = WithTokenCounted(s, /*topic=*/0);
+  SparseTopicSampler mover(s.priors);
+  mover.BeginBatch(counted.totals);
+  mover.BeginDocument(counted.doc_row, counted.totals);
+  mover.Removed(3, s.doc_row[3], s.totals[3]);
+  mover.Added(0, moved.doc_row[0], moved.totals[0]);
+  EXPECT_LT(ChiSquare(draw(mover, moved), ExactConditional(moved), 9), kCritical);
 }
 
 TEST(LdaSampler, ThePlainAndSparseSamplersAgreeWithEachOther) {
@@ -119,7 +148,7 @@ TEST(LdaSampler, ThePlainAndSparseSamplersAgreeWithEachOther) {
   std::vector<double> scratch, plain_counts(kTopics), sparse_counts(kTopics);
   for (int i = 0; i < kDraws; ++i) {
     plain_counts[SamplePlain(s.priors, s.word_row, s.totals, s.doc_row, uniform(generator), scratch)] += 1;
-    sparse_counts[sparse.Sample(s.word_row, s.word_topics, s.doc_row, uniform(generator))] += 1;
+    sparse_counts[sparse.Sample(s.word_row.data(), s.word_topics, uniform(generator))] += 1;
   }
   double statistic = 0;
   for (int k = 0; k < kTopics; ++k) {
@@ -138,7 +167,7 @@ TEST(LdaSampler, ThePlantedWrongSamplerFailsTheSameTest) {
   sampler.BeginBatch(counted.totals);
   sampler.BeginDocument(counted.doc_row, counted.totals);
   const double statistic =
-      ChiSquare([&](double u) { return sampler.Sample(s.word_row, s.word_topics, s.doc_row, u); },
+      ChiSquare([&](double u) { return sampler.Sample(s.word_row.data(), s.word_topics, u); },
                 ExactConditional(s), 5);
   EXPECT_GT(statistic, kCritical) << "a sampler with stale caches should be rejected";
   // And the reference sampler run on the counts before the removal.
@@ -157,10 +186,29 @@ TEST(LdaSampler, UniformEdgesStayInRange) {
   sampler.BeginDocument(s.doc_row, s.totals);
   for (double u : {0.0, 1e-300, 0.5, std::nextafter(1.0, 0.0)}) {
     const int plain = SamplePlain(s.priors, s.word_row, s.totals, s.doc_row, u, scratch);
-    const int sparse = sampler.Sample(s.word_row, s.word_topics, s.doc_row, u);
+    const int sparse = sampler.Sample(s.word_row.data(), s.word_topics, u);
     EXPECT_TRUE(plain >= 0 && plain < kTopics) << u;
     EXPECT_TRUE(sparse >= 0 && sparse < kTopics) << u;
   }
+}
+
+// Topic sets of more than 64 topics: the sampler finds a topic in the third
+// word of the bitset. With tiny priors and an empty document the word's only
+// present topic holds all the mass.
+TEST(LdaSampler, SparseSamplerReadsTopicSetsWiderThan64Topics) {
+  const LdaPriors priors{1e-12, 1e-12, /*vocabulary=*/100, /*topics=*/130};
+  std::vector<std::int32_t> word_row(130), doc_row(130), totals(130, 50);
+  word_row[100] = 5;
+  word_row[3] = -2;  // stale: must count as 0
+  std::vector<std::uint64_t> set(TopicSetWords(130));
+  FillTopicSet(word_row, set);
+  ASSERT_EQ(set.size(), 3u);
+  EXPECT_EQ(set[0], 0u);
+  EXPECT_EQ(set[1], std::uint64_t{1} << 36);
+  SparseTopicSampler sampler(priors);
+  sampler.BeginBatch(totals);
+  sampler.BeginDocument(doc_row, totals);
+  for (double u : {0.0, 0.3, 0.9}) EXPECT_EQ(sampler.Sample(word_row.data(), set, u), 100) << u;
 }
 
 }  // namespace
