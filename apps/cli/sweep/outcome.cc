@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
 
 namespace stalelearn::cli::sweep {
@@ -109,6 +110,17 @@ Result<RunOutcome> Summarize(const proto::Report& report, const Target& target) 
     }
     out.curve.push_back(p);
   }
+  return out;
+}
+
+RunOutcome TimedOutOutcome(const Target& target, double seconds) {
+  RunOutcome out;
+  out.metric = target.metric;
+  out.timed_out = true;
+  out.final_value = std::numeric_limits<double>::quiet_NaN();
+  out.simulated = true;
+  out.deterministic = true;
+  out.wall_seconds = seconds;
   return out;
 }
 

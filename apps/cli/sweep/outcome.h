@@ -43,6 +43,7 @@ struct OutcomePoint {
 
 struct RunOutcome {
   std::string metric;  // the metric followed
+  bool timed_out = false;  // stopped by the sweep's --run-timeout: no report, every metric missing
   double final_value = 0;
   bool simulated = false;
   bool deterministic = false;  // simulated in deterministic emulation
@@ -64,5 +65,10 @@ struct RunOutcome {
 
 // kInvalidArgument when the target names a metric the report's curve lacks.
 Result<RunOutcome> Summarize(const proto::Report& report, const Target& target);
+
+// The outcome of a run stopped after `seconds` (--run-timeout): no final
+// value (NaN), never at the target. Marked simulated and deterministic, so
+// that one slow run does not turn a simulated sweep's tables to wall clock.
+RunOutcome TimedOutOutcome(const Target& target, double seconds);
 
 }  // namespace stalelearn::cli::sweep

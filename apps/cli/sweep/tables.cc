@@ -153,7 +153,7 @@ double Median(std::vector<double> values) {
 std::string ResultsCsv(const Grid& grid, const Target& target, const std::vector<SweepRun>& runs) {
   const std::vector<const Column*> columns = IncludedColumns(runs);
   std::vector<std::string> header = FieldHeader(grid);
-  for (const char* name : {"repeat", "run", "metric", "target"}) header.emplace_back(name);
+  for (const char* name : {"repeat", "run", "metric", "target", "status"}) header.emplace_back(name);
   for (const Column* c : columns) header.emplace_back(c->name);
   std::string text = Row(header);
   for (const SweepRun& r : runs) {
@@ -162,6 +162,7 @@ std::string ResultsCsv(const Grid& grid, const Target& target, const std::vector
     cells.push_back(r.run.name);
     cells.push_back(r.outcome.metric);
     cells.push_back(target.ToString());
+    cells.push_back(r.outcome.timed_out ? "timeout" : "ok");
     for (const Column* c : columns) cells.push_back(Number(c->value(r.outcome)));
     text += Row(cells);
   }
@@ -173,6 +174,7 @@ std::string SummaryCsv(const Grid& grid, const std::vector<SweepRun>& runs) {
   std::vector<std::string> header = FieldHeader(grid);
   header.emplace_back("runs");
   header.emplace_back("reached");
+  header.emplace_back("timed_out");
   for (const Column* c : columns) {
     for (const char* stat : {"_median", "_min", "_max"}) header.push_back(std::string(c->name) + stat);
   }
@@ -183,6 +185,8 @@ std::string SummaryCsv(const Grid& grid, const std::vector<SweepRun>& runs) {
     cells.push_back(std::to_string(std::count_if(point.begin(), point.end(), [](const SweepRun* r) {
       return r->outcome.epochs_to_target.has_value();
     })));
+    cells.push_back(std::to_string(
+        std::count_if(point.begin(), point.end(), [](const SweepRun* r) { return r->outcome.timed_out; })));
     for (const Column* c : columns) {
       const Stats s = StatsOf(point, *c);
       for (const auto& v : {s.median, s.min, s.max}) cells.push_back(Number(v));
