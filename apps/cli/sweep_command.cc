@@ -7,8 +7,8 @@
 // (sweep/tables.h, sweep/plots.h). Resumable: a run whose report exists is
 // not run again; a report is renamed into place only after its run exited
 // 0, so an interrupted run never counts. With --run-timeout a run past it
-// is stopped and recorded as timed out (status 'timeout' in results.csv);
-// the sweep goes on. DIR/sweep-base.txt records the base
+// is stopped and recorded as timed out (status 'timeout' in results.csv),
+// a run whose model diverged as 'diverged'; the sweep goes on. DIR/sweep-base.txt records the base
 // config, --set and launch: another base in the same DIR is an error. Every point's config is loaded and
 // checked before the first run starts: a bad field or value is one line and
 // exit code 2.
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -133,8 +134,12 @@ proto::Report ReadReport(const fs::path& path) {
 
 // A run stopped by --run-timeout leaves DIR/runs/<name>/timed-out.txt with
 // the timeout it had: a resumed sweep with no longer a timeout counts it as
-// timed out again without running it; a longer one runs it again.
+// timed out again without running it; a longer one runs it again. A run
+// that failed with a diverged model (train's one-line error says
+// "diverged: ...") leaves diverged.txt with that line: it counts as
+// diverged on resume too (remove the file to try again).
 constexpr const char* kTimedOutFile = "timed-out.txt";
+constexpr const char* kDivergedFile = "diverged.txt";
 
 std::optional<double> RecordedTimeout(const fs::path& dir) {
   std::ifstream in(dir / kTimedOutFile);
@@ -143,22 +148,23 @@ std::optional<double> RecordedTimeout(const fs::path& dir) {
   return std::nullopt;
 }
 
-enum class RunSource { kRan, kReportExists, kTimedOutBefore };
+bool IsDivergence(const std::string& error_line) { return error_line.find(": diverged: ") != std::string::npos; }
+
+enum class RunSource { kRan, kRecorded };
 
 // Runs (or finds) one run's outcome.
 sweep::RunOutcome RunOne(const SweepOptions& options, const GridRun& run, const sweep::Target& target,
                          const fs::path& out, RunSource& source) {
+  using sweep::RunStatus;
   const fs::path dir = out / "runs" / run.name;
   const fs::path report = dir / "report.json";
   const auto summarize = [&target](const proto::Report& r) { return ValueOrThrow(sweep::Summarize(r, target)); };
-  if (fs::exists(report)) {
-    source = RunSource::kReportExists;
-    return summarize(ReadReport(report));
-  }
+  source = RunSource::kRecorded;
+  if (fs::exists(report)) return summarize(ReadReport(report));
+  if (fs::exists(dir / kDivergedFile)) return sweep::FailedOutcome(RunStatus::kDiverged, target, 0);
   const std::optional<double> recorded = RecordedTimeout(dir);
   if (recorded && options.run_timeout > 0 && options.run_timeout <= *recorded) {
-    source = RunSource::kTimedOutBefore;
-    return sweep::TimedOutOutcome(target, *recorded);
+    return sweep::FailedOutcome(RunStatus::kTimedOut, target, *recorded);
   }
   source = RunSource::kRan;
   fs::create_directories(dir);
@@ -170,16 +176,23 @@ sweep::RunOutcome RunOne(const SweepOptions& options, const GridRun& run, const 
     std::ofstream command(dir / "command.txt", std::ios::trunc);
     for (const std::string& a : argv) command << a << (a == argv.back() ? "\n" : " ");
   }
+  const auto started = std::chrono::steady_clock::now();
   const sweep::ProcessExit exit =
       ValueOrThrow(sweep::RunProcessWithTimeout(argv, dir / "log.txt", options.run_timeout));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (exit.timed_out) {
     fs::remove(partial);
     ThrowIfError(sweep::WriteFileAtomically(dir / kTimedOutFile, fmt::format("{}\n", options.run_timeout)));
-    return sweep::TimedOutOutcome(target, options.run_timeout);
+    return sweep::FailedOutcome(RunStatus::kTimedOut, target, options.run_timeout);
+  }
+  const std::string error = sweep::LastLine(dir / "log.txt");
+  if (exit.code != 0 && IsDivergence(error)) {
+    ThrowIfError(sweep::WriteFileAtomically(dir / kDivergedFile, error + "\n"));
+    return sweep::FailedOutcome(RunStatus::kDiverged, target, seconds);
   }
   if (exit.code != 0 || !fs::exists(partial)) {
     throw Error(Internal(fmt::format("run {} failed (exit {}; log {}): {}", run.name, exit.code,
-                                     (dir / "log.txt").string(), sweep::LastLine(dir / "log.txt"))));
+                                     (dir / "log.txt").string(), error)));
   }
   fs::rename(partial, report);
   return summarize(ReadReport(report));
@@ -247,24 +260,27 @@ void RunSweep(const SweepOptions& options, const runtime::Registries& registries
     RunSource source = RunSource::kRan;
     sweep::RunOutcome outcome = RunOne(options, runs[i], target, out, source);
     if (!options.quiet) {
-      const std::string reached = !target.set                ? ""
-                                  : outcome.clocks_to_target ? fmt::format(", target at clock {}", *outcome.clocks_to_target)
-                                                             : ", target not reached";
-      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s\n", i + 1, runs.size(), runs[i].name.c_str(),
-                   outcome.timed_out ? fmt::format("{}timed out after {} s",
-                                                   source == RunSource::kTimedOutBefore ? "timed out before, " : "",
-                                                   outcome.wall_seconds)
-                                           .c_str()
-                                     : fmt::format("{}{} {:.4f}{}", source == RunSource::kReportExists ? "report exists, " : "",
-                                                   outcome.metric, outcome.final_value, reached)
-                                           .c_str());
+      const std::string before = source == RunSource::kRecorded ? "recorded before, " : "";
+      std::string what;
+      switch (outcome.status) {
+        case sweep::RunStatus::kTimedOut: what = fmt::format("timed out after {} s", outcome.wall_seconds); break;
+        case sweep::RunStatus::kDiverged: what = "diverged"; break;
+        case sweep::RunStatus::kOk:
+          what = fmt::format("{} {:.4f}{}", outcome.metric, outcome.final_value,
+                             !target.set                ? ""
+                             : outcome.clocks_to_target ? fmt::format(", target at clock {}", *outcome.clocks_to_target)
+                                                        : ", target not reached");
+      }
+      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s\n", i + 1, runs.size(), runs[i].name.c_str(), before.c_str(),
+                   what.c_str());
     }
     done.push_back({runs[i], std::move(outcome)});
   }
-  // A timed-out run names the metric the others followed.
-  const auto named = std::find_if(done.begin(), done.end(), [](const sweep::SweepRun& r) { return !r.outcome.timed_out; });
+  // A run without a report names the metric the others followed.
+  const auto has_report = [](const sweep::SweepRun& r) { return r.outcome.status == sweep::RunStatus::kOk; };
+  const auto named = std::find_if(done.begin(), done.end(), has_report);
   for (sweep::SweepRun& r : done) {
-    if (r.outcome.timed_out && named != done.end()) r.outcome.metric = named->outcome.metric;
+    if (!has_report(r) && named != done.end()) r.outcome.metric = named->outcome.metric;
   }
   ThrowIfError(sweep::WriteTables(out, grid, target, baseline, done));
   if (options.no_plots) return;

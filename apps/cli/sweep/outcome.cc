@@ -113,10 +113,19 @@ Result<RunOutcome> Summarize(const proto::Report& report, const Target& target) 
   return out;
 }
 
-RunOutcome TimedOutOutcome(const Target& target, double seconds) {
+const char* RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk: return "ok";
+    case RunStatus::kTimedOut: return "timeout";
+    case RunStatus::kDiverged: return "diverged";
+  }
+  return "?";
+}
+
+RunOutcome FailedOutcome(RunStatus status, const Target& target, double seconds) {
   RunOutcome out;
   out.metric = target.metric;
-  out.timed_out = true;
+  out.status = status;
   out.final_value = std::numeric_limits<double>::quiet_NaN();
   out.simulated = true;
   out.deterministic = true;
