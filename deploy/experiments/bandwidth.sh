@@ -2,7 +2,10 @@
 # bandwidth: SSP (s=2) over BSP against the link bandwidth (the timing
 # backend's link_bandwidth_gb_per_s option replacing pcie4-x16's 31.5 GB/s).
 # Speedup of the simulated time for the same epochs and of the time to the
-# target. A thin link makes BSP's extra snapshot reads costlier.
+# target. Measured here: the speedup grows with the bandwidth (MF 1.14x at
+# 0.25 GB/s, 1.60x at 31.5): on a thin link both modes are bound by the same
+# delta puts (equal bytes_put), which SSP cannot save; on a fast one by
+# BSP's per-clock snapshot reads, which it can.
 #   deploy/experiments/bandwidth.sh [--out DIR]
 source "$(dirname "$0")/lib.sh"
 experiment_init bandwidth "$@"
