@@ -6,16 +6,22 @@
 // as DIR/runs/<name>/report.json, and writes the tables and plots
 // (sweep/tables.h, sweep/plots.h). Resumable: a run whose report exists is
 // not run again; a report is renamed into place only after its run exited
-// 0, so an interrupted run never counts. DIR/sweep-base.txt records the base
+// 0, so an interrupted run never counts. With --run-timeout a run past it
+// is stopped and recorded as timed out (status 'timeout' in results.csv),
+// a run whose model diverged as 'diverged'; the sweep goes on. DIR/sweep-base.txt records the base
 // config, --set and launch: another base in the same DIR is an error. Every point's config is loaded and
 // checked before the first run starts: a bad field or value is one line and
 // exit code 2.
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +58,7 @@ struct SweepOptions {
   std::string metric;
   std::string baseline;
   std::string out;
+  double run_timeout = 0;  // seconds; 0: none
   bool no_plots = false;
   bool quiet = false;
 };
@@ -93,6 +100,12 @@ std::vector<std::string> TrainCommand(const SweepOptions& options, const GridRun
   if (options.launch == "mpirun") {
     argv = {"mpirun", "-np", std::to_string(options.np), "--oversubscribe", "--bind-to", "none"};
     if (geteuid() == 0) argv.emplace_back("--allow-run-as-root");
+    if (options.run_timeout > 0) {
+      // A backstop should the sweep itself be killed: mpirun stops the ranks
+      // on its own a little after the sweep would have.
+      argv.emplace_back("--timeout");
+      argv.push_back(std::to_string(static_cast<long>(std::ceil(options.run_timeout)) + 30));
+    }
   }
   argv.push_back(sweep::SelfExecutable().string());
   for (const char* a : {"train", "--quiet", "--config"}) argv.emplace_back(a);
@@ -119,27 +132,70 @@ proto::Report ReadReport(const fs::path& path) {
   return *std::move(report);
 }
 
-// Runs (or finds) one run's report.
-proto::Report RunOne(const SweepOptions& options, const GridRun& run, const fs::path& out, bool& skipped) {
+// A run stopped by --run-timeout leaves DIR/runs/<name>/timed-out.txt with
+// the timeout it had: a resumed sweep with no longer a timeout counts it as
+// timed out again without running it; a longer one runs it again. A run
+// that failed with a diverged model (train's one-line error says
+// "diverged: ...") leaves diverged.txt with that line: it counts as
+// diverged on resume too (remove the file to try again).
+constexpr const char* kTimedOutFile = "timed-out.txt";
+constexpr const char* kDivergedFile = "diverged.txt";
+
+std::optional<double> RecordedTimeout(const fs::path& dir) {
+  std::ifstream in(dir / kTimedOutFile);
+  double seconds = 0;
+  if (in >> seconds) return seconds;
+  return std::nullopt;
+}
+
+bool IsDivergence(const std::string& error_line) { return error_line.find(": diverged: ") != std::string::npos; }
+
+enum class RunSource { kRan, kRecorded };
+
+// Runs (or finds) one run's outcome.
+sweep::RunOutcome RunOne(const SweepOptions& options, const GridRun& run, const sweep::Target& target,
+                         const fs::path& out, RunSource& source) {
+  using sweep::RunStatus;
   const fs::path dir = out / "runs" / run.name;
   const fs::path report = dir / "report.json";
-  skipped = fs::exists(report);
-  if (skipped) return ReadReport(report);
+  const auto summarize = [&target](const proto::Report& r) { return ValueOrThrow(sweep::Summarize(r, target)); };
+  source = RunSource::kRecorded;
+  if (fs::exists(report)) return summarize(ReadReport(report));
+  if (fs::exists(dir / kDivergedFile)) return sweep::FailedOutcome(RunStatus::kDiverged, target, 0);
+  const std::optional<double> recorded = RecordedTimeout(dir);
+  if (recorded && options.run_timeout > 0 && options.run_timeout <= *recorded) {
+    return sweep::FailedOutcome(RunStatus::kTimedOut, target, *recorded);
+  }
+  source = RunSource::kRan;
   fs::create_directories(dir);
   const fs::path partial = dir / "report.partial.json";
   fs::remove(partial);
+  fs::remove(dir / kTimedOutFile);
   const std::vector<std::string> argv = TrainCommand(options, run, partial);
   {
     std::ofstream command(dir / "command.txt", std::ios::trunc);
     for (const std::string& a : argv) command << a << (a == argv.back() ? "\n" : " ");
   }
-  const int code = ValueOrThrow(sweep::RunProcess(argv, dir / "log.txt"));
-  if (code != 0 || !fs::exists(partial)) {
-    throw Error(Internal(fmt::format("run {} failed (exit {}; log {}): {}", run.name, code,
-                                     (dir / "log.txt").string(), sweep::LastLine(dir / "log.txt"))));
+  const auto started = std::chrono::steady_clock::now();
+  const sweep::ProcessExit exit =
+      ValueOrThrow(sweep::RunProcessWithTimeout(argv, dir / "log.txt", options.run_timeout));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (exit.timed_out) {
+    fs::remove(partial);
+    ThrowIfError(sweep::WriteFileAtomically(dir / kTimedOutFile, fmt::format("{}\n", options.run_timeout)));
+    return sweep::FailedOutcome(RunStatus::kTimedOut, target, options.run_timeout);
+  }
+  const std::string error = sweep::LastLine(dir / "log.txt");
+  if (exit.code != 0 && IsDivergence(error)) {
+    ThrowIfError(sweep::WriteFileAtomically(dir / kDivergedFile, error + "\n"));
+    return sweep::FailedOutcome(RunStatus::kDiverged, target, seconds);
+  }
+  if (exit.code != 0 || !fs::exists(partial)) {
+    throw Error(Internal(fmt::format("run {} failed (exit {}; log {}): {}", run.name, exit.code,
+                                     (dir / "log.txt").string(), error)));
   }
   fs::rename(partial, report);
-  return ReadReport(report);
+  return summarize(ReadReport(report));
 }
 
 // What every run of DIR shares besides its grid values: the base config's
@@ -178,6 +234,9 @@ void RunSweep(const SweepOptions& options, const runtime::Registries& registries
   if (options.launch != "local" && options.launch != "mpirun") {
     throw Error(InvalidArgument(fmt::format("--launch must be local or mpirun, got '{}'", options.launch)));
   }
+  if (!(options.run_timeout >= 0)) {
+    throw Error(InvalidArgument(fmt::format("--run-timeout must be >= 0 seconds, got {}", options.run_timeout)));
+  }
   if (options.repeats < 1) throw Error(InvalidArgument(fmt::format("--repeats must be >= 1, got {}", options.repeats)));
   const sweep::Grid grid = ValueOrThrow(sweep::ParseGrid(options.grid));
   const sweep::Target target = ValueOrThrow(sweep::ParseTarget(options.target, options.metric));
@@ -198,18 +257,30 @@ void RunSweep(const SweepOptions& options, const runtime::Registries& registries
   fs::create_directories(out / "runs");
   std::vector<sweep::SweepRun> done;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    bool skipped = false;
-    const proto::Report report = RunOne(options, runs[i], out, skipped);
-    Result<sweep::RunOutcome> outcome = sweep::Summarize(report, target);
-    if (!outcome.ok()) throw Error(outcome.status());
+    RunSource source = RunSource::kRan;
+    sweep::RunOutcome outcome = RunOne(options, runs[i], target, out, source);
     if (!options.quiet) {
-      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s %.4f%s\n", i + 1, runs.size(), runs[i].name.c_str(),
-                   skipped ? "report exists, " : "", outcome->metric.c_str(), outcome->final_value,
-                   !target.set ? ""
-                   : outcome->clocks_to_target ? fmt::format(", target at clock {}", *outcome->clocks_to_target).c_str()
-                                               : ", target not reached");
+      const std::string before = source == RunSource::kRecorded ? "recorded before, " : "";
+      std::string what;
+      switch (outcome.status) {
+        case sweep::RunStatus::kTimedOut: what = fmt::format("timed out after {} s", outcome.wall_seconds); break;
+        case sweep::RunStatus::kDiverged: what = "diverged"; break;
+        case sweep::RunStatus::kOk:
+          what = fmt::format("{} {:.4f}{}", outcome.metric, outcome.final_value,
+                             !target.set                ? ""
+                             : outcome.clocks_to_target ? fmt::format(", target at clock {}", *outcome.clocks_to_target)
+                                                        : ", target not reached");
+      }
+      std::fprintf(stderr, "[sweep] %zu/%zu %s: %s%s\n", i + 1, runs.size(), runs[i].name.c_str(), before.c_str(),
+                   what.c_str());
     }
-    done.push_back({runs[i], *std::move(outcome)});
+    done.push_back({runs[i], std::move(outcome)});
+  }
+  // A run without a report names the metric the others followed.
+  const auto has_report = [](const sweep::SweepRun& r) { return r.outcome.status == sweep::RunStatus::kOk; };
+  const auto named = std::find_if(done.begin(), done.end(), has_report);
+  for (sweep::SweepRun& r : done) {
+    if (!has_report(r) && named != done.end()) r.outcome.metric = named->outcome.metric;
   }
   ThrowIfError(sweep::WriteTables(out, grid, target, baseline, done));
   if (options.no_plots) return;
@@ -239,6 +310,9 @@ void AddSweepCommand(CLI::App& app, const runtime::Registries& registries) {
   cmd->add_option("--metric", options->metric, "Curve metric to follow (default the app's main metric)");
   cmd->add_option("--baseline", options->baseline, "field=value: also write speedup.csv against that value");
   cmd->add_option("--out", options->out, "Output directory (reused: runs with a report are skipped)")->required();
+  cmd->add_option("--run-timeout", options->run_timeout,
+                  "Seconds a run may take (0: no limit); a run past it is stopped, recorded as status 'timeout' "
+                  "in results.csv, and the sweep goes on");
   cmd->add_flag("--no-plots", options->no_plots, "Tables only");
   cmd->add_flag("--quiet", options->quiet, "No progress on stderr");
   cmd->callback([options, &registries] { RunSweep(*options, registries); });

@@ -11,12 +11,16 @@ BIN=${STALELEARN_BUILD_DIR:-build}/bin/stalelearn
 #   name | base config | data set | target (time to target; '<=V' loss, '>=V' accuracy) | --set for every run
 # An app that `stalelearn train` does not know (yet), or whose config is
 # missing, is skipped with one line. LDA's target is held-out perplexity
-# (brown-pim.pbtxt reaches ~4,250 in 20 epochs; the unigram model ~5,540).
+# (brown-pim.pbtxt reaches ~4,250 in 20 epochs; the unigram model ~5,540),
+# evaluated every epoch (the config's every 5 would make clocks to target
+# the same for every setting).
+# SNN trains one epoch (mnist-pim.pbtxt): 0.82-0.90 test accuracy here, so
+# its target is 0.85.
 EXPERIMENT_APPS=(
   "mf|apps/mf/movielens-pim.pbtxt|movielens|<=0.89|"
   "lr|apps/lr/spam.pbtxt|spam|>=0.975|backend.name=timing"
-  "lda|apps/lda/brown-pim.pbtxt|brown|<=4800|"
-  "snn|apps/snn/mnist-pim.pbtxt|mnist|>=0.9|"
+  "lda|apps/lda/brown-pim.pbtxt|brown|<=4800|training.eval_every_epochs=1"
+  "snn|apps/snn/mnist-pim.pbtxt|mnist|>=0.85|"
 )
 
 experiment_init() {  # experiment_init NAME "$@": parses --out, prepares OUT

@@ -20,8 +20,8 @@ run_app() {  # NAME CONFIG DATASET TARGET SETS
     --repeats 3 --target "$target" --baseline consistency.mode:consistency.staleness=SSP:0 --out "$OUT/$name"
   echo "== $name: median of 3 repeats, target $target (SSP:0 is BSP; times simulated)"
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
-                     print "setting,reached,clocks_to_target,sim_s_to_target,final,sim_compute_s,sim_transfer_s,sim_wait_s"; next }
-           { print $1 "," $c["reached"] "/" $c["runs"] "," $c["clocks_to_target_median"] "," $c["sim_seconds_to_target_median"] \
+                     print "setting,reached,diverged,clocks_to_target,sim_s_to_target,final,sim_compute_s,sim_transfer_s,sim_wait_s"; next }
+           { print $1 "," $c["reached"] "/" $c["runs"] "," $c["diverged"] "," $c["clocks_to_target_median"] "," $c["sim_seconds_to_target_median"] \
                  "," $c["final_median"] "," $c["sim_compute_s_median"] "," $c["sim_transfer_s_median"] "," $c["sim_wait_s_median"] }' \
     "$OUT/$name/summary.csv" > "$OUT/$name/table.csv"
   print_table "$OUT/$name/table.csv"

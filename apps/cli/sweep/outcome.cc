@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
 
 namespace stalelearn::cli::sweep {
@@ -109,6 +110,26 @@ Result<RunOutcome> Summarize(const proto::Report& report, const Target& target) 
     }
     out.curve.push_back(p);
   }
+  return out;
+}
+
+const char* RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk: return "ok";
+    case RunStatus::kTimedOut: return "timeout";
+    case RunStatus::kDiverged: return "diverged";
+  }
+  return "?";
+}
+
+RunOutcome FailedOutcome(RunStatus status, const Target& target, double seconds) {
+  RunOutcome out;
+  out.metric = target.metric;
+  out.status = status;
+  out.final_value = std::numeric_limits<double>::quiet_NaN();
+  out.simulated = true;
+  out.deterministic = true;
+  out.wall_seconds = seconds;
   return out;
 }
 

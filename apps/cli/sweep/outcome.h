@@ -41,8 +41,15 @@ struct OutcomePoint {
   std::optional<double> simulated_seconds;
 };
 
+// How a run ended: with a report, stopped by the sweep's --run-timeout, or
+// failed with a diverged model (train's "diverged: ..." error, a NaN or
+// infinity). The last two have no report: every metric is missing.
+enum class RunStatus { kOk, kTimedOut, kDiverged };
+const char* RunStatusName(RunStatus status);  // "ok", "timeout", "diverged"
+
 struct RunOutcome {
   std::string metric;  // the metric followed
+  RunStatus status = RunStatus::kOk;
   double final_value = 0;
   bool simulated = false;
   bool deterministic = false;  // simulated in deterministic emulation
@@ -64,5 +71,11 @@ struct RunOutcome {
 
 // kInvalidArgument when the target names a metric the report's curve lacks.
 Result<RunOutcome> Summarize(const proto::Report& report, const Target& target);
+
+// The outcome of a run without a report (timed out after `seconds`, or
+// diverged): no final value (NaN), never at the target. Marked simulated
+// and deterministic, so that one such run does not turn a simulated sweep's
+// tables to wall clock.
+RunOutcome FailedOutcome(RunStatus status, const Target& target, double seconds);
 
 }  // namespace stalelearn::cli::sweep

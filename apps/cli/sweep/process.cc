@@ -2,10 +2,14 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
+#include <thread>
 #include <cstring>
 #include <fstream>
 
@@ -13,7 +17,14 @@ extern char** environ;
 
 namespace stalelearn::cli::sweep {
 
-Result<int> RunProcess(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+namespace {
+
+int ExitCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -26,12 +37,47 @@ Result<int> RunProcess(const std::vector<std::string>& argv, const std::filesyst
   const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) return NotFound(fmt::format("cannot start {}: {}", argv[0], std::strerror(error)));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Internal(fmt::format("waiting for {}: {}", argv[0], std::strerror(errno)));
+  return pid;
+}
+
+// Waits for `pid` until `deadline` (none: forever). Returns the exit status,
+// or nullopt when the deadline passed first.
+Result<std::optional<int>> WaitUntil(pid_t pid, const std::string& program,
+                                     std::optional<std::chrono::steady_clock::time_point> deadline) {
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(pid, &status, deadline ? WNOHANG : 0);
+    if (done == pid) return std::optional<int>(status);
+    if (done < 0 && errno != EINTR) return Internal(fmt::format("waiting for {}: {}", program, std::strerror(errno)));
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) return std::optional<int>();
+    if (deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+Result<int> RunProcess(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  STALELEARN_ASSIGN_OR_RETURN(const ProcessExit exit, RunProcessWithTimeout(argv, log, 0));
+  return exit.code;
+}
+
+Result<ProcessExit> RunProcessWithTimeout(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                                          double timeout_seconds) {
+  STALELEARN_ASSIGN_OR_RETURN(const pid_t pid, Spawn(argv, log));
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> deadline;
+  if (timeout_seconds > 0) {
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  }
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<int> status, WaitUntil(pid, argv[0], deadline));
+  if (status) return ProcessExit{ExitCode(*status), false};
+  kill(pid, SIGTERM);
+  STALELEARN_ASSIGN_OR_RETURN(status, WaitUntil(pid, argv[0], Clock::now() + std::chrono::seconds(10)));
+  if (!status) {
+    kill(pid, SIGKILL);
+    STALELEARN_ASSIGN_OR_RETURN(status, WaitUntil(pid, argv[0], std::nullopt));
+  }
+  return ProcessExit{ExitCode(*status), true};
 }
 
 std::string LastLine(const std::filesystem::path& path) {

@@ -27,6 +27,11 @@ std::optional<double> AsDouble(const std::optional<T>& v) {
   return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
 }
 
+// A count from the report; none for a run without one (timed out, diverged).
+std::optional<double> IfReported(const RunOutcome& o, double v) {
+  return o.status == RunStatus::kOk ? std::optional<double>(v) : std::nullopt;
+}
+
 const std::vector<Column>& Columns() {
   static const std::vector<Column> columns = {
       {"final", [](const RunOutcome& o) { return std::optional<double>(o.final_value); }},
@@ -38,12 +43,12 @@ const std::vector<Column>& Columns() {
       {"sim_transfer_s", [](const RunOutcome& o) { return o.sim_transfer; }},
       {"sim_merge_s", [](const RunOutcome& o) { return o.sim_merge; }},
       {"sim_wait_s", [](const RunOutcome& o) { return o.sim_wait; }},
-      {"bytes_put", [](const RunOutcome& o) { return std::optional<double>(static_cast<double>(o.bytes_put)); }},
-      {"bytes_get", [](const RunOutcome& o) { return std::optional<double>(static_cast<double>(o.bytes_get)); }},
-      {"max_staleness", [](const RunOutcome& o) { return std::optional<double>(o.max_staleness); }},
+      {"bytes_put", [](const RunOutcome& o) { return IfReported(o, static_cast<double>(o.bytes_put)); }},
+      {"bytes_get", [](const RunOutcome& o) { return IfReported(o, static_cast<double>(o.bytes_get)); }},
+      {"max_staleness", [](const RunOutcome& o) { return IfReported(o, o.max_staleness); }},
       {"wall_seconds_to_target", [](const RunOutcome& o) { return o.wall_seconds_to_target; }, true, true},
       {"wall_seconds", [](const RunOutcome& o) { return std::optional<double>(o.wall_seconds); }, false, true},
-      {"stall_seconds", [](const RunOutcome& o) { return std::optional<double>(o.stall_seconds); }, false, true},
+      {"stall_seconds", [](const RunOutcome& o) { return IfReported(o, o.stall_seconds); }, false, true},
   };
   return columns;
 }
@@ -153,7 +158,7 @@ double Median(std::vector<double> values) {
 std::string ResultsCsv(const Grid& grid, const Target& target, const std::vector<SweepRun>& runs) {
   const std::vector<const Column*> columns = IncludedColumns(runs);
   std::vector<std::string> header = FieldHeader(grid);
-  for (const char* name : {"repeat", "run", "metric", "target"}) header.emplace_back(name);
+  for (const char* name : {"repeat", "run", "metric", "target", "status"}) header.emplace_back(name);
   for (const Column* c : columns) header.emplace_back(c->name);
   std::string text = Row(header);
   for (const SweepRun& r : runs) {
@@ -162,6 +167,7 @@ std::string ResultsCsv(const Grid& grid, const Target& target, const std::vector
     cells.push_back(r.run.name);
     cells.push_back(r.outcome.metric);
     cells.push_back(target.ToString());
+    cells.push_back(RunStatusName(r.outcome.status));
     for (const Column* c : columns) cells.push_back(Number(c->value(r.outcome)));
     text += Row(cells);
   }
@@ -173,6 +179,8 @@ std::string SummaryCsv(const Grid& grid, const std::vector<SweepRun>& runs) {
   std::vector<std::string> header = FieldHeader(grid);
   header.emplace_back("runs");
   header.emplace_back("reached");
+  header.emplace_back("timed_out");
+  header.emplace_back("diverged");
   for (const Column* c : columns) {
     for (const char* stat : {"_median", "_min", "_max"}) header.push_back(std::string(c->name) + stat);
   }
@@ -183,6 +191,10 @@ std::string SummaryCsv(const Grid& grid, const std::vector<SweepRun>& runs) {
     cells.push_back(std::to_string(std::count_if(point.begin(), point.end(), [](const SweepRun* r) {
       return r->outcome.epochs_to_target.has_value();
     })));
+    for (const RunStatus status : {RunStatus::kTimedOut, RunStatus::kDiverged}) {
+      cells.push_back(std::to_string(
+          std::count_if(point.begin(), point.end(), [status](const SweepRun* r) { return r->outcome.status == status; })));
+    }
     for (const Column* c : columns) {
       const Stats s = StatsOf(point, *c);
       for (const auto& v : {s.median, s.min, s.max}) cells.push_back(Number(v));

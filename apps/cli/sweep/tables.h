@@ -1,10 +1,11 @@
 // The CSV files of a sweep, made from the runs' outcomes (outcome.h). Each
 // function returns the file's text; `WriteTables` writes them into DIR.
 //
-//   results.csv  one row per run: every grid field, repeat, run, metric, final,
-//                target, epochs/clocks/simulated seconds to target, simulated
+//   results.csv  one row per run: every grid field, repeat, run, metric, target,
+//                status (ok; timeout: stopped by --run-timeout; diverged: train
+//                failed with a NaN/inf model; every value empty but for ok), final, epochs/clocks/simulated seconds to target, simulated
 //                makespan and breakdown, bytes, largest staleness observed
-//   summary.csv  one row per grid point: runs, reached, and the median, min
+//   summary.csv  one row per grid point: runs, reached, timed_out, diverged, and the median, min
 //                and max over repeats of every numeric column of results.csv
 //   curves.csv   every run's curve: epoch, clock, metric, simulated seconds
 //   wall.csv     per run: wall seconds to target, wall seconds, stall seconds

@@ -2,8 +2,10 @@
 // tiny real sweep (logistic regression on a generated LIBSVM file, timing
 // backend, ranks as threads; about a second) writes its tables, a rerun
 // into a fresh directory gives byte-identical CSVs, and a rerun into the
-// same directory runs only the runs without a report.
+// same directory runs only the runs without a report; a run past
+// --run-timeout is stopped, recorded as such, and the sweep goes on.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -103,7 +105,8 @@ TEST_F(SweepCli, TinySweepWritesTablesRerunsIdenticallyAndResumes) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string results = ReadAll(a / "results.csv");
   EXPECT_EQ(Count(results, "\n"), 5) << results;
-  EXPECT_EQ(results.find("consistency.mode,repeat,run,metric,target,final,"), 0u) << results;
+  EXPECT_EQ(results.find("consistency.mode,repeat,run,metric,target,status,final,"), 0u) << results;
+  EXPECT_EQ(Count(results, ",>=0.8,ok,"), 4) << results;
   EXPECT_EQ(Count(results, ",test_accuracy,>=0.8,"), 4) << results;
   EXPECT_EQ(results.find("wall_seconds"), std::string::npos) << "deterministic tables carry no wall clock";
   EXPECT_EQ(Count(ReadAll(a / "summary.csv"), "\n"), 3);
@@ -135,7 +138,7 @@ TEST_F(SweepCli, TinySweepWritesTablesRerunsIdenticallyAndResumes) {
   std::ofstream(a / "runs" / "consistency.mode=BSP__r2" / "report.partial.json") << "{\"app\": \"l";
   const CommandRun resumed = Sweep(grid + "'" + a.string() + "'");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(Count(resumed.err, "report exists"), 3) << resumed.err;
+  EXPECT_EQ(Count(resumed.err, "recorded before"), 3) << resumed.err;
   EXPECT_EQ(fs::last_write_time(kept), kept_time);
   EXPECT_TRUE(fs::exists(a / "runs" / "consistency.mode=BSP__r2" / "report.json"));
   EXPECT_EQ(ReadAll(a / "results.csv"), results);
@@ -144,6 +147,56 @@ TEST_F(SweepCli, TinySweepWritesTablesRerunsIdenticallyAndResumes) {
   const CommandRun other = Sweep("--set training.epochs=3 " + grid + "'" + a.string() + "'");
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_NE(other.err.find("another base config"), std::string::npos) << other.err;
+}
+
+TEST_F(SweepCli, RunPastTheTimeoutIsStoppedRecordedAndTheSweepGoesOn) {
+  // A data file that is a FIFO nobody writes: that run blocks in open()
+  // forever, whatever the machine's speed; the other point trains normally.
+  const fs::path fifo = dir_ / "never.libsvm";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path out = dir_ / "out";
+  const std::string grid = "--grid data.path=" + fifo.string() + "," + (dir_ / "data.libsvm").string() +
+                           " --target '>=0.8' --ranks 2:1 --no-plots --run-timeout 5 --out '" + out.string() + "'";
+  const CommandRun first = Sweep(grid);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string results = ReadAll(out / "results.csv");
+  EXPECT_EQ(Count(results, "\n"), 3) << results;
+  EXPECT_EQ(Count(results, ",test_accuracy,>=0.8,timeout,,"), 1) << results;  // every value empty
+  EXPECT_EQ(Count(results, ",test_accuracy,>=0.8,ok,"), 1) << results;
+  EXPECT_NE(results.find("never.libsvm__r1,test_accuracy,>=0.8,timeout,"), std::string::npos) << results;
+  const std::string summary = ReadAll(out / "summary.csv");
+  EXPECT_NE(summary.find(",runs,reached,timed_out,diverged,"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(",1,0,1,0,"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(",1,1,0,0,"), std::string::npos) << summary;
+
+  // Resumed under the same timeout: the timed-out run is not tried again.
+  const CommandRun resumed = Sweep(grid);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(Count(resumed.err, "recorded before, timed out"), 1) << resumed.err;
+  EXPECT_EQ(Count(resumed.err, "recorded before, test_accuracy"), 1) << resumed.err;
+  EXPECT_EQ(ReadAll(out / "results.csv"), results);
+
+  EXPECT_EQ(Sweep("--grid consistency.staleness=1 --run-timeout -3 --out '" + out.string() + "'").exit_code, 2);
+}
+
+TEST_F(SweepCli, DivergedRunIsRecordedAndTheSweepGoesOn) {
+  // A learning rate of 1e38 overflows the weights at the first merge: train
+  // fails with "diverged: ..."; the sweep records it and runs the next point.
+  const fs::path out = dir_ / "out";
+  const std::string grid =
+      "--grid app.lr.learning_rate=1e38,0.5 --ranks 2:1 --no-plots --out '" + out.string() + "'";
+  const CommandRun first = Sweep(grid);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string results = ReadAll(out / "results.csv");
+  EXPECT_NE(results.find("\n1e38,1,app.lr.learning_rate=1e38__r1,test_accuracy,,diverged,,,,,,,,,,,,"),
+            std::string::npos)
+      << results;
+  EXPECT_NE(results.find("\n0.5,1,app.lr.learning_rate=0.5__r1,test_accuracy,,ok,0.9"), std::string::npos) << results;
+  EXPECT_NE(ReadAll(out / "summary.csv").find("\n1e38,1,0,0,1,"), std::string::npos) << ReadAll(out / "summary.csv");
+  const CommandRun resumed = Sweep(grid);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(Count(resumed.err, "recorded before, diverged"), 1) << resumed.err;
+  EXPECT_EQ(ReadAll(out / "results.csv"), results);
 }
 
 }  // namespace

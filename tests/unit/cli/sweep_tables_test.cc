@@ -158,10 +158,10 @@ TEST(SweepTables, ResultsHaveOneRowPerRunWithEveryColumnAndNoWallClockWhenDeterm
   const std::vector<std::string> lines = Lines(ResultsCsv(grid, target, FakeSweep(grid, target)));
   ASSERT_EQ(lines.size(), 10u);
   EXPECT_EQ(lines[0],
-            "consistency.mode,repeat,run,metric,target,final,epochs_to_target,clocks_to_target,sim_seconds_to_target,"
+            "consistency.mode,repeat,run,metric,target,status,final,epochs_to_target,clocks_to_target,sim_seconds_to_target,"
             "sim_seconds,sim_compute_s,sim_transfer_s,sim_merge_s,sim_wait_s,bytes_put,bytes_get,max_staleness");
-  EXPECT_EQ(lines[1], "BSP,1,consistency.mode=BSP__r1,test_rmse,<=0.9,0.8,2,20,4,6,1,0,0.25,0.1,2000,6000,2");
-  EXPECT_EQ(lines[9], "ASP,3,consistency.mode=ASP__r3,test_rmse,<=0.9,0.96,,,,2,1,0,0.25,0.1,2000,6000,2");
+  EXPECT_EQ(lines[1], "BSP,1,consistency.mode=BSP__r1,test_rmse,<=0.9,ok,0.8,2,20,4,6,1,0,0.25,0.1,2000,6000,2");
+  EXPECT_EQ(lines[9], "ASP,3,consistency.mode=ASP__r3,test_rmse,<=0.9,ok,0.96,,,,2,1,0,0.25,0.1,2000,6000,2");
   EXPECT_EQ(WallCsv(grid, FakeSweep(grid, target)).find("wall_seconds"), std::string("consistency.mode,repeat,run,").size());
 
   const std::string with_wall = ResultsCsv(grid, target, FakeSweep(grid, target, /*deterministic=*/false));
@@ -177,13 +177,13 @@ TEST(SweepTables, SummaryTakesMedianMinMaxOverRepeatsAndCountsUnreachedAsLate) {
   const auto starts = [](const std::string& line, const std::string& prefix) {
     EXPECT_EQ(line.rfind(prefix, 0), 0u) << line;
   };
-  starts(lines[0], "consistency.mode,runs,reached,final_median,final_min,final_max,epochs_to_target_median,");
+  starts(lines[0], "consistency.mode,runs,reached,timed_out,diverged,final_median,final_min,final_max,epochs_to_target_median,");
   // BSP: finals 0.8, 0.85, 0.92; epochs to 0.9: 2, 3, never -> median 3, min 2, max empty.
-  starts(lines[1], "BSP,3,2,0.85,0.8,0.92,3,2,,30,20,,6,4,,6,");
+  starts(lines[1], "BSP,3,2,0,0,0.85,0.8,0.92,3,2,,30,20,,6,4,,6,");
   // SSP reaches at epochs 1, 2, 1.
-  starts(lines[2], "SSP,3,3,0.8,0.8,0.8,1,1,2,10,10,20,1,1,2,3,");
+  starts(lines[2], "SSP,3,3,0,0,0.8,0.8,0.8,1,1,2,10,10,20,1,1,2,3,");
   // ASP never does: every to-target cell is empty.
-  starts(lines[3], "ASP,3,0,0.96,0.95,0.98,,,,,,,,,,2,2,2,");
+  starts(lines[3], "ASP,3,0,0,0,0.96,0.95,0.98,,,,,,,,,,2,2,2,");
   EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
   EXPECT_DOUBLE_EQ(Median({4, 1, 2, 3}), 2.5);
   EXPECT_TRUE(std::isinf(Median({1, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()})));
@@ -198,9 +198,24 @@ TEST(SweepTables, ADivergedRunsNaNIsAnEmptyCellAndLeftOutOfTheMedian) {
     runs.push_back({run, *Summarize(FakeReport({1.0, 0.95, last}, 3.0), target)});
   }
   const std::string diverged = Lines(ResultsCsv(grid, target, runs))[2];
-  EXPECT_NE(diverged.find("__r2,test_rmse,<=0.9,,,,,"), std::string::npos) << diverged;
+  EXPECT_NE(diverged.find("__r2,test_rmse,<=0.9,ok,,,,,"), std::string::npos) << diverged;
   // finals 0.81, NaN, 0.83: median of the two numbers; the NaN run never reached the target.
-  EXPECT_EQ(Lines(SummaryCsv(grid, runs))[1].rfind("16,3,2,0.82,0.81,0.83,3,3,,", 0), 0u) << Lines(SummaryCsv(grid, runs))[1];
+  EXPECT_EQ(Lines(SummaryCsv(grid, runs))[1].rfind("16,3,2,0,0,0.82,0.81,0.83,3,3,,", 0), 0u) << Lines(SummaryCsv(grid, runs))[1];
+}
+
+TEST(SweepTables, RunsWithoutAReportHaveAStatusEmptyValuesAndCountAsNeverReaching) {
+  const Grid grid = *ParseGrid({"consistency.staleness=4"});
+  const Target target = *ParseTarget("<=0.9", "");
+  const std::vector<GridRun> expanded = ExpandGrid(grid, 3, "seed");
+  std::vector<SweepRun> runs = {{expanded[0], *Summarize(FakeReport({1.0, 0.85}, 2.0), target)},
+                                {expanded[1], FailedOutcome(RunStatus::kTimedOut, target, 30)},
+                                {expanded[2], FailedOutcome(RunStatus::kDiverged, target, 1)}};
+  const std::vector<std::string> lines = Lines(ResultsCsv(grid, target, runs));
+  EXPECT_EQ(lines[2], "4,2,consistency.staleness=4__r2,,<=0.9,timeout,,,,,,,,,,,,");
+  EXPECT_EQ(lines[3], "4,3,consistency.staleness=4__r3,,<=0.9,diverged,,,,,,,,,,,,");
+  // One of three reached (epoch 2); the others count as infinitely late: the median is empty.
+  EXPECT_EQ(Lines(SummaryCsv(grid, runs))[1].rfind("4,3,1,1,1,0.85,0.85,0.85,,2,,", 0), 0u)
+      << Lines(SummaryCsv(grid, runs))[1];
 }
 
 TEST(SweepTables, SpeedupDividesTheBaselinesMedianTimeAndEndsWithTheGeometricMean) {
