@@ -7,10 +7,12 @@
 
 #include "framework/metrics/counting_transport.h"
 #include "framework/model/hash64.h"
+#include "framework/runtime/checkpointer.h"
 #include "framework/runtime/clock_loop.h"
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/run_report.h"
+#include "framework/runtime/segmented_mode.h"
 #include "framework/sync/wait_until.h"
 
 namespace stalelearn::runtime {
@@ -27,7 +29,13 @@ class RankRunner {
       : env_(env), mode_(mode), counting_(counting) {}
 
   Result<RankRun> Run() {
+    STALELEARN_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Make(env_, TotalClocks()));
     if (!mode_.uses_memory_ranks) {
+      if (checkpointer_->segmented()) {
+        return InvalidArgument(fmt::format("training.checkpoint needs a consistency mode with memory ranks "
+                                           "(consistency.mode={} has none)",
+                                           mode_.name));
+      }
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
       STALELEARN_RETURN_IF_ERROR(StartSchedule());
       ModeContext context{env_, env_.roles.compute_index(me())};
@@ -43,6 +51,15 @@ class RankRunner {
     const model::ComputeIndex ci = env_.roles.compute_index(me());
     STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints,
                                 ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, ci));
+    if (checkpointer_->segmented()) {
+      // Segment starts (checkpointer.h) repeat these steps; keep them in step
+      // with SegmentedConsistency::CrossBoundary.
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, /*first=*/true));
+      ModeContext context{env_, ci, &endpoints, &geometry};
+      return RunCompute(context);
+    }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
     STALELEARN_RETURN_IF_ERROR(StartSchedule());
     ModeContext context{env_, ci, &endpoints, &geometry};
@@ -61,6 +78,13 @@ class RankRunner {
     if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
   }
 
+  // Protocol clocks of the whole run (clock_loop.h).
+  std::int64_t TotalClocks() const {
+    const SampleSchedule schedule(env_.app, std::max(1, env_.roles.compute_ranks()), 0,
+                                  config().training().samples_per_clock(), config().seed());
+    return (env_.app.HasDataInitialization() ? 1 : 0) + config().training().epochs() * schedule.clocks_per_epoch();
+  }
+
   Result<RankRun> Gather(proto::Report partial, std::vector<ClockRecord> records) {
     if (env_.wait.sim != nullptr) *partial.mutable_simulated() = MakeSimulatedPart(me(), *env_.wait.sim);
     STALELEARN_ASSIGN_OR_RETURN(proto::Report report, GatherReport(env_.bootstrap, config(), env_.app, env_.roles,
@@ -69,10 +93,13 @@ class RankRunner {
     if (!config().output().trace().empty()) {  // the same config on every rank: all gather or none
       STALELEARN_ASSIGN_OR_RETURN(trace, GatherTraceCsv(env_.bootstrap, records));
     }
+    if (const LoadedCheckpoint* resumed = checkpointer_->resumed()) report.set_resumed_from_clock(resumed->manifest.clock());
+    if (checkpointer_->lost()) *report.mutable_lost() = *checkpointer_->lost();
     return RankRun{std::move(report), std::move(records), std::move(trace)};
   }
 
   Result<RankRun> RunMemory(const DataPlaneGeometry& geometry) {
+    if (checkpointer_->segmented()) return RunMemorySegments(geometry);
     STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints,
                                 RegisterMemoryEndpoints(env_.transport, env_.bootstrap, env_.roles,
                                                         env_.roles.memory_index(me()), geometry));
@@ -92,11 +119,76 @@ class RankRunner {
     return Gather(std::move(partial), {});
   }
 
+  // A checkpointed or resumed run (checkpointer.h): one data plane per
+  // segment; the shard's state goes to disk at each boundary and the next
+  // segment starts from those bytes, as a resumed run does.
+  Result<RankRun> RunMemorySegments(const DataPlaneGeometry& geometry) {
+    const model::MemoryIndex mi = env_.roles.memory_index(me());
+    std::optional<proto::MemoryShardState> carried;
+    if (checkpointer_->resumed() != nullptr) {
+      STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes,
+                                  checkpointer_->ReadResumedFile(MemoryShardFileName(mi)));
+      carried.emplace();
+      if (!carried->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return DataLoss(fmt::format("{}: {} does not parse", checkpointer_->resumed()->path.string(),
+                                    MemoryShardFileName(mi)));
+      }
+    }
+    MemoryRankResult total;
+    std::int64_t begin = checkpointer_->first_clock();
+    for (bool first = true;; first = false) {
+      STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints,
+                                  RegisterMemoryEndpoints(env_.transport, env_.bootstrap, env_.roles, mi, geometry));
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
+      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MemoryRank> memory,
+                                  MemoryRank::Make(env_, std::move(endpoints), geometry, carried ? &*carried : nullptr));
+      if (carried) {
+        STALELEARN_RETURN_IF_ERROR(memory->PublishRestored(*carried));
+      } else {
+        memory->PublishInitial();
+      }
+      memory->set_merged_clock_observer(
+          [this](std::uint64_t clock) { checkpointer_->MaybeKill(static_cast<std::int64_t>(clock)); });
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, first));
+      STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
+      total.counters.batches_merged += result.counters.batches_merged;
+      total.counters.bytes_merged += result.counters.bytes_merged;
+      total.counters.rejected_batches += result.counters.rejected_batches;
+      total.snapshots += result.snapshots;
+      const std::int64_t end = checkpointer_->SegmentEnd(begin);
+      if (!checkpointer_->IsBoundary(end)) break;
+      carried = memory->SaveState(static_cast<std::uint64_t>(end));
+      const std::string bytes = carried->SerializeAsString();
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteFile(end, MemoryShardFileName(mi),
+                                                          std::as_bytes(std::span(bytes.data(), bytes.size()))));
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->LeaveScheduleForBoundary(env_.wait.sim));
+      begin = end;
+    }
+    LeaveSchedule();
+    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
+    proto::Report partial;
+    *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &total.counters, counting_.counters());
+    return Gather(std::move(partial), {});
+  }
+
   Result<RankRun> RunCompute(ModeContext& context) {
     const auto start = std::chrono::steady_clock::now();
-    STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyMode> mode, mode_.create(context));
     const RankInfo info{context.me, env_.roles.compute_ranks(), config().seed()};
+    std::unique_ptr<ConsistencyMode> mode;
+    SegmentedConsistency* segmented = nullptr;
+    if (checkpointer_->segmented()) {
+      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<SegmentedConsistency> made,
+                                  SegmentedConsistency::Make(env_, mode_, context.me, std::move(*context.endpoints),
+                                                             *context.geometry, *checkpointer_));
+      segmented = made.get();
+      mode = std::move(made);
+    } else {
+      STALELEARN_ASSIGN_OR_RETURN(mode, mode_.create(context));
+    }
     ClockLoop loop(env_, info, *mode);
+    if (segmented != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareSegments(*segmented, loop, context.me));
     // The whole model is evaluated on compute rank 0; parts on every compute rank.
     const bool evaluates = env_.app.EvaluatesInParts() || context.me.value == 0;
     std::optional<EpochEvaluator> evaluator;
@@ -126,9 +218,32 @@ class RankRunner {
     return Gather(std::move(partial), std::move(result.records));
   }
 
+  // Resuming: restores the loop's local state and skips to the checkpoint's
+  // clock. The segmented mode saves that state at each boundary.
+  Status PrepareSegments(SegmentedConsistency& segmented, ClockLoop& loop, model::ComputeIndex me) {
+    std::int64_t samples_done = 0;
+    if (checkpointer_->resumed() != nullptr) {
+      const std::string name = ComputeStateFileName(me);
+      STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, checkpointer_->ReadResumedFile(name));
+      proto::ComputeRankState state;
+      if (!state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return DataLoss(fmt::format("{}: {} does not parse", checkpointer_->resumed()->path.string(), name));
+      }
+      const std::string& app_state = state.app_state();
+      Status restored = env_.app.RestoreLocalState(std::as_bytes(std::span(app_state.data(), app_state.size())),
+                                                   loop.mutable_local_state());
+      if (!restored.ok()) return restored.WithContext(checkpointer_->resumed()->path.string() + "/" + name);
+      samples_done = state.samples();
+      loop.set_first_clock(checkpointer_->first_clock());
+    }
+    segmented.set_local_state(loop.local_state(), samples_done);
+    return Status::Ok();
+  }
+
   const RankEnv& env_;
   const ModeDefinition& mode_;
   metrics::CountingTransport& counting_;
+  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 }  // namespace

@@ -54,6 +54,9 @@ class RingPoller {
   // Clocks of compute rank c whose last batch has been consumed.
   std::uint64_t merged_clock(model::ComputeIndex c) const { return rings_[c.value].merged_clock; }
   int compute_ranks() const { return static_cast<int>(rings_.size()); }
+  // Resuming from a checkpoint (rings empty): compute rank c's clocks before
+  // `clock` are already in the master. Before the first poll.
+  void RestoreMergedClock(model::ComputeIndex c, std::uint64_t clock) { rings_[c.value].merged_clock = clock; }
 
   // Called with the work of every merged batch, and of each window's end where
   // a policy did work there (timing backends charge it).
