@@ -25,7 +25,7 @@ esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/faults-mpirun.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 echo "localhost slots=4" >"$work/hosts"
-every=20 kill_at=120  # 30 clocks an epoch, 8 epochs: halfway
+every=20 kill_at=130  # 30 clocks an epoch, 8 epochs: about halfway, mid-interval
 set +e
 "$source_dir/deploy/run.sh" --hostfile "$work/hosts" -np 4 --timeout 45 --restart 1 --bin "$bin" \
   --mpirun-arg --oversubscribe -- \

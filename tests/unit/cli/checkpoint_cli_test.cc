@@ -192,6 +192,41 @@ TEST_F(MfCheckpoints, BadResumeDirectoryIsOneLineAndExitTwo) {
       << none_complete.err;
 }
 
+// Adam keeps moments and step counts beside the master rows
+// (MergePolicy::SaveState): a resume that lost them would step differently.
+TEST_F(MfCheckpoints, AdamMergePolicyStateSurvivesAResume) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const std::string adam = "--set merge.*.policy=adam --set merge.*.learning_rate=0.002 ";
+  const fs::path all = run_->dir() / "adam";
+  const CommandRun uninterrupted = run_->Train(adam + "--set training.checkpoint.dir='" + all.string() +
+                                                   "' --set training.checkpoint.keep=100",
+                                               run_->dir() / "adam.json");
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  const std::string expected = JsonField(run_->dir() / "adam.json", "model_checksum");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_NE(expected, JsonField(run_->dir() / "uninterrupted.json", "model_checksum"));  // adam did apply
+  const fs::path from = CopyCheckpoint(all, 60, run_->dir() / "adam-from60");
+  const CommandRun resumed = run_->Train(adam + "--resume '" + from.string() + "'", run_->dir() / "adam-resumed.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "adam-resumed.json", "model_checksum"), expected);
+}
+
+// Ranks as threads on the local backend (not deterministic): the run
+// checkpoints, resumes from the newest checkpoint and finishes.
+TEST_F(MfCheckpoints, LocalBackendCheckpointsAndResumes) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const fs::path dir = run_->dir() / "local";
+  const std::string local = "--set backend.name=local --set training.checkpoint.dir='" + dir.string() + "' ";
+  const CommandRun first = run_->Train(local, run_->dir() / "local1.json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(fs::exists(dir / ClockDirName(100) / "MANIFEST"));
+  EXPECT_FALSE(fs::exists(dir / ClockDirName(60)));  // keep 2 (the default): older ones pruned
+  const CommandRun resumed = run_->Train(local + "--resume '" + dir.string() + "'", run_->dir() / "local2.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "local2.json", "resumed_from_clock"), "100");
+  EXPECT_NE(JsonField(run_->dir() / "local2.json", "model_checksum"), "");
+}
+
 TEST_F(MfCheckpoints, ModeWithoutMemoryRanksRefusesCheckpoints) {
   const CommandRun allreduce = run_->Train("--set consistency.mode=ALLREDUCE --set training.checkpoint.dir='" +
                                                (run_->dir() / "ar").string() + "'",
