@@ -275,6 +275,13 @@ Status Validate(const proto::Config& c) {
   if (checkpoint.keep() < 1) {
     return InvalidArgument(fmt::format("training.checkpoint.keep must be >= 1, got {}", checkpoint.keep()));
   }
+  const double dead_after = c.faults().dead_after_seconds();
+  if (!(dead_after >= 0 && std::isfinite(dead_after))) {
+    return InvalidArgument(fmt::format("faults.dead_after_seconds must be >= 0 (0: off), got {}", dead_after));
+  }
+  if (dead_after > 0 && checkpoint.every_clocks() > 0) {
+    return InvalidArgument("faults.dead_after_seconds and training.checkpoint.every_clocks cannot be combined yet");
+  }
   if (c.debug().kill_at_clock() < 0 || c.debug().kill_rank() < 0) {
     return InvalidArgument(fmt::format("debug.kill_rank and debug.kill_at_clock must be >= 0, got {} and {}",
                                        c.debug().kill_rank(), c.debug().kill_at_clock()));

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
 #include "framework/core/planted_defect.h"
+#include "framework/runtime/peer_liveness.h"
 #include "framework/sync/backoff.h"
 #include "framework/sync/wait_until.h"
 
@@ -123,7 +125,7 @@ proto::MemoryShardState MemoryRank::SaveState(std::uint64_t clock) const {
   for (std::size_t t = 0; t < master.size(); ++t) {
     const std::span<const std::byte> rows = master[t].bytes();
     state.add_tables(reinterpret_cast<const char*>(rows.data()), rows.size());
-    const std::vector<std::byte> policy = merger_.policy(model::TableId{static_cast<int>(t)}).SaveState();
+    const std::vector<std::byte> policy = merger_.policy(model::TableId{static_cast<std::uint32_t>(t)}).SaveState();
     state.add_policy_state(reinterpret_cast<const char*>(policy.data()), policy.size());
   }
   for (int c = 0; c < poller_->compute_ranks(); ++c) {
@@ -131,6 +133,35 @@ proto::MemoryShardState MemoryRank::SaveState(std::uint64_t clock) const {
     state.add_consumed_batches(poller_->consumed(model::ComputeIndex{c}));
   }
   return state;
+}
+
+MemoryRank::~MemoryRank() = default;
+
+void MemoryRank::EnableDeadRankDetection(std::chrono::duration<double> dead_after) {
+  detector_ = std::make_unique<DeadRankDetector>(RawRings(endpoints_), poller_->ring_geometry(), dead_after);
+}
+
+bool MemoryRank::DropDeadRanks() {
+  if (!detector_) return false;
+  std::vector<bool> watched(static_cast<std::size_t>(poller_->compute_ranks()));
+  for (int c = 0; c < poller_->compute_ranks(); ++c) {
+    // A released rank needs nothing more: its heartbeat may stop.
+    const std::byte* ring = endpoints_.rings[static_cast<std::size_t>(c)]->data();
+    const bool released = transport::LoadAcquire64(ring + poller_->ring_geometry().released_word_offset()) != 0;
+    watched[static_cast<std::size_t>(c)] = !poller_->dead(model::ComputeIndex{c}) && !released;
+  }
+  const std::vector<model::ComputeIndex> dead = detector_->Check(watched);
+  for (model::ComputeIndex c : dead) {
+    const std::uint64_t merged = poller_->merged_clock_when_alive(c);
+    std::fprintf(stderr,
+                 "[stalelearn] memory rank %d: compute rank %d (rank %d) sent no heartbeat for %.1f s: dropped after "
+                 "its clock %llu; its unmerged batches are discarded, its remaining samples skipped\n",
+                 me_.value, c.value, env_.roles.compute_rank(c).value,
+                 env_.config.faults().dead_after_seconds(), static_cast<unsigned long long>(merged));
+    poller_->MarkDead(c);
+    dead_ranks_.push_back({c, merged});
+  }
+  return !dead.empty();
 }
 
 Result<MemoryRankResult> MemoryRank::Run() {
@@ -159,6 +190,8 @@ Result<MemoryRankResult> MemoryRank::Run() {
       continue;
     }
     STALELEARN_RETURN_IF_ERROR(poller_->failure());
+    // Nobody may wait for a dead rank's clocks: publish its drop at once.
+    if (DropDeadRanks()) unpublished = true;
     if (unpublished) {
       Publish();
       published_min_clock = MinMergedClock();

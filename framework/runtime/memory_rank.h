@@ -25,6 +25,8 @@
 
 namespace stalelearn::runtime {
 
+class DeadRankDetector;  // peer_liveness.h
+
 struct MemoryRankResult {
   sync::MergeCounters counters;
   std::uint64_t snapshots = 0;
@@ -38,6 +40,7 @@ class MemoryRank {
   static Result<std::unique_ptr<MemoryRank>> Make(const RankEnv& env, MemoryEndpoints endpoints,
                                                   const DataPlaneGeometry& geometry,
                                                   const proto::MemoryShardState* restored = nullptr);
+  ~MemoryRank();
   MemoryRank(const MemoryRank&) = delete;
   MemoryRank& operator=(const MemoryRank&) = delete;
 
@@ -54,6 +57,14 @@ class MemoryRank {
   void set_merged_clock_observer(std::function<void(std::uint64_t)> observer) {
     merged_clock_observer_ = std::move(observer);
   }
+  // faults.dead_after_seconds: Run drops a compute rank whose heartbeat stood
+  // still that long (peer_liveness.h). Before Run.
+  void EnableDeadRankDetection(std::chrono::duration<double> dead_after);
+  struct DeadRank {
+    model::ComputeIndex rank;
+    std::uint64_t merged_clock;  // its clocks merged here before it was dropped
+  };
+  const std::vector<DeadRank>& dead_ranks() const { return dead_ranks_; }
   Result<MemoryRankResult> Run();
 
  private:
@@ -72,6 +83,10 @@ class MemoryRank {
   sync::ChangedRows changed_;  // rows merged since the last publish
   Status charge_status_;  // first error of charging merge work (timing backend)
   std::function<void(std::uint64_t)> merged_clock_observer_;
+  std::unique_ptr<DeadRankDetector> detector_;
+  std::vector<DeadRank> dead_ranks_;
+  // Drops the compute ranks whose heartbeat stopped; true if it dropped any.
+  bool DropDeadRanks();
 };
 
 }  // namespace stalelearn::runtime

@@ -11,6 +11,7 @@
 #include "framework/runtime/clock_loop.h"
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/merge_config.h"
+#include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/run_report.h"
 #include "framework/runtime/segmented_mode.h"
 #include "framework/sync/wait_until.h"
@@ -30,6 +31,14 @@ class RankRunner {
 
   Result<RankRun> Run() {
     STALELEARN_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Make(env_, TotalClocks()));
+    if (survives_deaths()) {
+      if (!mode_.uses_memory_ranks || env_.wait.sim != nullptr) {
+        return InvalidArgument(fmt::format("faults.dead_after_seconds needs a mode with memory ranks and a real "
+                                           "backend (consistency.mode={}, backend {})",
+                                           mode_.name, counting_.name()));
+      }
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.PrepareForRankLoss());
+    }
     if (!mode_.uses_memory_ranks) {
       if (checkpointer_->segmented()) {
         return InvalidArgument(fmt::format("training.checkpoint needs a consistency mode with memory ranks "
@@ -51,6 +60,8 @@ class RankRunner {
     const model::ComputeIndex ci = env_.roles.compute_index(me());
     STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints,
                                 ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, ci));
+    for (const auto& r : endpoints.rings) rings_of_me_.push_back(r.get());
+    for (const auto& p : endpoints.published) published_.push_back(p.get());
     if (checkpointer_->segmented()) {
       // Segment starts (checkpointer.h) repeat these steps; keep them in step
       // with SegmentedConsistency::CrossBoundary.
@@ -76,6 +87,28 @@ class RankRunner {
   Status StartSchedule() { return env_.wait.sim != nullptr ? env_.wait.sim->StartSchedule() : Status::Ok(); }
   void LeaveSchedule() {
     if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
+  }
+
+  bool survives_deaths() const { return config().faults().dead_after_seconds() > 0; }
+
+  // The samples compute rank c had left after `merged_clock` protocol clocks.
+  std::int64_t SamplesLeft(model::ComputeIndex c, std::uint64_t merged_clock) const {
+    const SampleSchedule schedule(env_.app, env_.roles.compute_ranks(), c.value,
+                                  config().training().samples_per_clock(), config().seed());
+    const std::int64_t offset = env_.app.HasDataInitialization() ? 1 : 0;
+    const std::int64_t spc = config().training().samples_per_clock();
+    std::int64_t left = 0;
+    for (std::int64_t t = std::max<std::int64_t>(static_cast<std::int64_t>(merged_clock), offset); t < TotalClocks(); ++t) {
+      const std::int64_t k = (t - offset) % schedule.clocks_per_epoch();
+      left += std::clamp<std::int64_t>(schedule.share() - k * spc, 0, spc);
+    }
+    return left;
+  }
+
+  // The survivors go on without the dead ranks (peer_liveness.h).
+  Status ExcludeDead(const std::vector<model::ComputeIndex>& dead) {
+    for (model::ComputeIndex c : dead) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.ExcludeDeadRank(env_.roles.compute_rank(c)));
+    return Status::Ok();
   }
 
   // Protocol clocks of the whole run (clock_loop.h).
@@ -107,12 +140,26 @@ class RankRunner {
     STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MemoryRank> memory, MemoryRank::Make(env_, std::move(endpoints),
                                                                                      geometry));
     memory->PublishInitial();
+    if (survives_deaths()) {
+      memory->EnableDeadRankDetection(std::chrono::duration<double>(config().faults().dead_after_seconds()));
+      memory->set_merged_clock_observer(
+          [this](std::uint64_t clock) { checkpointer_->MaybeKill(static_cast<std::int64_t>(clock)); });
+    }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
     STALELEARN_RETURN_IF_ERROR(StartSchedule());
     STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
     LeaveSchedule();
-    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
+    std::vector<model::ComputeIndex> dead;
+    for (const MemoryRank::DeadRank& d : memory->dead_ranks()) {
+      dead.push_back(d.rank);
+      proto::Lost& lost = *partial.mutable_lost();
+      lost.add_ranks(env_.roles.compute_rank(d.rank).value);
+      lost.set_clocks(std::max<std::int64_t>(lost.clocks(), TotalClocks() - static_cast<std::int64_t>(d.merged_clock)));
+      lost.set_samples(lost.samples() + SamplesLeft(d.rank, d.merged_clock));
+    }
+    STALELEARN_RETURN_IF_ERROR(ExcludeDead(dead));
+    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &result.counters, counting_.counters());
     // Gathering is collective: the regions stay alive until the evaluating
     // ranks have read the final model.
@@ -187,6 +234,20 @@ class RankRunner {
     } else {
       STALELEARN_ASSIGN_OR_RETURN(mode, mode_.create(context));
     }
+    DeadRankAwareMode* aware = nullptr;
+    std::optional<HeartbeatSender> heartbeat;
+    if (survives_deaths()) {
+      // The regions are owned by the mode's links from here on; their addresses stay.
+      std::vector<const transport::RemoteRegion*> rings, published;
+      for (const auto& r : rings_of_me_) rings.push_back(r);
+      for (const auto& p : published_) published.push_back(p);
+      auto wrapped = std::make_unique<DeadRankAwareMode>(
+          env_, std::move(mode), published, context.geometry->published[0],
+          [this](std::int64_t clock) { checkpointer_->MaybeKill(clock); });
+      aware = wrapped.get();
+      mode = std::move(wrapped);
+      heartbeat.emplace(env_.transport, rings, context.geometry->ring);
+    }
     ClockLoop loop(env_, info, *mode);
     if (segmented != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareSegments(*segmented, loop, context.me));
     // The whole model is evaluated on compute rank 0; parts on every compute rank.
@@ -198,7 +259,9 @@ class RankRunner {
       loop.set_evaluator(&*evaluator);
     }
     STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, loop.Run());
+    heartbeat.reset();  // released: the memory ranks watch this rank no more
     LeaveSchedule();  // after the final read and release: they are part of the timeline
+    if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
     if (evaluator) {
@@ -244,6 +307,9 @@ class RankRunner {
   const ModeDefinition& mode_;
   metrics::CountingTransport& counting_;
   std::unique_ptr<Checkpointer> checkpointer_;
+  // This compute rank's rings and the published regions (owned by the mode).
+  std::vector<const transport::RemoteRegion*> rings_of_me_;
+  std::vector<const transport::RemoteRegion*> published_;
 };
 
 }  // namespace
