@@ -217,6 +217,15 @@ Result<TokenCorpus> ReadTokenCorpus(const std::filesystem::path& file) {
                                          vocabulary_file.string(), corpus.vocabulary.size()));
     }
   } else {
+    // The vocabulary is sized by the largest id: a stray huge id would
+    // allocate gigabytes here (and a count table as large later); found by
+    // the corpus fuzzer. Real vocabularies have far fewer words than 4 per token.
+    const std::uint64_t bound = 4 * corpus.tokens() + 65536;
+    if (any && largest >= bound) {
+      return InvalidArgument(fmt::format("{}: word id {} without a vocabulary file ({} missing) is implausible for {} "
+                                         "tokens (at most {})",
+                                         file.string(), largest, vocabulary_file.string(), corpus.tokens(), bound - 1));
+    }
     corpus.vocabulary.resize(any ? largest + 1 : 1);
   }
   return corpus;
