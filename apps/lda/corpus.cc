@@ -212,6 +212,8 @@ Result<TokenCorpus> ReadTokenCorpus(const std::filesystem::path& file) {
     STALELEARN_ASSIGN_OR_RETURN(std::string words, data::ReadWholeFile(vocabulary_file));
     data::LineCursor word_cursor(words);
     while (word_cursor.Next(line)) corpus.vocabulary.emplace_back(line);
+    // The model needs at least one word row (found by the corpus fuzzer).
+    if (corpus.vocabulary.empty()) return InvalidArgument(fmt::format("{}: holds no words", vocabulary_file.string()));
     if (any && largest >= corpus.vocabulary.size()) {
       return InvalidArgument(fmt::format("{}: word id {} but {} has only {} words", file.string(), largest,
                                          vocabulary_file.string(), corpus.vocabulary.size()));
