@@ -25,17 +25,29 @@
 #                         UCX_NET_DEVICES=eth0 (namespaces share /dev/shm, so
 #                         without it UCX silently uses shared memory)
 #   --timeout S           mpirun --timeout (the job is killed after S seconds)
+#   --restart N           when the job dies (a rank killed or crashed: plain
+#                         mpirun then ends the whole job), relaunch it up to N
+#                         times, each from the newest complete checkpoint
+#                         (`train --resume DIR`; from the start if none is
+#                         complete yet). Needs training.checkpoint.dir (in the
+#                         config or as --set). The rank mpirun names as dead
+#                         is appended to DIR/LOST_RANKS, which the resumed
+#                         run reports (`lost { ranks clocks samples }`).
+#   --survive S           a compute rank's death does not end the job: mpirun
+#                         --continuous --mca async_mpi_finalize 1, and
+#                         faults.dead_after_seconds=S (the memory ranks drop
+#                         a rank whose heartbeat stood still S seconds)
 #   --bin PATH            the stalelearn program (default build/bin/stalelearn)
 #   --mpirun-arg ARG      one more mpirun argument (repeatable)
 #   --dry-run             print the mpirun command instead of running it
-# Exit code: mpirun's; 2 for bad arguments.
+# Exit code: mpirun's (the last attempt's with --restart); 2 for bad arguments.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 
 hostfile="" np="" memory_hosts="" memory_ranks="" net="" ucx_tls="" ucx_devices="" agent=""
-timeout="" bin="${STALELEARN_BIN:-$ROOT/${STALELEARN_BUILD_DIR:-build}/bin/stalelearn}" dry_run=0
+timeout="" restarts=0 survive="" bin="${STALELEARN_BIN:-$ROOT/${STALELEARN_BUILD_DIR:-build}/bin/stalelearn}" dry_run=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -54,6 +66,8 @@ while [ $# -gt 0 ]; do
       ucx_tls=tcp,self ucx_devices=eth0
       shift ;;
     --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
+    --restart) restarts=${2:?--restart needs a number}; shift 2 ;;
+    --survive) survive=${2:?--survive needs seconds}; shift 2 ;;
     --bin) bin=${2:?--bin needs a path}; shift 2 ;;
     --mpirun-arg) extra+=("${2?--mpirun-arg needs a value}"); shift 2 ;;
     --dry-run) dry_run=1; shift ;;
@@ -68,6 +82,8 @@ train_args=("$@")
 [[ "$np" =~ ^[1-9][0-9]*$ ]] || die "-np must be a positive number, got '${np}'"
 [ -x "$bin" ] || die "no stalelearn program at '$bin' (./deploy/build.sh, or --bin)"
 [ -z "$timeout" ] || [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be seconds, got '$timeout'"
+[[ "$restarts" =~ ^[0-9]+$ ]] || die "--restart must be a number, got '$restarts'"
+[ -z "$survive" ] || [[ "$survive" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--survive must be seconds, got '$survive'"
 
 # Hostfile entries: "name slots=K" (slots default 1), comments and blanks skipped.
 mapfile -t host_lines < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$hostfile")
@@ -112,6 +128,11 @@ fi
 [ -z "$agent" ] || mpirun_args+=(--mca plm_rsh_agent "$agent")
 [ -z "$net" ] || mpirun_args+=(--mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net")
 [ -z "$timeout" ] || mpirun_args+=(--timeout "$timeout")
+if [ -n "$survive" ]; then
+  # Without async_mpi_finalize, MPI_Finalize hung after a death in about one run in four.
+  mpirun_args+=(--continuous --mca async_mpi_finalize 1)
+  train_args+=(--set "faults.dead_after_seconds=$survive")
+fi
 # -x exports to every rank (over ssh the environment does not travel otherwise).
 export UCX_WARN_UNUSED_ENV_VARS=${UCX_WARN_UNUSED_ENV_VARS:-n}
 mpirun_args+=(-x UCX_WARN_UNUSED_ENV_VARS)
@@ -125,6 +146,50 @@ if [ "$dry_run" -eq 1 ]; then
   exit 0
 fi
 set +e
-mpirun "${mpirun_args[@]}" "$bin" train "${train_args[@]}" </dev/null
-rc=$?
-exit $rc
+if [ "$restarts" -eq 0 ]; then
+  mpirun "${mpirun_args[@]}" "$bin" train "${train_args[@]}" </dev/null
+  exit $?
+fi
+
+# --restart: the checkpoint directory, from a --set or the config file.
+checkpoint_dir="" config=""
+for ((i = 0; i < ${#train_args[@]}; i++)); do
+  case "${train_args[$i]}" in
+    training.checkpoint.dir=*) checkpoint_dir=${train_args[$i]#training.checkpoint.dir=} ;;
+    --config) config=${train_args[$((i + 1))]:-} ;;
+  esac
+done
+if [ -z "$checkpoint_dir" ] && [ -r "$config" ]; then
+  checkpoint_dir=$(tr '\n' ' ' <"$config" | grep -o 'checkpoint *{[^}]*}' | grep -o 'dir: *"[^"]*"' | head -n 1 |
+                   sed 's/dir: *"\(.*\)"/\1/' || true)
+fi
+[ -n "$checkpoint_dir" ] || die "--restart needs training.checkpoint.dir (in the config or --set training.checkpoint.dir=DIR)"
+mkdir -p "$checkpoint_dir"
+rm -f "$checkpoint_dir/LOST_RANKS"
+log=$(mktemp /tmp/stalelearn-run.XXXXXX)
+trap 'cleanup; rm -f "$log"' EXIT
+args=("${train_args[@]}")
+for ((attempt = 0; ; attempt++)); do
+  : >"$log"
+  mpirun "${mpirun_args[@]}" "$bin" train "${args[@]}" </dev/null 2> >(tee -a "$log" >&2)
+  rc=$?
+  wait  # for tee
+  # 2: bad arguments or config; restarting cannot help.
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || [ "$attempt" -ge "$restarts" ]; then exit $rc; fi
+  # "mpirun noticed that process rank 1 with PID ... exited on signal 9 (Killed)."
+  dead=$(grep -o 'process rank [0-9]*' "$log" | head -n 1 | grep -o '[0-9]*$' || true)
+  [ -z "$dead" ] || echo "$dead" >>"$checkpoint_dir/LOST_RANKS"
+  # Relaunch from the newest checkpoint with a manifest (train --resume
+  # verifies it and passes over damaged ones), else from the start.
+  args=()
+  for ((i = 0; i < ${#train_args[@]}; i++)); do
+    if [ "${train_args[$i]}" = "--resume" ]; then i=$((i + 1)); continue; fi
+    args+=("${train_args[$i]}")
+  done
+  from="the start (no complete checkpoint yet)"
+  if compgen -G "$checkpoint_dir/clock-*/MANIFEST" >/dev/null; then
+    args+=(--resume "$checkpoint_dir")
+    from="the newest checkpoint in $checkpoint_dir"
+  fi
+  echo "run.sh: the job ended with exit code $rc${dead:+ (rank $dead died)}; restart $((attempt + 1)) of $restarts from $from" >&2
+done

@@ -1,4 +1,7 @@
-// `stalelearn train --config FILE [--set k=v]... [--report FILE] [--ranks C:M]`
+// `stalelearn train --config FILE [--set k=v]... [--report FILE] [--ranks C:M] [--resume DIR]`
+//
+// --resume DIR continues from the newest complete checkpoint under DIR
+// (training.checkpoint.resume_dir; framework/runtime/checkpointer.h).
 //
 // Under mpirun (or srun) every process is one rank: MPI bootstrap, default
 // backend "ucx". With --ranks C:M the same code runs C compute and M memory
@@ -9,6 +12,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -20,6 +24,7 @@
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/metrics/report_writer.h"
+#include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/registries.h"
 #include "framework/runtime/train.h"
 #include "framework/transport/inprocess_bootstrap.h"
@@ -33,6 +38,7 @@ struct TrainOptions {
   std::vector<std::string> overrides;
   std::string report_path;
   std::string ranks;  // "C:M"
+  std::string resume_dir;
   bool quiet = false;
 };
 
@@ -95,6 +101,16 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
     emulated = ValueOrThrow(ParseRanks(options.ranks));
     overrides.push_back(fmt::format("cluster.memory_ranks={}", std::max(emulated->memory, 1)));
   }
+  if (!options.resume_dir.empty()) {
+    // Checked here, before any rank starts: a bad DIR is one line and exit 2.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(options.resume_dir, ec)) {
+      throw Error(InvalidArgument(fmt::format("--resume {}: no such directory", options.resume_dir)));
+    }
+    Result<runtime::LoadedCheckpoint> newest = runtime::FindNewestCheckpoint(options.resume_dir);
+    if (!newest.ok()) throw Error(InvalidArgument(fmt::format("--resume: {}", newest.status().message())));
+    overrides.push_back("training.checkpoint.resume_dir=" + options.resume_dir);
+  }
   proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides, registries.apps.schema()));
   const runtime::ModeDefinition& mode = *ValueOrThrow(registries.modes.Find(config.consistency().mode()));
   if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
@@ -153,6 +169,8 @@ void AddTrainCommand(CLI::App& app, const runtime::Registries& registries) {
   train->add_option("--report", options->report_path, "Write the JSON report here (default: output.report)");
   train->add_option("--ranks", options->ranks,
                     "Single-process emulation: C compute and M memory ranks as threads (default backend local)");
+  train->add_option("--resume", options->resume_dir,
+                    "Continue from the newest complete checkpoint under DIR (training.checkpoint)");
   train->add_flag("--quiet", options->quiet, "No progress on stderr");
   train->callback([options, &registries] { RunTrain(*options, registries); });
 }

@@ -212,11 +212,22 @@ Result<TokenCorpus> ReadTokenCorpus(const std::filesystem::path& file) {
     STALELEARN_ASSIGN_OR_RETURN(std::string words, data::ReadWholeFile(vocabulary_file));
     data::LineCursor word_cursor(words);
     while (word_cursor.Next(line)) corpus.vocabulary.emplace_back(line);
+    // The model needs at least one word row (found by the corpus fuzzer).
+    if (corpus.vocabulary.empty()) return InvalidArgument(fmt::format("{}: holds no words", vocabulary_file.string()));
     if (any && largest >= corpus.vocabulary.size()) {
       return InvalidArgument(fmt::format("{}: word id {} but {} has only {} words", file.string(), largest,
                                          vocabulary_file.string(), corpus.vocabulary.size()));
     }
   } else {
+    // The vocabulary is sized by the largest id: a stray huge id would
+    // allocate gigabytes here (and a count table as large later); found by
+    // the corpus fuzzer. Real vocabularies have far fewer words than 4 per token.
+    const std::uint64_t bound = 4 * corpus.tokens() + 65536;
+    if (any && largest >= bound) {
+      return InvalidArgument(fmt::format("{}: word id {} without a vocabulary file ({} missing) is implausible for {} "
+                                         "tokens (at most {})",
+                                         file.string(), largest, vocabulary_file.string(), corpus.tokens(), bound - 1));
+    }
     corpus.vocabulary.resize(any ? largest + 1 : 1);
   }
   return corpus;

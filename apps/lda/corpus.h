@@ -63,7 +63,8 @@ TokenCorpus BuildTokenCorpus(std::span<const RawDocument> documents, std::uint32
 std::string FormatTokenCorpus(const TokenCorpus& corpus);
 std::filesystem::path VocabularyPathFor(const std::filesystem::path& corpus_file);
 // Reads a token corpus file and its vocabulary (if present; otherwise the
-// vocabulary is sized by the largest id and left with empty words).
+// vocabulary is sized by the largest id, which must be below 4 x tokens +
+// 65,536, and left with empty words).
 // InvalidArgument "file:line: reason" for a malformed line.
 Result<TokenCorpus> ReadTokenCorpus(const std::filesystem::path& file);
 

@@ -81,6 +81,10 @@ class LdaApp final : public runtime::App {
   runtime::SampleRange GroupSamples(std::int64_t group) const override;
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo& info,
                                                         std::span<const std::int64_t> samples) const override;
+  // Checkpoints: the topic assignments, document-topic counts and batch
+  // number (lda_checkpoint.cc).
+  Result<std::vector<std::byte>> SaveLocalState(const runtime::LocalState* state) const override;
+  Status RestoreLocalState(std::span<const std::byte> bytes, runtime::LocalState* state) const override;
   bool HasDataInitialization() const override { return true; }
   void InitializeFromData(runtime::ModelView& model, runtime::KernelContext& ctx) const override;
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;

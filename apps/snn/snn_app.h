@@ -67,6 +67,11 @@ class SnnApp final : public runtime::App {
   void InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const override;
   std::int64_t TrainingSamples() const override { return train_.images.count; }
   void RowsOf(std::int64_t, std::vector<runtime::RowRef>&) const override {}  // dense tables only
+  // The local state is scratch space rewritten by every batch: a checkpoint holds nothing of it.
+  Result<std::vector<std::byte>> SaveLocalState(const runtime::LocalState*) const override {
+    return std::vector<std::byte>{};
+  }
+  Status RestoreLocalState(std::span<const std::byte>, runtime::LocalState*) const override { return Status::Ok(); }
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo& info,
                                                         std::span<const std::int64_t> samples) const override;
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,

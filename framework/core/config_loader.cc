@@ -222,6 +222,9 @@ Status ResolveDefaults(proto::Config& c) {
   if (cl->ring_slots() == 0) cl->set_ring_slots(8);
   if (cl->slot_bytes() == 0) cl->set_slot_bytes(4 << 20);
   if (c.wait().warn_after_seconds() == 0) c.mutable_wait()->set_warn_after_seconds(30);
+  auto* cp = t->mutable_checkpoint();
+  if (cp->keep() == 0) cp->set_keep(2);
+  if (cp->dir().empty() && cp->every_clocks() > 0) cp->set_dir(cp->resume_dir());
   return Validate(c);
 }
 
@@ -261,6 +264,28 @@ Status Validate(const proto::Config& c) {
                                        c.wait().warn_after_seconds()));
   }
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.cluster().memory_ranks(), "cluster.memory_ranks"));
+  const auto& checkpoint = c.training().checkpoint();
+  if (checkpoint.every_clocks() < 0) {
+    return InvalidArgument(
+        fmt::format("training.checkpoint.every_clocks must be >= 0 (0: none), got {}", checkpoint.every_clocks()));
+  }
+  if (checkpoint.every_clocks() > 0 && checkpoint.dir().empty()) {
+    return InvalidArgument("training.checkpoint.every_clocks needs training.checkpoint.dir");
+  }
+  if (checkpoint.keep() < 1) {
+    return InvalidArgument(fmt::format("training.checkpoint.keep must be >= 1, got {}", checkpoint.keep()));
+  }
+  const double dead_after = c.faults().dead_after_seconds();
+  if (!(dead_after >= 0 && std::isfinite(dead_after))) {
+    return InvalidArgument(fmt::format("faults.dead_after_seconds must be >= 0 (0: off), got {}", dead_after));
+  }
+  if (dead_after > 0 && checkpoint.every_clocks() > 0) {
+    return InvalidArgument("faults.dead_after_seconds and training.checkpoint.every_clocks cannot be combined yet");
+  }
+  if (c.debug().kill_at_clock() < 0 || c.debug().kill_rank() < 0) {
+    return InvalidArgument(fmt::format("debug.kill_rank and debug.kill_at_clock must be >= 0, got {} and {}",
+                                       c.debug().kill_rank(), c.debug().kill_at_clock()));
+  }
   // Upper bounds: a ring is registered memory on every memory rank, once per
   // compute rank; a typo (an extra digit or two) must be a config error, not
   // a failed multi-terabyte allocation on every rank.

@@ -35,6 +35,7 @@ enum class PlantedDefect : int {
   kSnapshotHalfWritten,     // a snapshot is installed with only half of its data written (I3)
   kKernelSkipsFactors,      // an app kernel updates its biases but not its latent factors
   kKernelTakesBackWrongCount,  // a counting kernel removes a count from a slot it never added to
+  kResumeDropsShardRows,    // a resumed memory rank publishes its shard without the checkpoint's rows (I8)
 };
 
 namespace planted_defect_internal {

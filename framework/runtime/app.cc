@@ -1,5 +1,7 @@
 #include "framework/runtime/app.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,18 @@ std::unique_ptr<LocalState> App::CreateLocalState(const RankInfo&, std::span<con
 }
 
 void App::InitializeFromData(ModelView&, KernelContext&) const {}
+
+Result<std::vector<std::byte>> App::SaveLocalState(const LocalState* state) const {
+  if (state == nullptr) return std::vector<std::byte>{};
+  return Unimplemented(fmt::format("app '{}' keeps local state but cannot save it (App::SaveLocalState): "
+                                   "training.checkpoint is not available for it",
+                                   name()));
+}
+
+Status App::RestoreLocalState(std::span<const std::byte> bytes, LocalState* state) const {
+  if (state == nullptr && bytes.empty()) return Status::Ok();
+  return Unimplemented(fmt::format("app '{}' cannot restore its local state (App::RestoreLocalState)", name()));
+}
 
 void App::Update(std::int64_t, ModelView&, KernelContext&) const {
   // A programming error in the app, not bad input: say which and stop.

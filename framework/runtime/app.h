@@ -64,6 +64,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/core/status.h"
 #include "framework/metrics/work_counters.h"
 #include "framework/model/model_view.h"
 #include "framework/model/rank_index.h"
@@ -156,6 +157,14 @@ class App {
   // exactly these). Default: none.
   virtual std::unique_ptr<LocalState> CreateLocalState(const RankInfo& info,
                                                        std::span<const std::int64_t> samples) const;
+  // Checkpoints (training.checkpoint): the local state as bytes after a
+  // clock, and back into a state CreateLocalState made for the same rank and
+  // samples (a resumed run). Default: no local state saves nothing; an app
+  // whose CreateLocalState returns a state must override both, or a
+  // checkpointed run stops with kUnimplemented. Restore: kDataLoss for bytes
+  // that do not fit.
+  virtual Result<std::vector<std::byte>> SaveLocalState(const LocalState* state) const;
+  virtual Status RestoreLocalState(std::span<const std::byte> bytes, LocalState* state) const;
   // Data-dependent initialisation: runs once per compute rank before clock 0
   // (ctx.clock == -1). What it writes through `model` is a delta summed over
   // all compute ranks into the master before any rank starts clock 0 (e.g.

@@ -36,7 +36,7 @@ void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& 
 }
 
 Result<TrainerResult> ClockLoop::Run() {
-  if (clock_offset_ > 0) STALELEARN_RETURN_IF_ERROR(Initialize());
+  if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
   TrainerResult result;
   const int epochs = env_.config.training().epochs();
   const int eval_every = env_.config.training().eval_every_epochs();
@@ -49,6 +49,7 @@ Result<TrainerResult> ClockLoop::Run() {
       ClockRecord record;
       record.rank = info_.rank;
       record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
+      if (record.clock < first_clock_) continue;  // resumed: in the checkpoint
       const std::span<const std::int64_t> samples = schedule_.ClockSamples(order, k);
       STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
       if (env_.hooks.after_refresh && mode_.replica() != nullptr) {
@@ -72,7 +73,8 @@ Result<TrainerResult> ClockLoop::Run() {
       result.Add(record);
     }
     const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
-    if (evaluator_ != nullptr && !last && (epoch + 1) % eval_every == 0) {
+    const bool before_resume = clock_offset_ + (epoch + 1) * clocks_per_epoch < first_clock_;
+    if (evaluator_ != nullptr && !last && !before_resume && (epoch + 1) % eval_every == 0) {
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
     }

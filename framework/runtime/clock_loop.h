@@ -32,6 +32,11 @@ class ClockLoop {
 
   // Creates the rank's local state; call before Run (the evaluator may need it).
   const LocalState* local_state() const { return state_.get(); }
+  LocalState* mutable_local_state() { return state_.get(); }
+  // Resuming from a checkpoint of protocol clock `clock` (checkpointer.h):
+  // the initialisation and the clocks before it are skipped, evaluations
+  // from its epoch's end on happen as in the uninterrupted run.
+  void set_first_clock(std::int64_t clock) { first_clock_ = clock; }
   void set_evaluator(EpochEvaluator* evaluator) { evaluator_ = evaluator; }
 
   // Trains every epoch, then finishes: after Run, `final_model()` holds the
@@ -55,6 +60,7 @@ class ClockLoop {
   std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
   TableSet final_model_;
   TableSet hook_model_;  // RuntimeHooks::after_refresh only
+  std::int64_t first_clock_ = 0;  // > 0 when resumed
 };
 
 }  // namespace stalelearn::runtime

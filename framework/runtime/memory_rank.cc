@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 
+#include "framework/core/planted_defect.h"
+#include "framework/runtime/peer_liveness.h"
 #include "framework/sync/backoff.h"
 #include "framework/sync/wait_until.h"
 
@@ -20,10 +24,22 @@ std::vector<transport::MemoryRegion*> RawRings(const MemoryEndpoints& e) {
 }  // namespace
 
 Result<std::unique_ptr<MemoryRank>> MemoryRank::Make(const RankEnv& env, MemoryEndpoints endpoints,
-                                                     const DataPlaneGeometry& geometry) {
+                                                     const DataPlaneGeometry& geometry,
+                                                     const proto::MemoryShardState* restored) {
   const model::MemoryIndex me = env.roles.memory_index(env.transport.rank());
   STALELEARN_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<sync::MergePolicy>> policies,
                               sync::CreateMergePolicies(env.merge, env.layout, me));
+  if (restored != nullptr) {
+    if (restored->policy_state_size() != static_cast<int>(policies.size())) {
+      return DataLoss(fmt::format("checkpoint of memory rank {}: state of {} tables, the model has {}", me.value,
+                                  restored->policy_state_size(), policies.size()));
+    }
+    for (std::size_t t = 0; t < policies.size(); ++t) {
+      const std::string& bytes = restored->policy_state(static_cast<int>(t));
+      Status status = policies[t]->RestoreState(std::as_bytes(std::span(bytes.data(), bytes.size())));
+      if (!status.ok()) return status.WithContext(fmt::format("checkpoint of memory rank {}", me.value));
+    }
+  }
   return std::unique_ptr<MemoryRank>(new MemoryRank(env, std::move(endpoints), geometry, std::move(policies)));
 }
 
@@ -55,7 +71,11 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
 }
 
 void MemoryRank::Publish() {
-  const std::int64_t now_ps = env_.wait.sim != nullptr ? env_.wait.sim->Now().time_since_epoch().count() : 0;
+  // The first generation of a data plane is stamped 0: it exists before the
+  // schedule starts (and a segment's start must not depend on when it ended).
+  const std::int64_t now_ps = env_.wait.sim != nullptr && publisher_.generation() > 0
+                                  ? env_.wait.sim->Now().time_since_epoch().count()
+                                  : 0;
   publisher_.Publish(merger_.master(), *poller_, changed_, now_ps);
   changed_.Clear();
 }
@@ -70,6 +90,78 @@ void MemoryRank::PublishInitial() {
   InitializeShard(env_.app, env_.layout, me_, merger_.mutable_master());
   changed_.MarkAll();
   Publish();
+}
+
+Status MemoryRank::PublishRestored(const proto::MemoryShardState& state) {
+  model::TableSet& master = merger_.mutable_master();
+  if (state.tables_size() != static_cast<int>(master.size()) ||
+      state.merged_clock_size() != poller_->compute_ranks()) {
+    return DataLoss(fmt::format("checkpoint of memory rank {}: {} tables and {} compute ranks, this run has {} and {}",
+                                me_.value, state.tables_size(), state.merged_clock_size(), master.size(),
+                                poller_->compute_ranks()));
+  }
+  for (std::size_t t = 0; t < master.size(); ++t) {
+    const std::string& bytes = state.tables(static_cast<int>(t));
+    std::span<std::byte> rows = master[t].bytes();
+    if (bytes.size() != rows.size()) {
+      return DataLoss(fmt::format("checkpoint of memory rank {}: table {} has {} bytes, the shard {}", me_.value, t,
+                                  bytes.size(), rows.size()));
+    }
+    if (DefectPlanted(PlantedDefect::kResumeDropsShardRows)) continue;
+    std::memcpy(rows.data(), bytes.data(), bytes.size());
+  }
+  for (int c = 0; c < poller_->compute_ranks(); ++c) {
+    poller_->RestoreMergedClock(model::ComputeIndex{c}, state.merged_clock(c));
+  }
+  changed_.MarkAll();
+  Publish();
+  return Status::Ok();
+}
+
+proto::MemoryShardState MemoryRank::SaveState(std::uint64_t clock) const {
+  proto::MemoryShardState state;
+  state.set_clock(clock);
+  const model::TableSet& master = merger_.master();
+  for (std::size_t t = 0; t < master.size(); ++t) {
+    const std::span<const std::byte> rows = master[t].bytes();
+    state.add_tables(reinterpret_cast<const char*>(rows.data()), rows.size());
+    const std::vector<std::byte> policy = merger_.policy(model::TableId{static_cast<std::uint32_t>(t)}).SaveState();
+    state.add_policy_state(reinterpret_cast<const char*>(policy.data()), policy.size());
+  }
+  for (int c = 0; c < poller_->compute_ranks(); ++c) {
+    state.add_merged_clock(poller_->merged_clock(model::ComputeIndex{c}));
+    state.add_consumed_batches(poller_->consumed(model::ComputeIndex{c}));
+  }
+  return state;
+}
+
+MemoryRank::~MemoryRank() = default;
+
+void MemoryRank::EnableDeadRankDetection(std::chrono::duration<double> dead_after) {
+  detector_ = std::make_unique<DeadRankDetector>(RawRings(endpoints_), poller_->ring_geometry(), dead_after);
+}
+
+bool MemoryRank::DropDeadRanks() {
+  if (!detector_) return false;
+  std::vector<bool> watched(static_cast<std::size_t>(poller_->compute_ranks()));
+  for (int c = 0; c < poller_->compute_ranks(); ++c) {
+    // A released rank needs nothing more: its heartbeat may stop.
+    const std::byte* ring = endpoints_.rings[static_cast<std::size_t>(c)]->data();
+    const bool released = transport::LoadAcquire64(ring + poller_->ring_geometry().released_word_offset()) != 0;
+    watched[static_cast<std::size_t>(c)] = !poller_->dead(model::ComputeIndex{c}) && !released;
+  }
+  const std::vector<model::ComputeIndex> dead = detector_->Check(watched);
+  for (model::ComputeIndex c : dead) {
+    const std::uint64_t merged = poller_->merged_clock_when_alive(c);
+    std::fprintf(stderr,
+                 "[stalelearn] memory rank %d: compute rank %d (rank %d) sent no heartbeat for %.1f s: dropped after "
+                 "its clock %llu; its unmerged batches are discarded, its remaining samples skipped\n",
+                 me_.value, c.value, env_.roles.compute_rank(c).value,
+                 env_.config.faults().dead_after_seconds(), static_cast<unsigned long long>(merged));
+    poller_->MarkDead(c);
+    dead_ranks_.push_back({c, merged});
+  }
+  return !dead.empty();
 }
 
 Result<MemoryRankResult> MemoryRank::Run() {
@@ -91,12 +183,15 @@ Result<MemoryRankResult> MemoryRank::Run() {
         Publish();
         published_min_clock = min_clock;
         unpublished = false;
+        if (merged_clock_observer_) merged_clock_observer_(min_clock);
       }
       backoff.Reset();
       last_work = std::chrono::steady_clock::now();
       continue;
     }
     STALELEARN_RETURN_IF_ERROR(poller_->failure());
+    // Nobody may wait for a dead rank's clocks: publish its drop at once.
+    if (DropDeadRanks()) unpublished = true;
     if (unpublished) {
       Publish();
       published_min_clock = MinMergedClock();

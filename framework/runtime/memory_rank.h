@@ -13,8 +13,10 @@
 // point at it).
 #pragma once
 
+#include <functional>
 #include <memory>
 
+#include "framework/proto/checkpoint.pb.h"
 #include "framework/runtime/data_plane.h"
 #include "framework/runtime/rank_env.h"
 #include "framework/sync/ring_poller.h"
@@ -22,6 +24,8 @@
 #include "framework/sync/snapshot.h"
 
 namespace stalelearn::runtime {
+
+class DeadRankDetector;  // peer_liveness.h
 
 struct MemoryRankResult {
   sync::MergeCounters counters;
@@ -31,13 +35,36 @@ struct MemoryRankResult {
 class MemoryRank {
  public:
   // kInvalidArgument if the config's merge policies do not fit the tables.
+  // `restored`: a checkpoint's state of this shard (its policies' state is
+  // restored here; PublishRestored does the rest), or null.
   static Result<std::unique_ptr<MemoryRank>> Make(const RankEnv& env, MemoryEndpoints endpoints,
-                                                  const DataPlaneGeometry& geometry);
+                                                  const DataPlaneGeometry& geometry,
+                                                  const proto::MemoryShardState* restored = nullptr);
+  ~MemoryRank();
   MemoryRank(const MemoryRank&) = delete;
   MemoryRank& operator=(const MemoryRank&) = delete;
 
   // Initializes the master from the app and publishes it as generation 1.
   void PublishInitial();
+  // Resuming (checkpointer.h): the master rows and every compute rank's merged
+  // clock from `state` (the one given to Make), published as generation 1.
+  // kDataLoss if the state does not fit this shard.
+  Status PublishRestored(const proto::MemoryShardState& state);
+  // After Run returned at a segment boundary (every batch merged, no merge
+  // window open): the shard's state for a checkpoint of `clock`.
+  proto::MemoryShardState SaveState(std::uint64_t clock) const;
+  // Called with the slowest compute rank's merged clock whenever it advances.
+  void set_merged_clock_observer(std::function<void(std::uint64_t)> observer) {
+    merged_clock_observer_ = std::move(observer);
+  }
+  // faults.dead_after_seconds: Run drops a compute rank whose heartbeat stood
+  // still that long (peer_liveness.h). Before Run.
+  void EnableDeadRankDetection(std::chrono::duration<double> dead_after);
+  struct DeadRank {
+    model::ComputeIndex rank;
+    std::uint64_t merged_clock;  // its clocks merged here before it was dropped
+  };
+  const std::vector<DeadRank>& dead_ranks() const { return dead_ranks_; }
   Result<MemoryRankResult> Run();
 
  private:
@@ -55,6 +82,11 @@ class MemoryRank {
   sync::SnapshotPublisher publisher_;
   sync::ChangedRows changed_;  // rows merged since the last publish
   Status charge_status_;  // first error of charging merge work (timing backend)
+  std::function<void(std::uint64_t)> merged_clock_observer_;
+  std::unique_ptr<DeadRankDetector> detector_;
+  std::vector<DeadRank> dead_ranks_;
+  // Drops the compute ranks whose heartbeat stopped; true if it dropped any.
+  bool DropDeadRanks();
 };
 
 }  // namespace stalelearn::runtime

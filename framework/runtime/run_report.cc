@@ -123,6 +123,15 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
       return Internal("a rank sent an unreadable partial report");
     }
     for (const proto::RankReport& r : part.ranks()) *report.add_ranks() = r;
+    if (part.has_lost()) {
+      // Every memory rank reports the ranks it dropped: merge, not add.
+      proto::Lost& lost = *report.mutable_lost();
+      for (int r : part.lost().ranks()) {
+        if (std::find(lost.ranks().begin(), lost.ranks().end(), r) == lost.ranks().end()) lost.add_ranks(r);
+      }
+      lost.set_clocks(std::max(lost.clocks(), part.lost().clocks()));
+      lost.set_samples(std::max(lost.samples(), part.lost().samples()));
+    }
     if (part.has_simulated()) {
       proto::Simulated& simulated = *report.mutable_simulated();
       const bool first = simulated.ranks().empty();

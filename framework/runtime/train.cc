@@ -7,10 +7,13 @@
 
 #include "framework/metrics/counting_transport.h"
 #include "framework/model/hash64.h"
+#include "framework/runtime/checkpointer.h"
 #include "framework/runtime/clock_loop.h"
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/merge_config.h"
+#include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/run_report.h"
+#include "framework/runtime/segmented_mode.h"
 #include "framework/sync/wait_until.h"
 
 namespace stalelearn::runtime {
@@ -27,7 +30,21 @@ class RankRunner {
       : env_(env), mode_(mode), counting_(counting) {}
 
   Result<RankRun> Run() {
+    STALELEARN_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Make(env_, TotalClocks()));
+    if (survives_deaths()) {
+      if (!mode_.uses_memory_ranks || env_.wait.sim != nullptr) {
+        return InvalidArgument(fmt::format("faults.dead_after_seconds needs a mode with memory ranks and a real "
+                                           "backend (consistency.mode={}, backend {})",
+                                           mode_.name, counting_.name()));
+      }
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.PrepareForRankLoss());
+    }
     if (!mode_.uses_memory_ranks) {
+      if (checkpointer_->segmented()) {
+        return InvalidArgument(fmt::format("training.checkpoint needs a consistency mode with memory ranks "
+                                           "(consistency.mode={} has none)",
+                                           mode_.name));
+      }
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
       STALELEARN_RETURN_IF_ERROR(StartSchedule());
       ModeContext context{env_, env_.roles.compute_index(me())};
@@ -43,6 +60,17 @@ class RankRunner {
     const model::ComputeIndex ci = env_.roles.compute_index(me());
     STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints,
                                 ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, ci));
+    for (const auto& r : endpoints.rings) rings_of_me_.push_back(r.get());
+    for (const auto& p : endpoints.published) published_.push_back(p.get());
+    if (checkpointer_->segmented()) {
+      // Segment starts (checkpointer.h) repeat these steps; keep them in step
+      // with SegmentedConsistency::CrossBoundary.
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, /*first=*/true));
+      ModeContext context{env_, ci, &endpoints, &geometry};
+      return RunCompute(context);
+    }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
     STALELEARN_RETURN_IF_ERROR(StartSchedule());
     ModeContext context{env_, ci, &endpoints, &geometry};
@@ -61,6 +89,35 @@ class RankRunner {
     if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
   }
 
+  bool survives_deaths() const { return config().faults().dead_after_seconds() > 0; }
+
+  // The samples compute rank c had left after `merged_clock` protocol clocks.
+  std::int64_t SamplesLeft(model::ComputeIndex c, std::uint64_t merged_clock) const {
+    const SampleSchedule schedule(env_.app, env_.roles.compute_ranks(), c.value,
+                                  config().training().samples_per_clock(), config().seed());
+    const std::int64_t offset = env_.app.HasDataInitialization() ? 1 : 0;
+    const std::int64_t spc = config().training().samples_per_clock();
+    std::int64_t left = 0;
+    for (std::int64_t t = std::max<std::int64_t>(static_cast<std::int64_t>(merged_clock), offset); t < TotalClocks(); ++t) {
+      const std::int64_t k = (t - offset) % schedule.clocks_per_epoch();
+      left += std::clamp<std::int64_t>(schedule.share() - k * spc, 0, spc);
+    }
+    return left;
+  }
+
+  // The survivors go on without the dead ranks (peer_liveness.h).
+  Status ExcludeDead(const std::vector<model::ComputeIndex>& dead) {
+    for (model::ComputeIndex c : dead) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.ExcludeDeadRank(env_.roles.compute_rank(c)));
+    return Status::Ok();
+  }
+
+  // Protocol clocks of the whole run (clock_loop.h).
+  std::int64_t TotalClocks() const {
+    const SampleSchedule schedule(env_.app, std::max(1, env_.roles.compute_ranks()), 0,
+                                  config().training().samples_per_clock(), config().seed());
+    return (env_.app.HasDataInitialization() ? 1 : 0) + config().training().epochs() * schedule.clocks_per_epoch();
+  }
+
   Result<RankRun> Gather(proto::Report partial, std::vector<ClockRecord> records) {
     if (env_.wait.sim != nullptr) *partial.mutable_simulated() = MakeSimulatedPart(me(), *env_.wait.sim);
     STALELEARN_ASSIGN_OR_RETURN(proto::Report report, GatherReport(env_.bootstrap, config(), env_.app, env_.roles,
@@ -69,10 +126,13 @@ class RankRunner {
     if (!config().output().trace().empty()) {  // the same config on every rank: all gather or none
       STALELEARN_ASSIGN_OR_RETURN(trace, GatherTraceCsv(env_.bootstrap, records));
     }
+    if (const LoadedCheckpoint* resumed = checkpointer_->resumed()) report.set_resumed_from_clock(resumed->manifest.clock());
+    if (checkpointer_->lost()) *report.mutable_lost() = *checkpointer_->lost();
     return RankRun{std::move(report), std::move(records), std::move(trace)};
   }
 
   Result<RankRun> RunMemory(const DataPlaneGeometry& geometry) {
+    if (checkpointer_->segmented()) return RunMemorySegments(geometry);
     STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints,
                                 RegisterMemoryEndpoints(env_.transport, env_.bootstrap, env_.roles,
                                                         env_.roles.memory_index(me()), geometry));
@@ -80,23 +140,116 @@ class RankRunner {
     STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MemoryRank> memory, MemoryRank::Make(env_, std::move(endpoints),
                                                                                      geometry));
     memory->PublishInitial();
+    if (survives_deaths()) {
+      memory->EnableDeadRankDetection(std::chrono::duration<double>(config().faults().dead_after_seconds()));
+      memory->set_merged_clock_observer(
+          [this](std::uint64_t clock) { checkpointer_->MaybeKill(static_cast<std::int64_t>(clock)); });
+    }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
     STALELEARN_RETURN_IF_ERROR(StartSchedule());
     STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
     LeaveSchedule();
-    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
+    std::vector<model::ComputeIndex> dead;
+    for (const MemoryRank::DeadRank& d : memory->dead_ranks()) {
+      dead.push_back(d.rank);
+      proto::Lost& lost = *partial.mutable_lost();
+      lost.add_ranks(env_.roles.compute_rank(d.rank).value);
+      lost.set_clocks(std::max<std::int64_t>(lost.clocks(), TotalClocks() - static_cast<std::int64_t>(d.merged_clock)));
+      lost.set_samples(lost.samples() + SamplesLeft(d.rank, d.merged_clock));
+    }
+    STALELEARN_RETURN_IF_ERROR(ExcludeDead(dead));
+    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &result.counters, counting_.counters());
     // Gathering is collective: the regions stay alive until the evaluating
     // ranks have read the final model.
     return Gather(std::move(partial), {});
   }
 
+  // A checkpointed or resumed run (checkpointer.h): one data plane per
+  // segment; the shard's state goes to disk at each boundary and the next
+  // segment starts from those bytes, as a resumed run does.
+  Result<RankRun> RunMemorySegments(const DataPlaneGeometry& geometry) {
+    const model::MemoryIndex mi = env_.roles.memory_index(me());
+    std::optional<proto::MemoryShardState> carried;
+    if (checkpointer_->resumed() != nullptr) {
+      STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes,
+                                  checkpointer_->ReadResumedFile(MemoryShardFileName(mi)));
+      carried.emplace();
+      if (!carried->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return DataLoss(fmt::format("{}: {} does not parse", checkpointer_->resumed()->path.string(),
+                                    MemoryShardFileName(mi)));
+      }
+    }
+    MemoryRankResult total;
+    std::int64_t begin = checkpointer_->first_clock();
+    for (bool first = true;; first = false) {
+      STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints,
+                                  RegisterMemoryEndpoints(env_.transport, env_.bootstrap, env_.roles, mi, geometry));
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
+      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MemoryRank> memory,
+                                  MemoryRank::Make(env_, std::move(endpoints), geometry, carried ? &*carried : nullptr));
+      if (carried) {
+        STALELEARN_RETURN_IF_ERROR(memory->PublishRestored(*carried));
+      } else {
+        memory->PublishInitial();
+      }
+      memory->set_merged_clock_observer(
+          [this](std::uint64_t clock) { checkpointer_->MaybeKill(static_cast<std::int64_t>(clock)); });
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, first));
+      STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
+      total.counters.batches_merged += result.counters.batches_merged;
+      total.counters.bytes_merged += result.counters.bytes_merged;
+      total.counters.rejected_batches += result.counters.rejected_batches;
+      total.snapshots += result.snapshots;
+      const std::int64_t end = checkpointer_->SegmentEnd(begin);
+      if (!checkpointer_->IsBoundary(end)) break;
+      carried = memory->SaveState(static_cast<std::uint64_t>(end));
+      const std::string bytes = carried->SerializeAsString();
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteFile(end, MemoryShardFileName(mi),
+                                                          std::as_bytes(std::span(bytes.data(), bytes.size()))));
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->LeaveScheduleForBoundary(env_.wait.sim));
+      begin = end;
+    }
+    LeaveSchedule();
+    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
+    proto::Report partial;
+    *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &total.counters, counting_.counters());
+    return Gather(std::move(partial), {});
+  }
+
   Result<RankRun> RunCompute(ModeContext& context) {
     const auto start = std::chrono::steady_clock::now();
-    STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyMode> mode, mode_.create(context));
     const RankInfo info{context.me, env_.roles.compute_ranks(), config().seed()};
+    std::unique_ptr<ConsistencyMode> mode;
+    SegmentedConsistency* segmented = nullptr;
+    if (checkpointer_->segmented()) {
+      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<SegmentedConsistency> made,
+                                  SegmentedConsistency::Make(env_, mode_, context.me, std::move(*context.endpoints),
+                                                             *context.geometry, *checkpointer_));
+      segmented = made.get();
+      mode = std::move(made);
+    } else {
+      STALELEARN_ASSIGN_OR_RETURN(mode, mode_.create(context));
+    }
+    DeadRankAwareMode* aware = nullptr;
+    std::optional<HeartbeatSender> heartbeat;
+    if (survives_deaths()) {
+      // The regions are owned by the mode's links from here on; their addresses stay.
+      std::vector<const transport::RemoteRegion*> rings, published;
+      for (const auto& r : rings_of_me_) rings.push_back(r);
+      for (const auto& p : published_) published.push_back(p);
+      auto wrapped = std::make_unique<DeadRankAwareMode>(
+          env_, std::move(mode), published, context.geometry->published[0],
+          [this](std::int64_t clock) { checkpointer_->MaybeKill(clock); });
+      aware = wrapped.get();
+      mode = std::move(wrapped);
+      heartbeat.emplace(env_.transport, rings, context.geometry->ring);
+    }
     ClockLoop loop(env_, info, *mode);
+    if (segmented != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareSegments(*segmented, loop, context.me));
     // The whole model is evaluated on compute rank 0; parts on every compute rank.
     const bool evaluates = env_.app.EvaluatesInParts() || context.me.value == 0;
     std::optional<EpochEvaluator> evaluator;
@@ -106,7 +259,9 @@ class RankRunner {
       loop.set_evaluator(&*evaluator);
     }
     STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, loop.Run());
+    heartbeat.reset();  // released: the memory ranks watch this rank no more
     LeaveSchedule();  // after the final read and release: they are part of the timeline
+    if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
     if (evaluator) {
@@ -126,9 +281,35 @@ class RankRunner {
     return Gather(std::move(partial), std::move(result.records));
   }
 
+  // Resuming: restores the loop's local state and skips to the checkpoint's
+  // clock. The segmented mode saves that state at each boundary.
+  Status PrepareSegments(SegmentedConsistency& segmented, ClockLoop& loop, model::ComputeIndex me) {
+    std::int64_t samples_done = 0;
+    if (checkpointer_->resumed() != nullptr) {
+      const std::string name = ComputeStateFileName(me);
+      STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, checkpointer_->ReadResumedFile(name));
+      proto::ComputeRankState state;
+      if (!state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return DataLoss(fmt::format("{}: {} does not parse", checkpointer_->resumed()->path.string(), name));
+      }
+      const std::string& app_state = state.app_state();
+      Status restored = env_.app.RestoreLocalState(std::as_bytes(std::span(app_state.data(), app_state.size())),
+                                                   loop.mutable_local_state());
+      if (!restored.ok()) return restored.WithContext(checkpointer_->resumed()->path.string() + "/" + name);
+      samples_done = state.samples();
+      loop.set_first_clock(checkpointer_->first_clock());
+    }
+    segmented.set_local_state(loop.local_state(), samples_done);
+    return Status::Ok();
+  }
+
   const RankEnv& env_;
   const ModeDefinition& mode_;
   metrics::CountingTransport& counting_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  // This compute rank's rings and the published regions (owned by the mode).
+  std::vector<const transport::RemoteRegion*> rings_of_me_;
+  std::vector<const transport::RemoteRegion*> published_;
 };
 
 }  // namespace

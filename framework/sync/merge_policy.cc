@@ -117,4 +117,10 @@ Result<std::vector<std::unique_ptr<MergePolicy>>> CreateMergePolicies(const std:
   return policies;
 }
 
+Status MergePolicy::RestoreState(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return Status::Ok();
+  return DataLoss(fmt::format("merge policy '{}' holds no state, but the checkpoint has {} bytes of it", name(),
+                              bytes.size()));
+}
+
 }  // namespace stalelearn::sync

@@ -54,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,6 +121,12 @@ class MergePolicy {
 
   // Bytes of state held beside the master rows (0 for sum).
   virtual std::size_t state_bytes() const { return 0; }
+  // Checkpoints (framework/runtime/checkpointer.h): the state as bytes,
+  // outside a merge window; RestoreState takes what SaveState returned for
+  // the same spec and shape (kDataLoss, nothing changed, if the size does
+  // not fit). Stateless policies save nothing and accept only nothing.
+  virtual std::vector<std::byte> SaveState() const { return {}; }
+  virtual Status RestoreState(std::span<const std::byte> bytes);
 
   // True when Apply is exactly master += delta in the element type's
   // arithmetic and holds nothing: the merger then adds the rows itself in

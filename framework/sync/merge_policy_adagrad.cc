@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "framework/sync/merge_policy.h"
 
 namespace stalelearn::sync {
@@ -42,6 +44,18 @@ class AdagradPolicy final : public MergePolicy {
   }
   metrics::WorkCounters ApplyWork() const override { return work_; }
   std::size_t state_bytes() const override { return accumulator_.size() * sizeof(float); }
+  std::vector<std::byte> SaveState() const override {
+    const auto bytes = std::as_bytes(std::span(accumulator_));
+    return {bytes.begin(), bytes.end()};
+  }
+  Status RestoreState(std::span<const std::byte> bytes) override {
+    if (bytes.size() != accumulator_.size() * sizeof(float)) {
+      return DataLoss(fmt::format("adagrad state: {} bytes, expected {}", bytes.size(),
+                                  accumulator_.size() * sizeof(float)));
+    }
+    std::memcpy(accumulator_.data(), bytes.data(), bytes.size());
+    return Status::Ok();
+  }
 
  private:
   std::int32_t width_;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "framework/sync/merge_policy.h"
 
 namespace stalelearn::sync {
@@ -55,6 +57,23 @@ class AdamPolicy final : public MergePolicy {
   metrics::WorkCounters ApplyWork() const override { return work_; }
   std::size_t state_bytes() const override {
     return moments_.size() * sizeof(float) + steps_.size() * sizeof(std::uint32_t);
+  }
+  // State bytes: the moments, then the step counts.
+  std::vector<std::byte> SaveState() const override {
+    std::vector<std::byte> out;
+    const auto m = std::as_bytes(std::span(moments_));
+    const auto t = std::as_bytes(std::span(steps_));
+    out.insert(out.end(), m.begin(), m.end());
+    out.insert(out.end(), t.begin(), t.end());
+    return out;
+  }
+  Status RestoreState(std::span<const std::byte> bytes) override {
+    const std::size_t m = moments_.size() * sizeof(float);
+    const std::size_t t = steps_.size() * sizeof(std::uint32_t);
+    if (bytes.size() != m + t) return DataLoss(fmt::format("adam state: {} bytes, expected {}", bytes.size(), m + t));
+    std::memcpy(moments_.data(), bytes.data(), m);
+    std::memcpy(steps_.data(), bytes.data() + m, t);
+    return Status::Ok();
   }
 
  private:

@@ -10,7 +10,10 @@
 //                       The memory rank progresses until every ring is
 //                       released: over tcp a flush or get completes only
 //                       while its target progresses.
-//   [16 + 8*i]          commit word of slot i: sequence of the batch in it
+//   [16]                heartbeat word: a counter c raises about ten times a
+//                       second while alive (faults.dead_after_seconds;
+//                       framework/runtime/peer_liveness.h), else 0
+//   [24 + 8*i]          commit word of slot i: sequence of the batch in it
 //   [slots_offset + i*slot_bytes]  slot i: BatchHeader + payload
 // Batch with sequence n (1, 2, ...) goes to slot (n-1) mod R.
 //
@@ -51,8 +54,9 @@ struct RingGeometry {
 
   std::size_t finish_word_offset() const { return 0; }
   std::size_t released_word_offset() const { return 8; }
-  std::size_t commit_word_offset(int slot) const { return 16 + 8 * static_cast<std::size_t>(slot); }
-  std::size_t slots_offset() const { return RoundUp(16 + 8 * static_cast<std::size_t>(slots), kCacheLine); }
+  std::size_t heartbeat_word_offset() const { return 16; }
+  std::size_t commit_word_offset(int slot) const { return 24 + 8 * static_cast<std::size_t>(slot); }
+  std::size_t slots_offset() const { return RoundUp(24 + 8 * static_cast<std::size_t>(slots), kCacheLine); }
   std::size_t slot_offset(int slot) const { return slots_offset() + static_cast<std::size_t>(slot) * slot_bytes; }
   std::size_t region_bytes() const { return slot_offset(slots); }
   int SlotOf(std::uint64_t sequence) const { return static_cast<int>((sequence - 1) % static_cast<std::uint64_t>(slots)); }

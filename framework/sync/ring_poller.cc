@@ -87,6 +87,7 @@ int RingPoller::PollOnce() {
   // again before PollOnce returns (so a snapshot taken next is consistent).
   merger_.BeginWindow();
   for (int c = 0; c < compute_ranks(); ++c) {
+    if (rings_[c].dead) continue;
     // Bounded by the ring size: a busy ring cannot starve the others.
     for (int i = 0; i < ring_geometry_.slots && ConsumeNext(model::ComputeIndex{c}); ++i) ++consumed;
   }
@@ -95,16 +96,23 @@ int RingPoller::PollOnce() {
   return consumed;
 }
 
+bool RingPoller::Finished(model::ComputeIndex c) const {
+  const RingState& ring = rings_[c.value];
+  if (ring.dead) return true;
+  const std::uint64_t finish = transport::LoadAcquire64(ring.region->data() + ring_geometry_.finish_word_offset());
+  return finish != 0 && ring.next_sequence >= finish;
+}
+
 bool RingPoller::AllFinished() const {
-  for (const RingState& ring : rings_) {
-    const std::uint64_t finish = transport::LoadAcquire64(ring.region->data() + ring_geometry_.finish_word_offset());
-    if (finish == 0 || ring.next_sequence < finish) return false;
+  for (int c = 0; c < compute_ranks(); ++c) {
+    if (!Finished(model::ComputeIndex{c})) return false;
   }
   return true;
 }
 
 bool RingPoller::AllReleased() const {
   for (const RingState& ring : rings_) {
+    if (ring.dead) continue;
     if (transport::LoadAcquire64(ring.region->data() + ring_geometry_.released_word_offset()) == 0) return false;
   }
   return true;

@@ -51,9 +51,26 @@ class RingPoller {
   const MergeCounters& counters() const { return counters_; }
   // Batches of compute rank c consumed so far (= its highest included sequence).
   std::uint64_t consumed(model::ComputeIndex c) const { return rings_[c.value].next_sequence - 1; }
-  // Clocks of compute rank c whose last batch has been consumed.
-  std::uint64_t merged_clock(model::ComputeIndex c) const { return rings_[c.value].merged_clock; }
+  // Clocks of compute rank c whose last batch has been consumed; kDeadClock
+  // once c is marked dead (nobody waits for it any more).
+  std::uint64_t merged_clock(model::ComputeIndex c) const {
+    return rings_[c.value].dead ? kDeadClock : rings_[c.value].merged_clock;
+  }
+  static constexpr std::uint64_t kDeadClock = ~std::uint64_t{0};
+  // Compute rank c died (framework/runtime/peer_liveness.h): its ring is no
+  // longer read (its unconsumed batches are discarded), it counts as
+  // finished and released, and its merged clock reads kDeadClock.
+  void MarkDead(model::ComputeIndex c) { rings_[c.value].dead = true; }
+  bool dead(model::ComputeIndex c) const { return rings_[c.value].dead; }
+  // Its clocks merged before it was marked dead.
+  std::uint64_t merged_clock_when_alive(model::ComputeIndex c) const { return rings_[c.value].merged_clock; }
+  // Its finish word is set and all its batches are consumed, or it is dead.
+  bool Finished(model::ComputeIndex c) const;
   int compute_ranks() const { return static_cast<int>(rings_.size()); }
+  const RingGeometry& ring_geometry() const { return ring_geometry_; }
+  // Resuming from a checkpoint (rings empty): compute rank c's clocks before
+  // `clock` are already in the master. Before the first poll.
+  void RestoreMergedClock(model::ComputeIndex c, std::uint64_t clock) { rings_[c.value].merged_clock = clock; }
 
   // Called with the work of every merged batch, and of each window's end where
   // a policy did work there (timing backends charge it).
@@ -77,6 +94,7 @@ class RingPoller {
     transport::MemoryRegion* region;
     std::uint64_t next_sequence = 1;
     std::uint64_t merged_clock = 0;
+    bool dead = false;
   };
   // Consumes the batch in `ring`'s next slot if committed; true if it did.
   bool ConsumeNext(model::ComputeIndex c);

@@ -47,6 +47,19 @@ class Bootstrap {
   virtual Status AllReduceMax(std::span<std::int64_t> values) = 0;
   // Collective.
   virtual Status Barrier() = 0;
+
+  // Surviving a dead rank (faults.dead_after_seconds). PrepareForRankLoss is
+  // collective and runs before anything can die (MPI: one communicator
+  // without each rank, made in advance: OpenMPI 4.1 has no ULFM). After rank
+  // `dead` died, every survivor calls ExcludeDeadRank(dead) before its next
+  // collective; from then on collectives run among the survivors and
+  // AllGather leaves `dead`'s entry empty. One dead rank at most. Defaults:
+  // nothing to prepare; kUnimplemented.
+  virtual Status PrepareForRankLoss() { return Status::Ok(); }
+  virtual Status ExcludeDeadRank(Rank dead) {
+    (void)dead;
+    return Unimplemented("this bootstrap cannot go on without a dead rank");
+  }
 };
 
 }  // namespace stalelearn::transport

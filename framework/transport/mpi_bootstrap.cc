@@ -89,6 +89,12 @@ class MpiBootstrap final : public Bootstrap {
       log::Warning("MPI bootstrap destroyed after MPI_Finalize; communicator not freed");
       return;
     }
+    // After a rank died, freeing (collective in the standard) could wait for
+    // it: the communicators are left to MPI_Finalize.
+    if (dead_ >= 0) return;
+    for (MPI_Comm& without : without_) {
+      if (without != MPI_COMM_NULL) MPI_Comm_free(&without);
+    }
     int code = MPI_Comm_free(&comm_);
     if (code != MPI_SUCCESS) log::Warning("MPI_Comm_free failed: {}", MpiErrorText(code));
   }
@@ -122,6 +128,7 @@ class MpiBootstrap final : public Bootstrap {
     }
     STALELEARN_ASSIGN_OR_RETURN(std::vector<Bytes> all, GatherBytes(mine));
     for (int owner = 0; owner < size_; ++owner) {
+      if (owner == dead_) continue;
       std::span<const std::byte> records(all[owner]);
       std::size_t pos = 0;
       while (pos < records.size()) {
@@ -143,6 +150,7 @@ class MpiBootstrap final : public Bootstrap {
     STALELEARN_ASSIGN_OR_RETURN(std::vector<Bytes> all, GatherBytes(tagged));
     std::vector<Bytes> values(size_);
     for (int owner = 0; owner < size_; ++owner) {
+      if (owner == dead_) continue;
       std::size_t pos = 0;
       STALELEARN_ASSIGN_OR_RETURN(auto their_key, ReadRecord(all[owner], &pos));
       STALELEARN_ASSIGN_OR_RETURN(auto value, ReadRecord(all[owner], &pos));
@@ -167,6 +175,32 @@ class MpiBootstrap final : public Bootstrap {
 
   Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+  Status PrepareForRankLoss() override {
+    if (!without_.empty()) return Status::Ok();
+    without_.resize(static_cast<std::size_t>(size_), MPI_COMM_NULL);
+    for (int r = 0; r < size_; ++r) {
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(
+          MPI_Comm_split(comm_, r == rank_ ? MPI_UNDEFINED : 0, rank_, &without_[static_cast<std::size_t>(r)]),
+          "MPI_Comm_split"));
+    }
+    return Status::Ok();
+  }
+
+  Status ExcludeDeadRank(Rank dead) override {
+    if (dead.value < 0 || dead.value >= size_ || dead.value == rank_ || without_.empty()) {
+      return FailedPrecondition(fmt::format("bootstrap: cannot exclude rank {} (not prepared, or this rank)",
+                                            dead.value));
+    }
+    if (dead_ >= 0) {
+      if (dead_ == dead.value) return Status::Ok();
+      return Unimplemented(fmt::format("bootstrap: rank {} died after rank {}: only one dead rank is survived",
+                                       dead.value, dead_));
+    }
+    dead_ = dead.value;
+    comm_ = without_[static_cast<std::size_t>(dead_)];
+    return Status::Ok();
+  }
+
  private:
   Status AllReduceInPlace(void* data, std::size_t count, MPI_Datatype type, MPI_Op op) {
     STALELEARN_ASSIGN_OR_RETURN(int n, ToMpiCount(count, "MPI_Allreduce"));
@@ -174,14 +208,26 @@ class MpiBootstrap final : public Bootstrap {
   }
 
   // Variable-size allgather: sizes first, then MPI_Allgatherv of the bytes.
+  // With a dead rank excluded the gather runs among the survivors; the
+  // result is still indexed by world rank (the dead one's entry empty).
   Result<std::vector<Bytes>> GatherBytes(std::span<const std::byte> mine) {
+    STALELEARN_ASSIGN_OR_RETURN(std::vector<Bytes> gathered, GatherBytesIn(mine, dead_ >= 0 ? size_ - 1 : size_));
+    if (dead_ < 0) return gathered;
+    std::vector<Bytes> out(static_cast<std::size_t>(size_));
+    for (int r = 0, i = 0; r < size_; ++r) {
+      if (r != dead_) out[static_cast<std::size_t>(r)] = std::move(gathered[static_cast<std::size_t>(i++)]);
+    }
+    return out;
+  }
+
+  Result<std::vector<Bytes>> GatherBytesIn(std::span<const std::byte> mine, int members) {
     STALELEARN_ASSIGN_OR_RETURN(int my_count, ToMpiCount(mine.size(), "bootstrap exchange"));
-    std::vector<int> counts(size_);
+    std::vector<int> counts(members);
     STALELEARN_RETURN_IF_ERROR(
         CheckMpi(MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_), "MPI_Allgather"));
-    std::vector<int> displacements(size_);
+    std::vector<int> displacements(members);
     std::size_t total = 0;
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < members; ++r) {
       STALELEARN_ASSIGN_OR_RETURN(displacements[r], ToMpiCount(total, "bootstrap exchange total"));
       total += static_cast<std::size_t>(counts[r]);
     }
@@ -190,8 +236,8 @@ class MpiBootstrap final : public Bootstrap {
     STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Allgatherv(mine.data(), my_count, MPI_BYTE, all.data(), counts.data(),
                                                        displacements.data(), MPI_BYTE, comm_),
                                         "MPI_Allgatherv"));
-    std::vector<Bytes> out(size_);
-    for (int r = 0; r < size_; ++r) {
+    std::vector<Bytes> out(members);
+    for (int r = 0; r < members; ++r) {
       auto begin = all.begin() + displacements[r];
       out[r].assign(begin, begin + counts[r]);
     }
@@ -201,6 +247,8 @@ class MpiBootstrap final : public Bootstrap {
   MPI_Comm comm_;
   int rank_;
   int size_;
+  std::vector<MPI_Comm> without_;  // [r]: every rank but r (PrepareForRankLoss)
+  int dead_ = -1;                  // the excluded rank, or -1
   std::map<std::string, Bytes> pending_;                   // Put since the last Sync
   std::map<std::pair<int, std::string>, Bytes> published_;  // (owner, key) -> value
 };

@@ -1,9 +1,11 @@
 #include "tests/integration/invariant_checks.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/model/hash64.h"
+#include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/sample_schedule.h"
 #include "tests/integration/train_support.h"
 
@@ -122,6 +125,38 @@ void CheckExactlyOnce(const ModeCase& c) {
   if (c.mode != "ALLREDUCE") {
     EXPECT_GT(merged, 0);
   }
+}
+
+void CheckResumeIsExact(const ModeCase& c) {
+  namespace fs = std::filesystem;
+  const CountingApp app(/*samples=*/600);
+  const fs::path dir = fs::path(::testing::TempDir()) / ("stalelearn_resume_" + std::string(c.label) + "." +
+                                                         std::to_string(::getpid()));
+  fs::remove_all(dir);
+  proto::Config config = TestConfig(c.mode, c.staleness, c.memory, kEpochs, /*samples_per_clock=*/32);
+  config.mutable_cluster()->set_partitioning(c.partitioning);
+  auto* checkpoint = config.mutable_training()->mutable_checkpoint();
+  checkpoint->set_every_clocks(4);
+  checkpoint->set_keep(100);
+  checkpoint->set_dir((dir / "all").string());
+  const std::string exact = model::HexDigest(model::ModelChecksum(app.ExpectedModel(kEpochs)));
+  const LocalRun uninterrupted = RunLocal(config, app, c.compute + c.memory);
+  EXPECT_EQ(uninterrupted.report().model_checksum(), exact) << "checkpointed run: merged model differs (I4)";
+  // The middle checkpoint of 600 / compute / 32 clocks an epoch, kEpochs epochs.
+  const std::int64_t total = kEpochs * ((600 / c.compute + 31) / 32);
+  const std::int64_t middle = total / 2 / 4 * 4;
+  const fs::path only = dir / "only" / runtime::CheckpointDirFor("", static_cast<std::uint64_t>(middle));
+  fs::create_directories(only.parent_path());
+  fs::copy(runtime::CheckpointDirFor(dir / "all", static_cast<std::uint64_t>(middle)), only, fs::copy_options::recursive);
+  checkpoint->set_resume_dir((dir / "only").string());
+  checkpoint->set_dir((dir / "only").string());
+  const LocalRun resumed = RunLocal(config, app, c.compute + c.memory);
+  EXPECT_EQ(resumed.report().resumed_from_clock(), static_cast<std::uint64_t>(middle));
+  EXPECT_EQ(resumed.report().model_checksum(), exact) << kResumeNotExactMessage;
+  std::int64_t samples = 0;
+  for (const proto::RankReport& r : resumed.report().ranks()) samples += r.samples();
+  EXPECT_LT(samples, 600 * kEpochs) << "the resumed run trained the checkpoint's clocks again";
+  fs::remove_all(dir);
 }
 
 void CheckBoundedStalenessWithStraggler(int s) {

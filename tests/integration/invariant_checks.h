@@ -21,6 +21,8 @@ namespace stalelearn::testing {
 inline constexpr const char* kMergedTwiceMessage = "more merged than pushed: a delta was merged twice (I4)";
 inline constexpr const char* kLostDeltaMessage = "less merged than pushed: a committed delta was lost (I4)";
 inline constexpr const char* kStaleReplicaMessage = "a replica missed updates older than the bound (I1)";
+inline constexpr const char* kResumeNotExactMessage =
+    "the run resumed from a checkpoint does not end with the uninterrupted run's exact model (I8)";
 inline constexpr const char* kFactorsIdleMessage =
     "the trained model does not beat the biases-only model by the margin: the latent factors did not learn";
 
@@ -38,6 +40,11 @@ inline void PrintTo(const ModeCase& c, std::ostream* os) { *os << c.label; }
 // I4: a counting app's integer tables end at exactly the pushed totals (the
 // model checksum and the summed total), whatever the mode and partitioning.
 void CheckExactlyOnce(const ModeCase& c);
+
+// I8: a counting app's run with a checkpoint every few clocks, and the same
+// run resumed from its middle checkpoint (a directory holding only it), both
+// end at exactly the pushed totals (also with several memory ranks).
+void CheckResumeIsExact(const ModeCase& c);
 
 // I1 and I2 with a straggler (compute rank 1 slowed 4x), bound `s` (0: BSP):
 // after every refresh a replica holds all of its own updates and every other

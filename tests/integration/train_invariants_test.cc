@@ -31,6 +31,17 @@ INSTANTIATE_TEST_SUITE_P(
                       ModeCase{"allreduce_3", "ALLREDUCE", 0, 3, 0, proto::RANGE}),
     [](const auto& info) { return std::string(info.param.label); });
 
+class ResumeIsExact : public ::testing::TestWithParam<ModeCase> {};
+
+TEST_P(ResumeIsExact, ResumedRunEndsAtExactlyThePushedTotal) { CheckResumeIsExact(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ResumeIsExact,
+    ::testing::Values(ModeCase{"ssp1_3x1", "SSP", 1, 3, 1, proto::RANGE},
+                      ModeCase{"bsp_2x2_hash", "BSP", 0, 2, 2, proto::HASH},
+                      ModeCase{"direct_2x2", "DIRECT", 0, 2, 2, proto::RANGE}),
+    [](const auto& info) { return std::string(info.param.label); });
+
 class BoundedStaleness : public ::testing::TestWithParam<int> {};
 
 TEST_P(BoundedStaleness, WithAStragglerNoRankRunsMoreThanSClocksAhead) {

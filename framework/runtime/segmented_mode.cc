@@ -1,0 +1,67 @@
+#include "framework/runtime/segmented_mode.h"
+
+#include <fmt/format.h>
+
+namespace stalelearn::runtime {
+
+SegmentedConsistency::SegmentedConsistency(const RankEnv& env, const ModeDefinition& definition,
+                                           model::ComputeIndex me, const DataPlaneGeometry& geometry,
+                                           Checkpointer& checkpointer)
+    : env_(env), definition_(definition), me_(me), geometry_(geometry), checkpointer_(checkpointer) {}
+
+Result<std::unique_ptr<SegmentedConsistency>> SegmentedConsistency::Make(
+    const RankEnv& env, const ModeDefinition& definition, model::ComputeIndex me, ComputeEndpoints endpoints,
+    const DataPlaneGeometry& geometry, Checkpointer& checkpointer) {
+  std::unique_ptr<SegmentedConsistency> mode(new SegmentedConsistency(env, definition, me, geometry, checkpointer));
+  STALELEARN_RETURN_IF_ERROR(mode->StartSegment(std::move(endpoints)));
+  return mode;
+}
+
+Status SegmentedConsistency::StartSegment(ComputeEndpoints endpoints) {
+  endpoints_ = std::move(endpoints);
+  ModeContext context{env_, me_, &endpoints_, &geometry_};
+  STALELEARN_ASSIGN_OR_RETURN(inner_, definition_.create(context));
+  return Status::Ok();
+}
+
+Status SegmentedConsistency::BeforeClock(std::int64_t clock, std::span<const std::int64_t> samples,
+                                         ClockRecord& record) {
+  checkpointer_.MaybeKill(clock);
+  samples_done_ += static_cast<std::int64_t>(samples.size());
+  return inner_->BeforeClock(clock, samples, record);
+}
+
+Status SegmentedConsistency::AfterClock(std::int64_t clock, ClockRecord& record) {
+  STALELEARN_RETURN_IF_ERROR(inner_->AfterClock(clock, record));
+  checkpointer_.NoteProgress(clock + 1, samples_done_);
+  if (!checkpointer_.IsBoundary(clock + 1)) return Status::Ok();
+  return CrossBoundary(clock + 1);
+}
+
+Status SegmentedConsistency::CrossBoundary(std::int64_t clock) {
+  // Like the end of a run: the memory ranks merge every clock < `clock` and
+  // stop polling once every compute rank has released them.
+  STALELEARN_RETURN_IF_ERROR(inner_->Finish(static_cast<std::uint64_t>(clock)));
+  STALELEARN_RETURN_IF_ERROR(inner_->Release());
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> app_bytes, env_.app.SaveLocalState(app_state_));
+  proto::ComputeRankState state;
+  state.set_clock(static_cast<std::uint64_t>(clock));
+  state.set_app_state(reinterpret_cast<const char*>(app_bytes.data()), app_bytes.size());
+  state.set_samples(samples_done_);
+  const std::string bytes = state.SerializeAsString();
+  STALELEARN_RETURN_IF_ERROR(
+      checkpointer_.WriteFile(clock, ComputeStateFileName(me_), std::as_bytes(std::span(bytes.data(), bytes.size()))));
+  transport::SimulatedTime* sim = env_.wait.sim;
+  STALELEARN_RETURN_IF_ERROR(checkpointer_.LeaveScheduleForBoundary(sim));
+  inner_.reset();  // its endpoints go with it: the memory ranks register new regions
+  // The same steps, in the same order, as the first segment's (train.cc).
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
+  STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints,
+                              ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, me_));
+  STALELEARN_RETURN_IF_ERROR(checkpointer_.StartCollectives(sim));
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+  STALELEARN_RETURN_IF_ERROR(checkpointer_.JoinSchedule(sim, /*first=*/false));
+  return StartSegment(std::move(endpoints));
+}
+
+}  // namespace stalelearn::runtime

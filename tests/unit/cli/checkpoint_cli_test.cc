@@ -1,0 +1,278 @@
+// Checkpoints and `train --resume` as a user runs them (issue 13), in
+// deterministic emulation (timing backend, ranks as threads): a run resumed
+// from any of its checkpoints ends with the same model checksum as the
+// uninterrupted run (MF on synthetic ratings; LDA, whose compute ranks keep
+// local state, on a small token corpus); a damaged newest checkpoint (a
+// corrupted file, a missing manifest) makes the resume use the one before it
+// and say so in one line; a bad --resume is one line and exit 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace stalelearn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path ScratchDir(const std::string& name) {
+  return fs::path(::testing::TempDir()) / (name + "." + std::to_string(::getpid()));
+}
+
+CommandRun Stalelearn(const std::string& arguments) {
+  const fs::path dir = ScratchDir("stalelearn_checkpoint_cli_test");
+  fs::create_directories(dir);
+  const fs::path out = dir / "out.txt", err = dir / "err.txt";
+  const std::string command = "'" STALELEARN_BINARY_DIR "/bin/stalelearn' " + arguments + " >'" + out.string() +
+                              "' 2>'" + err.string() + "' </dev/null";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
+}
+
+std::string JsonField(const fs::path& report, const std::string& field) {
+  std::smatch match;
+  const std::string json = ReadAll(report);
+  return std::regex_search(json, match, std::regex("\"" + field + "\": \"?([0-9a-f.]+)\"?")) ? match[1].str() : "";
+}
+
+std::string ClockDirName(int clock) {
+  std::string digits = std::to_string(clock);
+  return "clock-" + std::string(12 - digits.size(), '0') + digits;
+}
+
+// A directory holding only checkpoint `clock` of `from` (as if the run had
+// died after writing it).
+fs::path CopyCheckpoint(const fs::path& from, int clock, const fs::path& to) {
+  fs::create_directories(to);
+  fs::copy(from / ClockDirName(clock), to / ClockDirName(clock), fs::copy_options::recursive);
+  return to;
+}
+
+// One app's uninterrupted checkpointed run, shared by the cases below.
+class CheckpointedRun {
+ public:
+  CheckpointedRun(fs::path dir, std::string train_arguments) : dir_(std::move(dir)), args_(std::move(train_arguments)) {}
+  CommandRun Train(const std::string& extra, const fs::path& report) const {
+    return Stalelearn("train " + args_ + " --quiet --report '" + report.string() + "' " + extra);
+  }
+  CommandRun Uninterrupted() const {
+    return Train("--set training.checkpoint.dir='" + (dir_ / "all").string() + "' --set training.checkpoint.keep=100",
+                 dir_ / "uninterrupted.json");
+  }
+  CommandRun Resume(const fs::path& from, const fs::path& report) const {
+    return Train("--resume '" + from.string() + "'", report);
+  }
+  const fs::path& dir() const { return dir_; }
+  fs::path all() const { return dir_ / "all"; }
+
+ private:
+  fs::path dir_;
+  std::string args_;
+};
+
+class MfCheckpoints : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const fs::path dir = ScratchDir("stalelearn_checkpoint_mf");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    synth_ = new CommandRun(Stalelearn("data synth ratings --users 150 --items 300 --ratings 6000 --rank 4 --seed 3 "
+                                       "--out '" + (dir / "data").string() + "'"));
+    // 5400 training ratings over 3 compute ranks, 64 per clock: 29 clocks an
+    // epoch, 116 in all; a checkpoint every 20 clocks.
+    run_ = new CheckpointedRun(dir, "--config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 3:1 "
+                                    "--set backend.name=timing --set data.path='" +
+                                        (dir / "data" / "ratings.tsv").string() +
+                                        "' --set training.epochs=4 --set training.samples_per_clock=64 "
+                                        "--set training.checkpoint.every_clocks=20");
+    uninterrupted_ = new CommandRun(run_->Uninterrupted());
+  }
+  static void TearDownTestSuite() {
+    delete uninterrupted_;
+    delete run_;
+    delete synth_;
+  }
+  static CommandRun* synth_;
+  static CheckpointedRun* run_;
+  static CommandRun* uninterrupted_;
+};
+CommandRun* MfCheckpoints::synth_ = nullptr;
+CheckpointedRun* MfCheckpoints::run_ = nullptr;
+CommandRun* MfCheckpoints::uninterrupted_ = nullptr;
+
+TEST_F(MfCheckpoints, ResumedFromAnyCheckpointEndsWithTheUninterruptedChecksum) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
+  const std::string expected = JsonField(run_->dir() / "uninterrupted.json", "model_checksum");
+  ASSERT_FALSE(expected.empty());
+  for (int clock : {20, 60, 100}) {
+    SCOPED_TRACE(clock);
+    ASSERT_TRUE(fs::exists(run_->all() / ClockDirName(clock) / "MANIFEST"));
+    const fs::path from = CopyCheckpoint(run_->all(), clock, run_->dir() / ("from" + std::to_string(clock)));
+    const fs::path report = run_->dir() / ("resumed" + std::to_string(clock) + ".json");
+    const CommandRun resumed = run_->Resume(from, report);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(JsonField(report, "resumed_from_clock"), std::to_string(clock));
+    EXPECT_EQ(JsonField(report, "model_checksum"), expected);
+    EXPECT_NE(resumed.err.find("[stalelearn] resume: from "), std::string::npos) << resumed.err;
+  }
+}
+
+TEST_F(MfCheckpoints, DamagedNewestCheckpointIsPassedOverWithANotice) {
+  ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
+  const std::string expected = JsonField(run_->dir() / "uninterrupted.json", "model_checksum");
+  // Corrupt: one byte of the newest shard flipped.
+  const fs::path corrupt = run_->dir() / "corrupt";
+  CopyCheckpoint(run_->all(), 80, corrupt);
+  CopyCheckpoint(run_->all(), 100, corrupt);
+  const fs::path shard = corrupt / ClockDirName(100) / "memory-0.shard";
+  std::string bytes = ReadAll(shard);
+  ASSERT_GT(bytes.size(), 100u);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+  std::ofstream(shard, std::ios::binary | std::ios::trunc) << bytes;
+  // Partial: the newest one's manifest never written (a crash while writing it).
+  const fs::path partial = run_->dir() / "partial";
+  CopyCheckpoint(run_->all(), 80, partial);
+  CopyCheckpoint(run_->all(), 100, partial);
+  fs::remove(partial / ClockDirName(100) / "MANIFEST");
+  for (const auto& [from, why] : {std::pair{corrupt, std::string("memory-0.shard: checksum mismatch")},
+                                  std::pair{partial, std::string("MANIFEST")}}) {
+    SCOPED_TRACE(from.string());
+    const fs::path report = from / "report.json";
+    const CommandRun resumed = run_->Resume(from, report);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(JsonField(report, "resumed_from_clock"), "80");
+    EXPECT_EQ(JsonField(report, "model_checksum"), expected);
+    const std::regex notice("\\[stalelearn\\] resume: from [^\\n]*" + ClockDirName(80) + ", clock 80 \\(passed over " +
+                            ClockDirName(100) + ": [^\\n]*\\)\\n");
+    EXPECT_TRUE(std::regex_search(resumed.err, notice)) << resumed.err;
+    EXPECT_NE(resumed.err.find(why), std::string::npos) << resumed.err;
+  }
+}
+
+TEST_F(MfCheckpoints, BadResumeDirectoryIsOneLineAndExitTwo) {
+  const fs::path missing = run_->dir() / "no-such-dir";
+  const CommandRun no_dir = run_->Resume(missing, run_->dir() / "x.json");
+  EXPECT_EQ(no_dir.exit_code, 2);
+  EXPECT_EQ(no_dir.err, "stalelearn: error: --resume " + missing.string() + ": no such directory\n");
+  const fs::path empty = run_->dir() / "empty";
+  fs::create_directories(empty);
+  const CommandRun nothing = run_->Resume(empty, run_->dir() / "y.json");
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_EQ(nothing.err, "stalelearn: error: --resume: " + empty.string() + ": no complete checkpoint (none found)\n");
+  // Only damaged checkpoints: nothing to resume from either, the reason named.
+  const fs::path damaged = run_->dir() / "damaged";
+  CopyCheckpoint(run_->all(), 40, damaged);
+  fs::remove(damaged / ClockDirName(40) / "compute-1.state");
+  const CommandRun none_complete = run_->Resume(damaged, run_->dir() / "z.json");
+  EXPECT_EQ(none_complete.exit_code, 2);
+  EXPECT_TRUE(std::regex_match(none_complete.err,
+                               std::regex("stalelearn: error: --resume: [^\\n]*: no complete checkpoint \\(skipped " +
+                                          ClockDirName(40) + ": [^\\n]*compute-1.state[^\\n]*\\)\\n")))
+      << none_complete.err;
+}
+
+// Adam keeps moments and step counts beside the master rows
+// (MergePolicy::SaveState): a resume that lost them would step differently.
+TEST_F(MfCheckpoints, AdamMergePolicyStateSurvivesAResume) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const std::string adam = "--set merge.*.policy=adam --set merge.*.learning_rate=0.002 ";
+  const fs::path all = run_->dir() / "adam";
+  const CommandRun uninterrupted = run_->Train(adam + "--set training.checkpoint.dir='" + all.string() +
+                                                   "' --set training.checkpoint.keep=100",
+                                               run_->dir() / "adam.json");
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  const std::string expected = JsonField(run_->dir() / "adam.json", "model_checksum");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_NE(expected, JsonField(run_->dir() / "uninterrupted.json", "model_checksum"));  // adam did apply
+  const fs::path from = CopyCheckpoint(all, 60, run_->dir() / "adam-from60");
+  const CommandRun resumed = run_->Train(adam + "--resume '" + from.string() + "'", run_->dir() / "adam-resumed.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "adam-resumed.json", "model_checksum"), expected);
+}
+
+// Ranks as threads on the local backend (not deterministic): the run
+// checkpoints, resumes from the newest checkpoint and finishes.
+TEST_F(MfCheckpoints, LocalBackendCheckpointsAndResumes) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const fs::path dir = run_->dir() / "local";
+  const std::string local = "--set backend.name=local --set training.checkpoint.dir='" + dir.string() + "' ";
+  const CommandRun first = run_->Train(local, run_->dir() / "local1.json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(fs::exists(dir / ClockDirName(100) / "MANIFEST"));
+  EXPECT_FALSE(fs::exists(dir / ClockDirName(60)));  // keep 2 (the default): older ones pruned
+  const CommandRun resumed = run_->Train(local + "--resume '" + dir.string() + "'", run_->dir() / "local2.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "local2.json", "resumed_from_clock"), "100");
+  EXPECT_NE(JsonField(run_->dir() / "local2.json", "model_checksum"), "");
+}
+
+TEST_F(MfCheckpoints, ModeWithoutMemoryRanksRefusesCheckpoints) {
+  const CommandRun allreduce = run_->Train("--set consistency.mode=ALLREDUCE --set training.checkpoint.dir='" +
+                                               (run_->dir() / "ar").string() + "'",
+                                           run_->dir() / "ar.json");
+  EXPECT_NE(allreduce.exit_code, 0);
+  EXPECT_NE(allreduce.err.find("training.checkpoint needs a consistency mode with memory ranks"), std::string::npos)
+      << allreduce.err;
+}
+
+// LDA keeps every token's topic on its compute rank (App::SaveLocalState):
+// without it a resumed run could not continue the same chain.
+TEST(LdaCheckpoints, ResumedRunKeepsTheTopicAssignmentsAndEndsWithTheSameChecksum) {
+  const fs::path dir = ScratchDir("stalelearn_checkpoint_lda");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // 60 documents of 40 tokens over 50 words, drawn from 3 planted topics.
+  std::mt19937 random(7);
+  std::ofstream corpus(dir / "tiny.docs");
+  for (int d = 0; d < 60; ++d) {
+    corpus << "d" << d;
+    for (int t = 0; t < 40; ++t) corpus << ' ' << (d % 3) * 15 + static_cast<int>(random() % 20);
+    corpus << '\n';
+  }
+  corpus.close();
+  std::ofstream vocabulary(dir / "tiny.vocab");
+  for (int w = 0; w < 50; ++w) vocabulary << "w" << w << '\n';
+  vocabulary.close();
+  const CheckpointedRun run(dir, "--config '" STALELEARN_SOURCE_DIR "/apps/lda/brown.pbtxt' --ranks 2:1 "
+                                 "--set backend.name=timing --set data.path='" + (dir / "tiny.docs").string() +
+                                     "' --set app.lda.topics=3 --set training.epochs=6 --set training.eval_every_epochs=2 "
+                                     "--set training.samples_per_clock=100 --set training.checkpoint.every_clocks=10");
+  const CommandRun uninterrupted = run.Uninterrupted();
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  const std::string expected = JsonField(dir / "uninterrupted.json", "model_checksum");
+  ASSERT_FALSE(expected.empty());
+  for (int clock : {10, 30}) {
+    SCOPED_TRACE(clock);
+    const fs::path from = CopyCheckpoint(run.all(), clock, dir / ("from" + std::to_string(clock)));
+    // The compute ranks' files hold the assignments: far more than an empty state.
+    EXPECT_GT(fs::file_size(from / ClockDirName(clock) / "compute-0.state"), 1000u);
+    const fs::path report = dir / ("resumed" + std::to_string(clock) + ".json");
+    const CommandRun resumed = run.Resume(from, report);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(JsonField(report, "model_checksum"), expected);
+  }
+}
+
+}  // namespace
+}  // namespace stalelearn::cli
