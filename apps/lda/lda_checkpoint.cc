@@ -47,7 +47,7 @@ Status ReadArray(std::span<const std::byte>& in, std::vector<std::int32_t>& valu
 Result<std::vector<std::byte>> LdaApp::SaveLocalState(const runtime::LocalState* state) const {
   const auto& lda = *static_cast<const LdaState*>(state);
   std::vector<std::byte> out;
-  Append(out, lda.batch);
+  Append(out, std::int64_t{0});  // format word kept (was the batch counter; word topic sets are per clock now)
   AppendArray(out, lda.topic);
   AppendArray(out, lda.doc_topic);
   return out;
@@ -62,8 +62,7 @@ Status LdaApp::RestoreLocalState(std::span<const std::byte> bytes, runtime::Loca
   STALELEARN_RETURN_IF_ERROR(ReadArray(bytes, lda.topic, "topic assignments"));
   STALELEARN_RETURN_IF_ERROR(ReadArray(bytes, lda.doc_topic, "document-topic counts"));
   if (!bytes.empty()) return DataLoss(fmt::format("lda state: {} bytes left over", bytes.size()));
-  lda.batch = batch;
-  std::fill(lda.word_stamp.begin(), lda.word_stamp.end(), -1);
+  (void)batch;
   return Status::Ok();
 }
 
