@@ -17,37 +17,18 @@
 #include <sstream>
 #include <string>
 
+#include "stalelearn_command.h"
+
 namespace stalelearn::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::CommandRun;
+using testing::ReadAll;
+using testing::ScratchDir;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-fs::path ScratchDir(const std::string& name) {
-  return fs::path(::testing::TempDir()) / (name + "." + std::to_string(::getpid()));
-}
-
-CommandRun Stalelearn(const std::string& arguments) {
-  const fs::path dir = ScratchDir("stalelearn_checkpoint_cli_test");
-  fs::create_directories(dir);
-  const fs::path out = dir / "out.txt", err = dir / "err.txt";
-  const std::string command = "'" STALELEARN_BINARY_DIR "/bin/stalelearn' " + arguments + " >'" + out.string() +
-                              "' 2>'" + err.string() + "' </dev/null";
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
-}
+CommandRun Stalelearn(const std::string& arguments) { return testing::RunStalelearn(arguments, "stalelearn_checkpoint_cli_test"); }
 
 std::string JsonField(const fs::path& report, const std::string& field) {
   std::smatch match;
