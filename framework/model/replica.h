@@ -88,8 +88,10 @@ class Replica final : public ModelView {
   // DrainDeltas, writing in place through `writer`.
   void DrainDeltasInto(DeltaWriter& writer);
 
- private:
+  // SlotOf, or a stalelearn::Error naming the row when the replica does not hold it.
   std::int64_t CheckedSlot(TableId table, RowId row) const;
+
+ private:
   void Touch(TableId table, std::int64_t slot);
 
   struct TouchLog {

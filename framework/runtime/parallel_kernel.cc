@@ -1,13 +1,11 @@
 #include "framework/runtime/parallel_kernel.h"
 
-#include <fmt/format.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "framework/core/error.h"
 
 namespace stalelearn::runtime {
 
@@ -68,12 +66,7 @@ class ChunkOverlay final : public model::ModelView {
   };
 
   std::byte* Row(model::TableId table, model::RowId row) {
-    const std::int64_t slot = replica_.SlotOf(table, row);
-    if (slot < 0) [[unlikely]] {
-      throw Error(FailedPrecondition(fmt::format("the kernel touched row {} of table {}, which this rank's samples "
-                                                 "do not name (App::RowsOf): outside its working set",
-                                                 row.value, table.value)));
-    }
+    const std::int64_t slot = replica_.CheckedSlot(table, row);
     std::vector<std::byte*>& index = local_of_slot_[table.value];
     const model::RowBlock& block = replica_.tables()[table.value];
     if (index.empty()) index.assign(static_cast<std::size_t>(block.rows()), nullptr);
