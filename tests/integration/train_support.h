@@ -24,8 +24,10 @@ namespace stalelearn::testing {
 class CountingApp final : public runtime::App {
  public:
   // `spin_per_sample`: busy work per sample, so a straggler's delay is real.
-  explicit CountingApp(std::int64_t samples, int spin_per_sample = 0)
-      : samples_(samples), spin_(spin_per_sample) {}
+  // `runs_in_chunks`: allow training.threads_per_rank > 1 to run the kernel
+  // on chunks (App::KernelRunsInChunks); the exact sums must still hold.
+  explicit CountingApp(std::int64_t samples, int spin_per_sample = 0, bool runs_in_chunks = false)
+      : samples_(samples), spin_(spin_per_sample), runs_in_chunks_(runs_in_chunks) {}
 
   std::string name() const override { return "counting"; }
   std::string dataset() const override { return "synthetic"; }
@@ -34,6 +36,7 @@ class CountingApp final : public runtime::App {
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
+  bool KernelRunsInChunks() const override { return runs_in_chunks_; }
 
   // The exact model after `epochs` epochs.
   runtime::TableSet ExpectedModel(int epochs) const;
@@ -41,6 +44,7 @@ class CountingApp final : public runtime::App {
  private:
   std::int64_t samples_;
   int spin_;
+  bool runs_in_chunks_;
 };
 
 // A resolved config for the counting app (or MF) with small rings.
