@@ -36,10 +36,19 @@ int FirstNonFinite(const std::byte* bytes, std::int32_t width) {
   return -1;
 }
 
+// One table of the shard as the merge loop needs it.
+struct TableView {
+  std::byte* base;
+  std::size_t row_bytes;
+  std::int32_t width;
+  bool is_float;
+  bool adds_inline;
+};
+
 // row += delta over `width` floats (delta possibly unaligned); returns
 // non-zero if a result is a NaN or infinity. One vectorisable loop: the
 // divergence check costs no second pass over the row.
-std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta, std::int32_t width) {
+__attribute__((target_clones("avx2", "default"))) std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta, std::int32_t width) {
   constexpr std::uint32_t kExponent = 0x7F800000u;
   std::uint32_t any = 0;
   for (std::int32_t i = 0; i < width; ++i) {
@@ -72,6 +81,14 @@ void PrefetchForWrite(const std::byte* bytes, std::size_t length) {
   for (std::size_t at = 0; at < length; at += 64) __builtin_prefetch(bytes + at, 1, 3);
 }
 
+metrics::WorkCounters Times(const metrics::WorkCounters& one, std::size_t n) {
+  metrics::WorkCounters w;
+  w.flops = one.flops * static_cast<double>(n);
+  w.bytes = one.bytes * static_cast<double>(n);
+  w.random_row_accesses = one.random_row_accesses * static_cast<std::int64_t>(n);
+  return w;
+}
+
 float FloatAt(const std::byte* bytes, int index) {
   float value;
   std::memcpy(&value, bytes + index * model::kElementBytes, 4);
@@ -97,7 +114,8 @@ ShardMerger::ShardMerger(const model::ModelLayout& layout, model::MemoryIndex sh
   }
   for (const auto& policy : policies_) {
     apply_work_.push_back(policy->ApplyWork());
-    adds_inline_.push_back(policy->adds_delta());
+    adds_inline_.push_back(policy->adds_delta() ? 1 : 0);
+    any_held_ = any_held_ || !policy->adds_delta();
   }
   parallel_ = [this](std::size_t n, const std::function<void(std::size_t, std::size_t)>& body) {
     ForChunks(n, body);
@@ -203,11 +221,21 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
     if (adds_inline_[e.table.value] || block.type() != model::ElementType::kFloat32) return -1;
     return FirstNonFinite(e.delta, block.width());
   };
-  if (const auto [at, element] = FindFirst(entries.size(), held_delta_bad); element >= 0) {
-    return Diverged(batch, at, "delta", element, FloatAt(entries[at].delta, element));
+  if (any_held_) {  // sum-only shards skip this pass: their check is inside the add
+    if (const auto [at, element] = FindFirst(entries.size(), held_delta_bad); element >= 0) {
+      return Diverged(batch, at, "delta", element, FloatAt(entries[at].delta, element));
+    }
   }
   const bool own_window = !in_window_;
   if (own_window) BeginWindow();
+  // Each table's base and shape, looked up once per batch instead of per row.
+  std::vector<TableView> views;
+  views.reserve(master_.size());
+  for (std::size_t t = 0; t < master_.size(); ++t) {
+    model::RowBlock& block = master_[t];
+    views.push_back({block.RowBytes(0), block.row_bytes(), block.width(),
+                     block.type() == model::ElementType::kFloat32, adds_inline_[t] != 0});
+  }
   std::atomic<std::size_t> first_bad{entries.size()};
   // Planted defect (self-tests only): every 5th batch is merged twice.
   const int times = DefectPlanted(PlantedDefect::kDeltaMergedTwice) && batches_seen_ % 5 == 0 ? 2 : 1;
@@ -217,20 +245,20 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
       for (std::size_t i = begin; i < end; ++i) {
         if (i + kPrefetchDistance < end) {
           const DecodedEntry& ahead = entries[i + kPrefetchDistance];
-          const model::RowBlock& block = master_[ahead.table.value];
-          PrefetchForWrite(block.RowBytes(ahead.local_row), block.row_bytes());
+          const TableView& v = views[ahead.table.value];
+          PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
         }
         const DecodedEntry& e = entries[i];
-        model::RowBlock& block = master_[e.table.value];
-        const bool is_float = block.type() == model::ElementType::kFloat32;
+        const TableView& v = views[e.table.value];
+        std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
         bool non_finite = false;
-        if (!adds_inline_[e.table.value]) {
-          policies_[e.table.value]->Apply(block, e.local_row, e.delta);
-          non_finite = is_float && FirstNonFinite(block.RowBytes(e.local_row), block.width()) >= 0;
-        } else if (is_float) {
-          non_finite = AddFloatRow(block.FloatRow(e.local_row).data(), e.delta, block.width()) != 0;
+        if (!v.adds_inline) {
+          policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
+          non_finite = v.is_float && FirstNonFinite(row, v.width) >= 0;
+        } else if (v.is_float) {
+          non_finite = AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width) != 0;
         } else {
-          AddIntRow(block.IntRow(e.local_row).data(), e.delta, block.width());
+          AddIntRow(reinterpret_cast<std::int32_t*>(row), e.delta, v.width);
         }
         if (non_finite && bad == end) bad = i;
       }
@@ -246,8 +274,15 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
     return Diverged(batch, at, "merged value", FirstNonFinite(row, master_[e.table.value].width()),
                     FloatAt(row, FirstNonFinite(row, master_[e.table.value].width())));
   }
+  // The work of n rows of a table is n times one row's: count rows per table.
   metrics::WorkCounters work;
-  for (const DecodedEntry& e : batch.entries) work += apply_work_[e.table.value];
+  if (apply_work_.size() == 1) {
+    work = Times(apply_work_[0], entries.size());
+  } else {
+    std::vector<std::size_t> rows(apply_work_.size(), 0);
+    for (const DecodedEntry& e : entries) ++rows[e.table.value];
+    for (std::size_t t = 0; t < rows.size(); ++t) work += Times(apply_work_[t], rows[t]);
+  }
   if (own_window) work += EndWindow();
   return work;
 }

@@ -78,7 +78,8 @@ class ShardMerger {
   model::TableSet master_;
   std::vector<std::unique_ptr<MergePolicy>> policies_;  // [table]
   std::vector<metrics::WorkCounters> apply_work_;       // [table]: work of one row
-  std::vector<bool> adds_inline_;                       // [table]: policy adds_delta(): merged inline
+  std::vector<std::uint8_t> adds_inline_;               // [table]: policy adds_delta(): merged inline
+  bool any_held_ = false;                               // a policy holds deltas until the window ends
   // named_[table]: one bit per shard row, set while checking a batch's rows
   // (all clear between batches).
   std::vector<std::vector<std::uint64_t>> named_;
