@@ -163,23 +163,24 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
   return true;
 }
 
-Result<bool> SnapshotReader::ReadLog(std::uint64_t begin, std::uint64_t end) {
+Result<bool> SnapshotReader::ReadLog(std::uint64_t begin, std::uint64_t end, std::size_t keep) {
   const std::size_t capacity = geometry_.log_capacity();
   if (end < begin || end - begin > capacity) return false;
   STALELEARN_ASSIGN_OR_RETURN(std::uint64_t oldest, ReadWord(geometry_.log_oldest_offset()));
   if (oldest > begin) return false;
   const std::size_t bytes = static_cast<std::size_t>(end - begin);
-  if (log_copy_.size() < bytes) log_copy_.resize(bytes);
+  if (log_copy_.size() < keep + bytes) log_copy_.resize(keep + bytes);
+  std::byte* into = log_copy_.data() + keep;
   const std::size_t at = static_cast<std::size_t>(begin % capacity);
   const std::size_t first = std::min(bytes, capacity - at);
   requests_.clear();
   if (first > 0) {
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(log_copy_.data(), first, published_,
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(into, first, published_,
                                                                         geometry_.log_offset() + at));
     requests_.push_back(std::move(r));
   }
   if (first < bytes) {
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(log_copy_.data() + first, bytes - first,
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(into + first, bytes - first,
                                                                         published_, geometry_.log_offset()));
     requests_.push_back(std::move(r));
   }
@@ -187,21 +188,22 @@ Result<bool> SnapshotReader::ReadLog(std::uint64_t begin, std::uint64_t end) {
   requests_.clear();
   std::atomic_thread_fence(std::memory_order_acquire);  // the records before the re-check
   STALELEARN_ASSIGN_OR_RETURN(oldest, ReadWord(geometry_.log_oldest_offset()));
-  log_copy_bytes_ = bytes;
+  log_copy_bytes_ = keep + bytes;
   return oldest <= begin;
 }
 
 template <class Fn>
-void SnapshotReader::ForEachRecord(Fn&& fn) const {
+std::size_t SnapshotReader::ForEachRecord(Fn&& fn) const {
   std::size_t at = 0;
   while (at + sizeof(std::uint64_t) <= log_copy_bytes_) {
     std::uint64_t key;
     std::memcpy(&key, log_copy_.data() + at, sizeof key);
-    at += sizeof key;
     const std::size_t bytes = RecordRowBytes(key);
-    fn(RecordShardOffset(key), std::span<const std::byte>(log_copy_.data() + at, bytes));
-    at += bytes;
+    if (at + sizeof key + bytes > log_copy_bytes_) break;  // continues in the next chunk
+    fn(RecordShardOffset(key), std::span<const std::byte>(log_copy_.data() + at + sizeof key, bytes));
+    at += sizeof key + bytes;
   }
+  return at;
 }
 
 Status SnapshotReader::AdvanceSimulatedTime(std::uint64_t bytes) {
@@ -230,10 +232,11 @@ Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes,
             // Every live row rewritten while we read belongs to g0..g1: lay
             // their records over it (from g0's first: its rows may still have
             // been in writing when the read began).
-            STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(begin0, meta_.log_end));
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(begin0, meta_.log_end, 0));
             if (!logged) return false;  // overwritten meanwhile: read the newest again
             ForEachRecord(patch);
             STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + log_copy_bytes_));
+            ReleaseLargeLogCopy();
             read = true;
             return true;
           },
@@ -256,6 +259,10 @@ Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t afte
   return std::optional<SnapshotMeta>(meta_);
 }
 
+void SnapshotReader::ReleaseLargeLogCopy() {
+  if (log_copy_.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(log_copy_);
+}
+
 Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& since, const RangeSink& sink) {
   const SnapshotMeta* result = nullptr;
   bool too_far_behind = false;
@@ -268,13 +275,28 @@ Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& sinc
             std::uint64_t begin = 0;
             STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
             if (!meta) return false;  // its slot is being rewritten: read the newest again
-            STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(since.log_end, meta_.log_end));
-            if (!logged) {
-              too_far_behind = true;
-              return true;
+            // The records stream through a buffer of kLogChunkBytes (plus a
+            // record cut at a chunk's end, carried to the next): a reader's
+            // memory follows the chunk, not the log (with 64 compute ranks x
+            // 8 memory ranks, whole-log copies were 512 buffers of up to 3
+            // shards each). Each chunk is checked against the oldest-valid
+            // word after it is read; a chunk overwritten meanwhile falls back
+            // to the whole read, which replaces whatever records were applied.
+            std::uint64_t at = since.log_end;
+            std::size_t carried = 0;
+            while (at < meta_.log_end) {
+              const std::uint64_t next = std::min<std::uint64_t>(meta_.log_end, at + kLogChunkBytes);
+              STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(at, next, carried));
+              if (!logged) {
+                too_far_behind = true;
+                return true;
+              }
+              const std::size_t used = ForEachRecord(sink);
+              carried = log_copy_bytes_ - used;
+              std::memmove(log_copy_.data(), log_copy_.data() + used, carried);
+              at = next;
             }
-            ForEachRecord(sink);
-            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(log_copy_bytes_));
+            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(meta_.log_end - since.log_end));
             result = &meta_;
             return true;
           },

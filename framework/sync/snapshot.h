@@ -124,12 +124,17 @@ class SnapshotReader {
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot
   // is being written or holds another generation.
   Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
-  // Copies log bytes [begin, end) into log_copy_; false if the log no longer
-  // holds them (overwritten before or while reading).
-  Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end);
-  // Calls fn(shard offset, bytes) for each record in log_copy_.
+  // Copies log bytes [begin, end) into log_copy_ after its first `keep`
+  // bytes; false if the log no longer holds them (overwritten before or
+  // while reading).
+  Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end, std::size_t keep);
+  // Calls fn(shard offset, bytes) for each complete record in log_copy_;
+  // returns the bytes they span (a cut record after them is left).
   template <class Fn>
-  void ForEachRecord(Fn&& fn) const;
+  std::size_t ForEachRecord(Fn&& fn) const;
+  // After a rare large read (a whole read's patch): gives the memory back.
+  void ReleaseLargeLogCopy();
+  static constexpr std::size_t kLogChunkBytes = 1 << 20;
   // Reads a whole generation: `body` reads live rows between the two meta
   // reads, `patch` gets the records to lay over them. nullopt if the latest
   // generation is <= `after`. Result meta in meta_.
