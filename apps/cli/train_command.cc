@@ -81,11 +81,12 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
   if (!report_path.empty()) std::fprintf(stderr, "[stalelearn] report: %s\n", report_path.c_str());
 }
 
-// Runs one rank; rank 0 writes the report.
+// Runs one rank; the lowest surviving rank (rank 0 unless it died) writes the
+// report, the trace and the summary line.
 void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& bootstrap,
                   const std::string& report_path) {
   runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, bootstrap));
-  if (bootstrap.rank().value != 0) return;
+  if (!run.writes_report) return;
   if (!report_path.empty()) ThrowIfError(metrics::WriteReportFile(run.report, report_path));
   if (const std::string& trace = inputs.config.output().trace(); !trace.empty()) {
     std::ofstream out(trace, std::ios::trunc);

@@ -106,6 +106,7 @@ Status DeadRankAwareMode::Release() {
       }
     }
   }
+  if (on_settled_) STALELEARN_RETURN_IF_ERROR(on_settled_(dead_));
   return inner_->Release();
 }
 

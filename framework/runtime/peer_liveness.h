@@ -13,6 +13,8 @@
 //   waits until every compute rank has
 //   finished or is dead at every memory
 //   rank, and remembers the dead ones
+//   (then calls on_settled: the last
+//   moment the memory ranks serve reads)
 //
 // Afterwards every survivor excludes the dead rank from the bootstrap
 // (Bootstrap::ExcludeDeadRank) before the final barrier and the report. A
@@ -109,11 +111,21 @@ class DeadRankAwareMode final : public ConsistencyMode {
   // After Release: the compute ranks the memory ranks dropped.
   const std::vector<model::ComputeIndex>& dead() const { return dead_; }
 
+  // Called inside Release once the dead set is known (every survivor sees
+  // the same one) and before this rank releases the memory ranks, so it may
+  // still read the final model (ReadFinalModel): the way a survivor takes
+  // over a dead rank's duties (train.cc: the whole-model evaluation of a
+  // dead compute rank 0). An error fails the Release.
+  void set_on_settled(std::function<Status(const std::vector<model::ComputeIndex>& dead)> on_settled) {
+    on_settled_ = std::move(on_settled);
+  }
+
  private:
   const RankEnv& env_;
   std::unique_ptr<ConsistencyMode> inner_;
   sync::ClockTable clocks_;
   std::function<void(std::int64_t)> before_clock_;
+  std::function<Status(const std::vector<model::ComputeIndex>&)> on_settled_;
   std::uint64_t total_clocks_ = 0;
   std::vector<model::ComputeIndex> dead_;
 };

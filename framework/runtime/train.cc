@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -21,6 +23,14 @@ namespace {
 
 model::PartitionScheme SchemeOf(proto::Partitioning p) {
   return p == proto::HASH ? model::PartitionScheme::kHash : model::PartitionScheme::kRange;
+}
+
+// The lowest compute index not in `dead`: the rank that reports the final
+// model (compute rank 0 unless it died).
+int LowestLiveCompute(const std::vector<model::ComputeIndex>& dead) {
+  int c = 0;
+  while (std::ranges::find(dead, model::ComputeIndex{c}) != dead.end()) ++c;
+  return c;
 }
 
 // The roles of one rank once the environment is built; returns its partial report.
@@ -105,10 +115,25 @@ class RankRunner {
     return left;
   }
 
-  // The survivors go on without the dead ranks (peer_liveness.h).
+  // The survivors go on without the dead ranks (peer_liveness.h). Every
+  // survivor passes the same set (agreed before Release), so `excluded_`
+  // is the same on all of them.
   Status ExcludeDead(const std::vector<model::ComputeIndex>& dead) {
-    for (model::ComputeIndex c : dead) STALELEARN_RETURN_IF_ERROR(env_.bootstrap.ExcludeDeadRank(env_.roles.compute_rank(c)));
+    for (model::ComputeIndex c : dead) {
+      const transport::Rank rank = env_.roles.compute_rank(c);
+      STALELEARN_RETURN_IF_ERROR(env_.bootstrap.ExcludeDeadRank(rank));
+      excluded_.push_back(rank.value);
+    }
     return Status::Ok();
+  }
+
+  // The lowest surviving world rank writes the report (world rank 0 unless
+  // it died). The bootstrap keeps world rank numbers after ExcludeDeadRank,
+  // so this is a world rank, the same on every survivor.
+  bool WritesReport() const {
+    int writer = 0;
+    while (std::ranges::find(excluded_, writer) != excluded_.end()) ++writer;
+    return me().value == writer;
   }
 
   // Protocol clocks of the whole run (clock_loop.h).
@@ -128,7 +153,7 @@ class RankRunner {
     }
     if (const LoadedCheckpoint* resumed = checkpointer_->resumed()) report.set_resumed_from_clock(resumed->manifest.clock());
     if (checkpointer_->lost()) *report.mutable_lost() = *checkpointer_->lost();
-    return RankRun{std::move(report), std::move(records), std::move(trace)};
+    return RankRun{std::move(report), std::move(records), std::move(trace), WritesReport()};
   }
 
   Result<RankRun> RunMemory(const DataPlaneGeometry& geometry) {
@@ -236,6 +261,7 @@ class RankRunner {
     }
     DeadRankAwareMode* aware = nullptr;
     std::optional<HeartbeatSender> heartbeat;
+    std::optional<TableSet> taken_over;  // the final model, when this rank evaluates for a dead compute rank 0
     if (survives_deaths()) {
       // The regions are owned by the mode's links from here on; their addresses stay.
       std::vector<const transport::RemoteRegion*> rings, published;
@@ -245,12 +271,26 @@ class RankRunner {
           env_, std::move(mode), published, context.geometry->published[0],
           [this](std::int64_t clock) { checkpointer_->MaybeKill(clock); });
       aware = wrapped.get();
+      if (!env_.app.EvaluatesInParts() && context.me.value != 0) {
+        // Compute rank 0 evaluates the whole model; when it died, the lowest
+        // survivor reads the final model in its place, while the memory
+        // ranks still serve it (before its own release). Costs nothing while
+        // rank 0 lives.
+        aware->set_on_settled([this, aware, &taken_over, me = context.me](
+                                  const std::vector<model::ComputeIndex>& dead) {
+          if (LowestLiveCompute(dead) != me.value) return Status::Ok();
+          taken_over.emplace(model::MakeTableSet(env_.layout.tables()));
+          return aware->ReadFinalModel(*taken_over);
+        });
+      }
       mode = std::move(wrapped);
       heartbeat.emplace(env_.transport, rings, context.geometry->ring);
     }
     ClockLoop loop(env_, info, *mode);
     if (segmented != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareSegments(*segmented, loop, context.me));
-    // The whole model is evaluated on compute rank 0; parts on every compute rank.
+    // The whole model is evaluated on compute rank 0 (a survivor takes over
+    // the final evaluation if it died: set_on_settled above); parts on every
+    // compute rank.
     const bool evaluates = env_.app.EvaluatesInParts() || context.me.value == 0;
     std::optional<EpochEvaluator> evaluator;
     if (evaluates) {
@@ -263,17 +303,29 @@ class RankRunner {
     LeaveSchedule();  // after the final read and release: they are part of the timeline
     if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
+    // Compute rank 0's curve points died with it: the taking-over rank's
+    // curve has the final point only.
+    if (taken_over) {
+      std::fprintf(stderr,
+                   "[stalelearn] compute rank %d evaluates the final model in place of the dead compute rank 0\n",
+                   context.me.value);
+      evaluator.emplace(env_.app, info, loop.local_state(), /*prints=*/true, env_.progress,
+                        config().training().epochs(), start, env_.wait.sim);
+    }
+    const TableSet& final_model = taken_over ? *taken_over : loop.final_model();
+    // Checksum and wall time come from compute rank 0, or the lowest survivor.
+    const bool reports_model = context.me.value == (aware != nullptr ? LowestLiveCompute(aware->dead()) : 0);
     proto::Report partial;
     if (evaluator) {
-      STALELEARN_RETURN_IF_ERROR(evaluator->Record(config().training().epochs(), loop.final_model()));
+      STALELEARN_RETURN_IF_ERROR(evaluator->Record(config().training().epochs(), final_model));
       if (evaluator->in_parts()) {
         *partial.mutable_eval_parts() = {evaluator->parts().begin(), evaluator->parts().end()};
       } else {
         *partial.mutable_curve() = {evaluator->curve().begin(), evaluator->curve().end()};
       }
       partial.mutable_final()->set_metric(evaluator->metric());
-      if (context.me.value == 0) {
-        partial.set_model_checksum(model::HexDigest(model::ModelChecksum(loop.final_model())));
+      if (reports_model) {
+        partial.set_model_checksum(model::HexDigest(model::ModelChecksum(final_model)));
         partial.set_wall_seconds(evaluator->ElapsedSeconds());
       }
     }
@@ -310,6 +362,7 @@ class RankRunner {
   // This compute rank's rings and the published regions (owned by the mode).
   std::vector<const transport::RemoteRegion*> rings_of_me_;
   std::vector<const transport::RemoteRegion*> published_;
+  std::vector<int> excluded_;  // world ranks excluded as dead (ExcludeDead)
 };
 
 }  // namespace

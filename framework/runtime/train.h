@@ -4,7 +4,7 @@
 //
 //   RunRanks(4, [&](Bootstrap& bootstrap) {        // or MakeMpiBootstrap()
 //     RankRun run = ValueOrThrow(TrainRank(inputs, bootstrap));
-//     if (bootstrap.rank().value == 0) WriteReportFile(run.report, "r.json");
+//     if (run.writes_report) WriteReportFile(run.report, "r.json");
 //   });
 //
 // Collective: every rank of the bootstrap calls it with the same config.
@@ -34,6 +34,9 @@ struct RankRun {
   proto::Report report;              // the whole run's report (same on every rank)
   std::vector<ClockRecord> records;  // this rank's per-clock record (compute ranks)
   std::string trace_csv;             // every rank's records, when output.trace is set
+  // This rank writes the report: the lowest surviving world rank (world rank
+  // 0 unless it died; faults.dead_after_seconds). True on exactly one rank.
+  bool writes_report = false;
 };
 
 Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& bootstrap);

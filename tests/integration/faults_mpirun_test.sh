@@ -7,6 +7,10 @@
 #            run in four) with faults.dead_after_seconds=2: the memory rank
 #            notices the stopped heartbeat and drops the rank, the others
 #            finish the run;
+#   rank0    compute rank 0 (world rank 0), in place as inplace: it
+#            evaluates the whole model and world rank 0 writes the report,
+#            so compute rank 1 takes over the final evaluation and world
+#            rank 1 writes the report (its curve: the final point only);
 #   compute  compute rank 1, and
 #   memory   the memory rank 3, with a checkpoint every 40 clocks: plain
 #            mpirun ends the job and deploy/run.sh --restart 1 relaunches it
@@ -15,7 +19,7 @@
 # what was lost: the dead rank and its clocks (in place: the rest of the
 # run; restarted: at most one checkpoint interval plus the staleness bound's
 # run-ahead). Exit 77 (skipped) when MovieLens is not fetched.
-#   faults_mpirun_test.sh inplace|compute|memory MPIEXEC STALELEARN_BIN SOURCE_DIR
+#   faults_mpirun_test.sh inplace|rank0|compute|memory MPIEXEC STALELEARN_BIN SOURCE_DIR
 set -euo pipefail
 case=$1 mpiexec=$2 bin=$3 source_dir=$4
 data_dir=${STALELEARN_DATA:-${HOME:-.}/.cache/stalelearn}
@@ -25,8 +29,9 @@ if [ ! -d "$data_dir/movielens" ]; then
 fi
 case "$case" in
   inplace|compute) rank=1 ;;
+  rank0) rank=0 ;;
   memory) rank=3 ;;
-  *) echo "faults_mpirun_test: case must be inplace, compute or memory, got '$case'" >&2; exit 2 ;;
+  *) echo "faults_mpirun_test: case must be inplace, rank0, compute or memory, got '$case'" >&2; exit 2 ;;
 esac
 # Checkpoints in memory when possible: fsync on a busy disk can take seconds,
 # and this test is about behaviour, not durability.
@@ -39,7 +44,7 @@ every=40 kill_at=130  # 30 clocks an epoch, 8 epochs: about halfway, mid-interva
 train=(--config "$source_dir/apps/mf/movielens.pbtxt" --set training.epochs=8 --set output.quiet=true
        --set debug.kill_rank=$rank --set debug.kill_at_clock=$kill_at --report "$work/report.json")
 set +e
-if [ "$case" = inplace ]; then
+if [ "$case" = inplace ] || [ "$case" = rank0 ]; then
   "$mpiexec" -n 4 --allow-run-as-root --oversubscribe --bind-to none --stdin none --timeout 90 --continuous --mca async_mpi_finalize 1 \
     "$bin" train "${train[@]}" --set faults.dead_after_seconds=2 2>"$work/err.txt"
 else
@@ -70,7 +75,12 @@ lost = report.get("lost", {})
 if lost.get("ranks") != [rank]:
     problems.append(f"lost.ranks {lost.get('ranks')}, expected [{rank}]")
 clocks, samples = int(lost.get("clocks", 0)), int(lost.get("samples", 0))
-if case == "inplace":
+if not report.get("model_checksum"):
+    problems.append("no model checksum")
+curve = report.get("curve", [])
+if not curve or int(curve[-1].get("epoch", 0)) != 8:
+    problems.append(f"the curve should end with epoch 8's point, got epochs {[p.get('epoch') for p in curve]}")
+if case in ("inplace", "rank0"):
     total = 8 * 30
     if resumed != 0:
         problems.append(f"resumed from clock {resumed}: the job should have gone on in place")
@@ -83,7 +93,8 @@ else:
         problems.append(f"resumed from clock {resumed}, expected the last checkpoint before clock {kill_at}")
     if not 0 < clocks <= every + 3 or samples <= 0:  # one interval, plus s + 1 clocks of run-ahead (SSP s = 2)
         problems.append(f"lost {clocks} clocks and {samples} samples, expected 1..{every + 3} clocks and some samples")
-print(f"faults_mpirun_test {case}: RMSE {rmse:.4f}, resumed from clock {resumed}, lost {lost}; "
+print(f"faults_mpirun_test {case}: RMSE {rmse:.4f}, resumed from clock {resumed}, lost {lost}, "
+      f"{len(curve)} curve points, wall {report.get('wall_seconds', 0):.1f} s; "
       + ("; ".join(problems) or "ok"))
 sys.exit(1 if problems else 0)
 PY
