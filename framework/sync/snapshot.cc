@@ -12,8 +12,10 @@
 namespace stalelearn::sync {
 namespace {
 
-// Largest byte range one change record carries (a multiple of the row size).
-constexpr std::size_t kMaxRecordBytes = std::size_t{1} << 23;
+// Largest byte range one change record carries (a multiple of the row size,
+// or one row if a row is larger). A reader holds a chunk of the log plus at
+// most one record cut at the chunk's end, so this bounds its memory too.
+constexpr std::size_t kMaxRecordBytes = std::size_t{64} << 10;
 
 }  // namespace
 
@@ -169,7 +171,11 @@ Result<bool> SnapshotReader::ReadLog(std::uint64_t begin, std::uint64_t end, std
   STALELEARN_ASSIGN_OR_RETURN(std::uint64_t oldest, ReadWord(geometry_.log_oldest_offset()));
   if (oldest > begin) return false;
   const std::size_t bytes = static_cast<std::size_t>(end - begin);
-  if (log_copy_.size() < keep + bytes) log_copy_.resize(keep + bytes);
+  if (log_copy_.size() < keep + bytes) {
+    // A chunk and a cut record fit without the vector doubling past them.
+    log_copy_.reserve(std::max(keep + bytes, kLogChunkBytes + kMaxRecordBytes));
+    log_copy_.resize(keep + bytes);
+  }
   std::byte* into = log_copy_.data() + keep;
   const std::size_t at = static_cast<std::size_t>(begin % capacity);
   const std::size_t first = std::min(bytes, capacity - at);
