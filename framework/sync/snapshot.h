@@ -107,6 +107,9 @@ class SnapshotReader {
   // call), or nullptr if nothing newer is published. Blocking.
   using RangeSink = std::function<void(std::size_t shard_offset, std::span<const std::byte> bytes)>;
   Result<const SnapshotMeta*> ReadChanges(const SnapshotMeta& since, const RangeSink& sink);
+  // ReadChanges streams the log through a buffer of this many bytes (plus
+  // one record cut at its end): a reader's memory does not follow the log.
+  static constexpr std::size_t kLogChunkBytes = std::size_t{1} << 20;
   std::uint64_t whole_reads() const { return whole_reads_; }
 
   // A consistent read of some rows of the latest snapshot (DIRECT mode): each
@@ -134,7 +137,6 @@ class SnapshotReader {
   std::size_t ForEachRecord(Fn&& fn) const;
   // After a rare large read (a whole read's patch): gives the memory back.
   void ReleaseLargeLogCopy();
-  static constexpr std::size_t kLogChunkBytes = 1 << 20;
   // Reads a whole generation: `body` reads live rows between the two meta
   // reads, `patch` gets the records to lay over them. nullopt if the latest
   // generation is <= `after`. Result meta in meta_.
