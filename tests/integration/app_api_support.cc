@@ -17,12 +17,7 @@ int WorldSize(const ApiModeCase& c) {
 proto::Config ApiConfig(const ApiModeCase& c, int epochs, int samples_per_clock) {
   proto::Config config = TestConfig(c.mode, c.staleness, c.memory, epochs, samples_per_clock);
   if (c.timing) {
-    config.mutable_backend()->set_name("timing");
-    (*config.mutable_backend()->mutable_options())["inner"] = "local";
-    config.mutable_timing()->set_memory("hmc2");
-    config.mutable_timing()->set_link("pcie4-x16");
-    config.mutable_timing()->set_compute("gpu-gtx580");
-    backends::ApplyTimingConfig(config);
+    UseStaleLearnTiming(config);
   }
   return config;
 }

@@ -18,6 +18,7 @@
 #include "framework/model/hash64.h"
 #include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/sample_schedule.h"
+#include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {
@@ -72,11 +73,6 @@ class RefreshChecker {
   int compute_ranks_;
   std::mutex mutex_;
 };
-
-std::optional<std::string_view> Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);
-}
 
 double FinalTestRmse(const ModeCase& c, const proto::Config& config, const std::filesystem::path& ratings) {
   const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, ratings));
@@ -196,10 +192,7 @@ void CheckReadYourWritesWithoutABound() {
 }
 
 std::optional<std::filesystem::path> FetchedMovieLens() {
-  data::DatasetCatalog catalog;
-  ThrowIfError(apps::mf::RegisterDatasets(catalog));
-  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
-  std::filesystem::path file = data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
+  std::filesystem::path file = MovieLensFile();
   if (!std::filesystem::exists(file)) return std::nullopt;
   return file;
 }
@@ -214,12 +207,7 @@ void CheckMfBeatsBiasesOnly(const ModeCase& c, const std::filesystem::path& rati
     // on a loaded machine one rank can run far ahead and the margin becomes
     // a coin toss (DIRECT 0.8919 vs 0.8956 seen under `ctest -j2`). Under
     // deterministic emulation the interleaving, and so the result, repeats.
-    config.mutable_backend()->set_name("timing");
-    (*config.mutable_backend()->mutable_options())["inner"] = "local";
-    config.mutable_timing()->set_memory("hmc2");
-    config.mutable_timing()->set_link("pcie4-x16");
-    config.mutable_timing()->set_compute("gpu-gtx580");
-    backends::ApplyTimingConfig(config);
+    UseStaleLearnTiming(config);
   }
   const double trained = FinalTestRmse(c, config, ratings);
 

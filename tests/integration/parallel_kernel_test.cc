@@ -14,15 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "apps/mf/datasets.h"
 #include "apps/mf/mf_app.h"
-#include "backends/builtin.h"
 #include "framework/core/error.h"
-#include "framework/data/catalog.h"
 #include "framework/model/hash64.h"
 #include "framework/model/replica.h"
 #include "framework/runtime/parallel_kernel.h"
 #include "framework/runtime/random_stream.h"
+#include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {
@@ -189,28 +187,14 @@ TEST(ParallelKernelTraining, CountingSumsAreExactWithChunkedKernels) {
   }
 }
 
-std::optional<std::string_view> Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);
-}
-
 // MF on MovieLens, priced on the timing backend (deterministic): two threads
 // per compute rank give the same bits on every run, a different model from
 // one thread (the chunked path ran), and the same quality.
 TEST(ParallelKernelTraining, MfWithTwoThreadsIsDeterministicAndTrainsAsWell) {
-  data::DatasetCatalog catalog;
-  ThrowIfError(apps::mf::RegisterDatasets(catalog));
-  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
-  const std::filesystem::path file =
-      data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
+  const std::filesystem::path file = MovieLensFile();
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not fetched; run: deploy/fetch-data.sh movielens";
   proto::Config config = TestConfig("SSP", 2, /*memory_ranks=*/1, /*epochs=*/5, /*samples_per_clock=*/1024);
-  config.mutable_backend()->set_name("timing");
-  (*config.mutable_backend()->mutable_options())["inner"] = "local";
-  config.mutable_timing()->set_memory("hmc2");
-  config.mutable_timing()->set_link("pcie4-x16");
-  config.mutable_timing()->set_compute("gpu-gtx580");
-  backends::ApplyTimingConfig(config);
+  UseStaleLearnTiming(config);
   config.mutable_cluster()->set_slot_bytes(1 << 20);
   config.mutable_data()->set_name("movielens");
   const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, file));

@@ -50,6 +50,15 @@ runtime::TableSet CountingApp::ExpectedModel(int epochs) const {
   return expected;
 }
 
+void UseStaleLearnTiming(proto::Config& config) {
+  config.mutable_backend()->set_name("timing");
+  (*config.mutable_backend()->mutable_options())["inner"] = "local";
+  config.mutable_timing()->set_memory("hmc2");
+  config.mutable_timing()->set_link("pcie4-x16");
+  config.mutable_timing()->set_compute("gpu-gtx580");
+  backends::ApplyTimingConfig(config);
+}
+
 proto::Config TestConfig(std::string_view mode, int staleness, int memory_ranks, int epochs,
                          int samples_per_clock) {
   proto::Config config;

@@ -56,6 +56,10 @@ struct LocalRun {
   const proto::Report& report() const { return ranks.at(0).report; }
 };
 
+// Runs `config` on the timing backend over local, priced on the StaleLearn
+// presets (hmc2 memory, pcie4-x16 link, gtx580 compute): deterministic.
+void UseStaleLearnTiming(proto::Config& config);
+
 // The built-in consistency modes (SSP, BSP, ASP, DIRECT, ALLREDUCE).
 const runtime::ModeRegistry& BuiltinModes();
 

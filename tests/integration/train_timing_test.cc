@@ -20,6 +20,7 @@
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/model/hash64.h"
+#include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {
@@ -28,12 +29,7 @@ namespace {
 // A config of `mode` priced on the StaleLearn presets, timing over local.
 proto::Config TimedConfig(std::string mode, int memory_ranks, int epochs, int samples_per_clock) {
   proto::Config config = TestConfig(mode, mode == "SSP" ? 2 : 0, memory_ranks, epochs, samples_per_clock);
-  config.mutable_backend()->set_name("timing");
-  (*config.mutable_backend()->mutable_options())["inner"] = "local";
-  config.mutable_timing()->set_memory("hmc2");
-  config.mutable_timing()->set_link("pcie4-x16");
-  config.mutable_timing()->set_compute("gpu-gtx580");
-  backends::ApplyTimingConfig(config);
+  UseStaleLearnTiming(config);
   return config;
 }
 
@@ -113,19 +109,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, TimingDeterminism,
                                            ModeCase{"allreduce_3", "ALLREDUCE", 3, 0}),
                          [](const auto& info) { return std::string(info.param.label); });
 
-std::optional<std::string_view> Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);
-}
-
 // Float SGD on real data: the model bits depend on the merge order, so equal
 // checksums show the interleaving repeats.
 TEST(TimingDeterminismMf, SameModelBitsAndTimelineOnMovieLens) {
-  data::DatasetCatalog catalog;
-  ThrowIfError(apps::mf::RegisterDatasets(catalog));
-  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
-  const std::filesystem::path file =
-      data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
+  const std::filesystem::path file = MovieLensFile();
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not fetched; run: deploy/fetch-data.sh movielens";
   proto::Config config = TimedConfig("SSP", 1, /*epochs=*/2, /*samples_per_clock=*/1024);
   config.mutable_cluster()->set_slot_bytes(1 << 20);

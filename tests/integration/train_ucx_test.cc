@@ -18,6 +18,7 @@
 #include "framework/runtime/sample_schedule.h"
 #include "tests/integration/fault_injecting_transport.h"
 #include "tests/integration/mpi_gtest_main.h"
+#include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {
@@ -132,19 +133,10 @@ TEST(TrainUcx, TimingOverUcxReportsANonDeterministicMakespan) {
   for (const proto::CurvePoint& p : run.report.curve()) EXPECT_GT(p.simulated_seconds(), 0);
 }
 
-std::optional<std::string_view> Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::nullopt : std::optional<std::string_view>(v);
-}
-
 class MfOnUcx : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MfOnUcx, Converges) {
-  data::DatasetCatalog catalog;
-  ThrowIfError(apps::mf::RegisterDatasets(catalog));
-  const data::DatasetEntry& entry = *ValueOrThrow(catalog.Find("movielens"));
-  const std::filesystem::path file =
-      data::DatasetPath(entry, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")));
+  const std::filesystem::path file = MovieLensFile();
   // The same file is visible to every rank of this one-machine job, so all skip together.
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not fetched; run: deploy/fetch-data.sh movielens";
   proto::Config config = TestConfig(GetParam(), 2, 1, 5, 1024);
