@@ -18,16 +18,23 @@
 # Exit code: CTest's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${STALELEARN_TSAN_BUILD_DIR:-build-tsan}
+BUILD_DIR=${STALELEARN_TSAN_BUILD_DIR:-build-tsan-clang}
+CXX_COMPILER=${STALELEARN_TSAN_CXX:-clang++}
 JOBS=${STALELEARN_JOBS:-$(nproc)}
 LAUNCHER=()
 if command -v ccache >/dev/null 2>&1; then
   LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
 fi
+# A build dir configured with another compiler (an old g++ build-tsan passed as
+# STALELEARN_TSAN_BUILD_DIR) is configured afresh: CMake cannot switch compilers in place.
+if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
+   ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=.*$(basename "$CXX_COMPILER")\$" "$BUILD_DIR/CMakeCache.txt"; then
+  rm -rf "$BUILD_DIR/CMakeCache.txt" "$BUILD_DIR/CMakeFiles"
+fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   # -O1 -g: TSan slows code 5-15x; optimised code keeps the runs short, -g the reports readable.
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O1 -g" -DSTALELEARN_SANITIZE=thread \
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_CXX_COMPILER="$CXX_COMPILER" -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O1 -g" -DSTALELEARN_SANITIZE=thread \
     -DSTALELEARN_BUILD_BENCHMARKS=OFF -DSTALELEARN_WITH_UCX=OFF "${LAUNCHER[@]}" >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "$JOBS" --target tsan_tests
