@@ -8,6 +8,7 @@
 #include "apps/mf/register.h"
 #include "framework/core/config_loader.h"
 #include "framework/core/planted_defect.h"
+#include "framework/core/target_clones.h"
 
 namespace stalelearn::apps::mf {
 namespace {
@@ -70,7 +71,7 @@ namespace {
 // halves the vector operations over 20-40 factors. Without FMA, every lane
 // computes exactly what the baseline does, so a run's model is bit-identical
 // whichever clone runs.
-__attribute__((target_clones("avx2", "default"))) void SgdSteps(
+STALELEARN_TARGET_CLONES_AVX2 void SgdSteps(
     std::span<const std::int64_t> samples, const MfApp::Sample* train, runtime::ModelView& model, float mean, float lr,
     float lambda, int k, int trained_factors) {
   for (const std::int64_t sample : samples) {

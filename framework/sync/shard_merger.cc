@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "framework/core/planted_defect.h"
+#include "framework/core/target_clones.h"
 
 namespace stalelearn::sync {
 namespace {
@@ -48,7 +49,7 @@ struct TableView {
 // row += delta over `width` floats (delta possibly unaligned); returns
 // non-zero if a result is a NaN or infinity. One vectorisable loop: the
 // divergence check costs no second pass over the row.
-__attribute__((target_clones("avx2", "default"))) std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta, std::int32_t width) {
+STALELEARN_TARGET_CLONES_AVX2 std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta, std::int32_t width) {
   constexpr std::uint32_t kExponent = 0x7F800000u;
   std::uint32_t any = 0;
   for (std::int32_t i = 0; i < width; ++i) {
