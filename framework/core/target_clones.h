@@ -9,13 +9,7 @@
 // bits (no FMA), so a TSan build checks the same code paths.
 #pragma once
 
-#if defined(__SANITIZE_THREAD__)
-#define STALELEARN_TSAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STALELEARN_TSAN_BUILD 1
-#endif
-#endif
+#include "framework/core/sanitizer.h"
 
 #if defined(STALELEARN_TSAN_BUILD)
 #define STALELEARN_TARGET_CLONES_AVX2

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "framework/core/sanitizer.h"
 
 namespace stalelearn::runtime {
 
@@ -114,10 +115,13 @@ void ParallelKernel::Run(std::span<const std::int64_t> samples, model::Replica& 
   while (overlays_.size() < chunks) overlays_.push_back(std::make_unique<ChunkOverlay>(replica));
   std::vector<WorkCounters> work(chunks);
   const std::size_t n = samples.size();
+  TbbHappensBefore hb;  // TBB's ordering, told to TSan (framework/core/sanitizer.h)
+  hb.BeforeLoop();
   arena_.execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<std::size_t>(0, chunks, 1),
         [&](const tbb::blocked_range<std::size_t>& range) {
+          hb.ChunkBegins();
           for (std::size_t c = range.begin(); c != range.end(); ++c) {
             const std::size_t begin = n * c / chunks;
             const std::size_t end = n * (c + 1) / chunks;
@@ -128,9 +132,11 @@ void ParallelKernel::Run(std::span<const std::int64_t> samples, model::Replica& 
             KernelContext chunk_ctx{ctx.info, ctx.epoch, ctx.clock, random, ctx.state, work[c]};
             app_.UpdateBatch(samples.subspan(begin, end - begin), *overlays_[c], chunk_ctx);
           }
+          hb.ChunkEnds();
         },
         tbb::simple_partitioner());
   });
+  hb.AfterLoop();
   for (std::size_t c = 0; c < chunks; ++c) {
     overlays_[c]->AddChangesTo(replica);
     ctx.work += work[c];

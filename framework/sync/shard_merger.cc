@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "framework/core/planted_defect.h"
+#include "framework/core/sanitizer.h"
 #include "framework/core/target_clones.h"
 
 namespace stalelearn::sync {
@@ -131,10 +132,16 @@ std::size_t ShardMerger::policy_state_bytes() const {
 
 void ShardMerger::ForChunks(std::size_t n, const std::function<void(std::size_t, std::size_t)>& body) {
   if (n >= kParallelMergeRows && arena_.max_concurrency() > 1) {
+    TbbHappensBefore hb;  // TBB's ordering, told to TSan (framework/core/sanitizer.h)
+    hb.BeforeLoop();
     arena_.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 256),
-                        [&](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); });
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 256), [&](const tbb::blocked_range<std::size_t>& r) {
+        hb.ChunkBegins();
+        body(r.begin(), r.end());
+        hb.ChunkEnds();
+      });
     });
+    hb.AfterLoop();
   } else if (n > 0) {
     body(0, n);
   }
