@@ -32,6 +32,7 @@
 // thread at a time. Lifetime: shared (std::shared_ptr) by the ranks' transports.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -105,6 +106,8 @@ class VirtualTimeScheduler {
   std::vector<RankState> ranks_;
   int arrived_ = 0;       // ranks that joined or left
   int running_ = -1;      // rank holding the turn, or -1
+  std::atomic<int> running_hint_{-1};  // running_, readable without the lock (WaitForTurnLocked's poll)
+  static constexpr int kPollsBeforeBlocking = 200;
   std::uint64_t turns_ = 0;  // turns handed out so far
   std::uint64_t progress_count_ = 0;  // segments that ended with progress
   // progress_count_ when every rank was idle and all were woken once; ~0: never.
