@@ -46,12 +46,6 @@ std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics, double alpha, double
                                              params);
 }
 
-proto::Config LdaConfigFor(const LdaModeCase& c, int epochs, int samples_per_clock) {
-  return ApiConfig({c.label, c.mode, c.staleness, c.compute, c.memory, c.timing}, epochs, samples_per_clock);
-}
-
-int WorldOf(const LdaModeCase& c) { return std::string_view(c.mode) == "ALLREDUCE" ? c.compute : c.compute + c.memory; }
-
 std::string LdaCountProblems(const proto::Report& report) {
   std::string problems;
   for (const proto::CurvePoint& point : report.curve()) {
@@ -70,8 +64,8 @@ std::string LdaCountProblems(const proto::Report& report) {
 
 void CheckLdaCountsExact(const LdaModeCase& c) {
   const std::unique_ptr<apps::lda::LdaApp> app = SyntheticLda();
-  const proto::Config config = LdaConfigFor(c, /*epochs=*/4, /*samples_per_clock=*/256);
-  const proto::Report report = RunLocal(config, *app, WorldOf(c)).report();
+  const proto::Config config = ApiConfig(c, /*epochs=*/4, /*samples_per_clock=*/256);
+  const proto::Report report = RunLocal(config, *app, WorldSize(c)).report();
   ASSERT_EQ(report.curve_size(), 4);
   const std::string problems = LdaCountProblems(report);
   if (!problems.empty()) ADD_FAILURE() << problems;

@@ -9,12 +9,12 @@
 #pragma once
 
 #include <memory>
-#include <ostream>
 #include <string>
 
 #include "apps/lda/lda_app.h"
 #include "framework/proto/config.pb.h"
 #include "framework/proto/report.pb.h"
+#include "tests/integration/app_api_support.h"
 
 namespace stalelearn::testing {
 
@@ -25,23 +25,13 @@ inline constexpr const char* kLdaRowSumMessage = "an LDA count row does not sum 
 inline constexpr const char* kLdaAssignmentMessage =
     "the final LDA counts differ from the ranks' topic assignments (exactly once, I4)";
 
-struct LdaModeCase {
-  const char* label;
-  const char* mode;
-  int staleness;
-  int compute;
-  int memory;
-  bool timing = false;
-};
-inline void PrintTo(const LdaModeCase& c, std::ostream* os) { *os << c.label; }
+// A mode under test (app_api_support.h: configs from ApiConfig, ranks from WorldSize).
+using LdaModeCase = ApiModeCase;
 
 // 120 documents of 60 tokens over 4 topics x 30 words (plus 20 words every
 // topic uses): each document draws 80% of its tokens from one topic, the rest
 // from another. Every 10th document (from the 4th) held out.
 std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics = 4, double alpha = 0.1, double beta = 0.1);
-
-proto::Config LdaConfigFor(const LdaModeCase& c, int epochs, int samples_per_clock);
-int WorldOf(const LdaModeCase& c);
 
 // "" when every evaluation of `report` kept the count invariants; else what
 // broke, each problem starting with its message above.

@@ -54,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(EveryMode, LdaInvariants,
 
 TEST(LdaInvariantsSelfTest, AKernelThatTakesBackTheWrongCountIsCaught) {
   const std::unique_ptr<LdaApp> app = SyntheticLda();
-  const proto::Config config = LdaConfigFor({"ssp2_2x1", "SSP", 2, 2, 1}, 2, 256);
+  const proto::Config config = ApiConfig({"ssp2_2x1", "SSP", 2, 2, 1}, 2, 256);
   ScopedPlantedDefect planted(PlantedDefect::kKernelTakesBackWrongCount);
   const proto::Report report = RunLocal(config, *app, 3).report();
   EXPECT_GT(report.final().metrics().at("negative_counts"), 0);
@@ -65,7 +65,7 @@ TEST(LdaInvariantsSelfTest, AKernelThatTakesBackTheWrongCountIsCaught) {
 TEST(LdaQuality, PlantedTopicsBeatTheUnigramModelAndAnUntrainedModelDoesNot) {
   const std::unique_ptr<LdaApp> app = SyntheticLda();
   const double unigram = app->UnigramPerplexity();
-  proto::Config config = LdaConfigFor({"ssp1_2x1", "SSP", 1, 2, 1}, /*epochs=*/30, 256);
+  proto::Config config = ApiConfig({"ssp1_2x1", "SSP", 1, 2, 1}, /*epochs=*/30, 256);
   config.mutable_training()->set_eval_every_epochs(30);
   const double trained = RunLocal(config, *app, 3).report().final().value();
   // One sweep from random topics: the counts are still close to uniform.
