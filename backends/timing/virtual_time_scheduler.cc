@@ -46,8 +46,7 @@ Status VirtualTimeScheduler::Yield(int rank, VirtualTime now) {
   me.state = State::kRunnable;
   me.time = std::max(me.time, now);
   me.active = true;
-  running_ = -1;
-  running_hint_.store(running_, std::memory_order_release);
+  SetRunningLocked(-1);
   NoteProgressLocked(rank);
   ScheduleLocked();
   return WaitForTurnLocked(lock, rank);
@@ -63,8 +62,7 @@ Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank) {
   if (me.active) NoteProgressLocked(rank);
   me.state = State::kIdle;
   me.active = false;
-  running_ = -1;
-  running_hint_.store(running_, std::memory_order_release);
+  SetRunningLocked(-1);
   ScheduleLocked();
   STALELEARN_RETURN_IF_ERROR(WaitForTurnLocked(lock, rank));
   return me.time;
@@ -78,8 +76,7 @@ Status VirtualTimeScheduler::ExitForCollective(int rank) {
   me.state = State::kOutside;
   ++me.collectives;
   me.active = true;
-  running_ = -1;
-  running_hint_.store(running_, std::memory_order_release);
+  SetRunningLocked(-1);
   NoteProgressLocked(rank);
   ScheduleLocked();
   return Status::Ok();
@@ -105,8 +102,7 @@ void VirtualTimeScheduler::Leave(int rank) {
   if (me.state == State::kLeft) return;
   if (me.state == State::kAbsent) ++arrived_;
   if (running_ == rank) {
-    running_ = -1;
-    running_hint_.store(running_, std::memory_order_release);
+    SetRunningLocked(-1);
     NoteProgressLocked(rank);
   }
   me.state = State::kLeft;
@@ -143,6 +139,11 @@ int VirtualTimeScheduler::NextRankLocked() const {
   return next;
 }
 
+void VirtualTimeScheduler::SetRunningLocked(int rank) {
+  running_ = rank;
+  running_hint_.store(rank, std::memory_order_release);
+}
+
 void VirtualTimeScheduler::ScheduleLocked() {
   if (running_ != -1 || arrived_ < world_size() || !failure_.empty()) return;
   int next = NextRankLocked();
@@ -166,8 +167,7 @@ void VirtualTimeScheduler::ScheduleLocked() {
     }
     next = NextRankLocked();
   }
-  running_ = next;
-  running_hint_.store(running_, std::memory_order_release);
+  SetRunningLocked(next);
   ranks_[next].state = State::kRunning;
   ranks_[next].granted_at = ranks_[next].time;
   ++turns_;

@@ -98,6 +98,8 @@ class VirtualTimeScheduler {
   int NextRankLocked() const;
   // Hands out the turn if nobody holds it; detects deadlock.
   void ScheduleLocked();
+  // running_ = rank, mirrored in running_hint_ for WaitForTurnLocked's poll.
+  void SetRunningLocked(int rank);
   Status WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank);
   std::string DescribeLocked() const;
 

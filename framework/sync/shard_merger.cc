@@ -38,15 +38,6 @@ int FirstNonFinite(const std::byte* bytes, std::int32_t width) {
   return -1;
 }
 
-// One table of the shard as the merge loop needs it.
-struct TableView {
-  std::byte* base;
-  std::size_t row_bytes;
-  std::int32_t width;
-  bool is_float;
-  bool adds_inline;
-};
-
 // row += delta over `width` floats (delta possibly unaligned); returns
 // non-zero if a result is a NaN or infinity. One vectorisable loop: the
 // divergence check costs no second pass over the row.
@@ -237,8 +228,10 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   const bool own_window = !in_window_;
   if (own_window) BeginWindow();
   // Each table's base and shape, looked up once per batch instead of per row.
-  std::vector<TableView> views;
-  views.reserve(master_.size());
+  // (Refilled per batch, not kept from construction: a restore may replace
+  // the master's storage; the vector's capacity is reused.)
+  std::vector<TableView>& views = views_;
+  views.clear();
   for (std::size_t t = 0; t < master_.size(); ++t) {
     model::RowBlock& block = master_[t];
     views.push_back({block.RowBytes(0), block.row_bytes(), block.width(),

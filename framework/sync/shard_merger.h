@@ -66,6 +66,14 @@ class ShardMerger {
   std::size_t policy_state_bytes() const;
 
  private:
+  // One table of the shard as the merge loop needs it.
+  struct TableView {
+    std::byte* base;
+    std::size_t row_bytes;
+    std::int32_t width;
+    bool is_float;
+    bool adds_inline;
+  };
   Status CheckDistinctRows(const DecodedBatch& batch);
   Status Diverged(const DecodedBatch& batch, std::size_t entry, const char* what, int element, float value);
   template <class Bad>
@@ -80,6 +88,7 @@ class ShardMerger {
   std::vector<metrics::WorkCounters> apply_work_;       // [table]: work of one row
   std::vector<std::uint8_t> adds_inline_;               // [table]: policy adds_delta(): merged inline
   bool any_held_ = false;                               // a policy holds deltas until the window ends
+  std::vector<TableView> views_;                        // Merge's per-batch table views (capacity reused)
   // named_[table]: one bit per shard row, set while checking a batch's rows
   // (all clear between batches).
   std::vector<std::vector<std::uint64_t>> named_;
