@@ -6,6 +6,7 @@
 // valid until the runtime's next step (end of the clock or mini-batch).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -20,6 +21,15 @@ class ModelView {
   // recorded as touched: what the kernel changes is sent as a delta.
   virtual std::span<float> FloatRow(TableId table, RowId row) = 0;
   virtual std::span<std::int32_t> IntRow(TableId table, RowId row) = 0;
+
+  // out[i] = FloatRow(table, rows[i]).data() for every i: a hot kernel asks
+  // for the rows of a block of samples in one virtual call instead of one per
+  // row. Touches each row as FloatRow does, in order; the pointers stay valid
+  // as FloatRow's spans do. Views override it with a loop the compiler can
+  // inline (framework/model/replica.h); this default calls FloatRow.
+  virtual void FloatRows(TableId table, std::span<const RowId> rows, float** out) {
+    for (std::size_t i = 0; i < rows.size(); ++i) out[i] = FloatRow(table, rows[i]).data();
+  }
 };
 
 }  // namespace stalelearn::model

@@ -66,26 +66,15 @@ void Replica::CopyHeldRowsTo(TableSet& full) const {
   }
 }
 
-std::int64_t Replica::CheckedSlot(TableId table, RowId row) const {
-  const std::int64_t slot = SlotOf(table, row);
-  if (slot < 0) [[unlikely]] {
-    throw Error(FailedPrecondition(fmt::format("the kernel touched row {} of table {}, which this rank's samples do "
-                                               "not name (App::RowsOf): outside its working set",
-                                               row.value, table.value)));
-  }
-  return slot;
+void Replica::ThrowOutsideWorkingSet(TableId table, RowId row) {
+  throw Error(FailedPrecondition(fmt::format("the kernel touched row {} of table {}, which this rank's samples do "
+                                             "not name (App::RowsOf): outside its working set",
+                                             row.value, table.value)));
 }
 
-void Replica::Touch(TableId table, std::int64_t slot) {
-  if (dense_[table.value]) return;
-  TouchLog& log = touch_[table.value];
-  std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
-  if (touched >= 0) return;
-  touched = static_cast<std::int32_t>(log.slots.size());
-  log.slots.push_back(slot);
-  const RowBlock& block = values_[table.value];
-  const std::byte* bytes = block.RowBytes(slot);
-  log.before.insert(log.before.end(), bytes, bytes + block.row_bytes());
+void Replica::GrowBefore(TouchLog& log, std::size_t row_bytes) {
+  // resize() zero-fills what it adds: grow geometrically, so a warm log never does.
+  log.before.resize(std::max({log.before_used + row_bytes, 2 * log.before.size(), std::size_t{16384}}));
 }
 
 std::span<float> Replica::FloatRow(TableId table, RowId row) {
@@ -98,6 +87,30 @@ std::span<std::int32_t> Replica::IntRow(TableId table, RowId row) {
   const std::int64_t slot = CheckedSlot(table, row);
   Touch(table, slot);
   return values_[table.value].IntRow(slot);
+}
+
+void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out) {
+  RowBlock& block = values_[table.value];
+  assert(block.type() == ElementType::kFloat32);
+  const std::size_t row_bytes = block.row_bytes();
+  const auto width = static_cast<std::ptrdiff_t>(block.width());
+  float* const base = reinterpret_cast<float*>(block.bytes().data());
+  const std::vector<std::int32_t>& index = slot_of_row_[table.value];
+  const bool whole = index.empty();
+  if (dense_[table.value]) {  // no touch log
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      out[i] = base + (whole ? rows[i].value : CheckedSlot(table, rows[i])) * width;
+    }
+    return;
+  }
+  TouchLog& log = touch_[table.value];
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::int64_t slot = whole ? rows[i].value : CheckedSlot(table, rows[i]);
+    float* row = base + slot * width;
+    std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
+    if (touched < 0) FirstTouch(log, touched, slot, reinterpret_cast<const std::byte*>(row), row_bytes);
+    out[i] = row;
+  }
 }
 
 std::size_t Replica::touched_rows() const {
@@ -161,7 +174,7 @@ void Replica::DrainDeltasInto(DeltaWriter& writer) {
       log.touch_of_slot[static_cast<std::size_t>(slot)] = -1;
     }
     log.slots.clear();
-    log.before.clear();  // keeps its capacity: no allocation in the next clock
+    log.before_used = 0;  // keeps the bytes: no allocation or zeroing in the next clock
   }
 }
 

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <span>
@@ -40,6 +42,8 @@ class Replica final : public ModelView {
 
   std::span<float> FloatRow(TableId table, RowId row) override;
   std::span<std::int32_t> IntRow(TableId table, RowId row) override;
+  // One call per block of rows: the lookup and first-touch copy inline.
+  void FloatRows(TableId table, std::span<const RowId> rows, float** out) override;
 
   // Where global row `row` lives in tables()[table] (its slot), or -1 when
   // the replica does not hold it.
@@ -89,21 +93,48 @@ class Replica final : public ModelView {
   void DrainDeltasInto(DeltaWriter& writer);
 
   // SlotOf, or a stalelearn::Error naming the row when the replica does not hold it.
-  std::int64_t CheckedSlot(TableId table, RowId row) const;
+  std::int64_t CheckedSlot(TableId table, RowId row) const {
+    const std::int64_t slot = SlotOf(table, row);
+    if (slot < 0) [[unlikely]] ThrowOutsideWorkingSet(table, row);
+    return slot;
+  }
 
  private:
-  void Touch(TableId table, std::int64_t slot);
-
   struct TouchLog {
     std::vector<std::int32_t> touch_of_slot;  // -1 = untouched this clock
     std::vector<std::int64_t> slots;          // touched slots, first-touch order
-    std::vector<std::byte> before;            // their values at first touch
+    // Their values at first touch: before_used bytes in use; the rest is
+    // capacity kept across clocks (no allocation or zeroing once warm).
+    std::vector<std::byte> before;
+    std::size_t before_used = 0;
   };
+
+  [[noreturn]] static void ThrowOutsideWorkingSet(TableId table, RowId row);
+  // Records the first touch of `slot` in this clock: its index in the log
+  // and its value now (what the clock's delta is taken against).
+  static void FirstTouch(TouchLog& log, std::int32_t& touched, std::int64_t slot, const std::byte* bytes,
+                         std::size_t row_bytes) {
+    touched = static_cast<std::int32_t>(log.slots.size());
+    log.slots.push_back(slot);
+    if (log.before_used + row_bytes > log.before.size()) [[unlikely]] GrowBefore(log, row_bytes);
+    std::memcpy(log.before.data() + log.before_used, bytes, row_bytes);
+    log.before_used += row_bytes;
+  }
+  static void GrowBefore(TouchLog& log, std::size_t row_bytes);
+  void Touch(TableId table, std::int64_t slot) {
+    if (dense_[table.value]) return;
+    TouchLog& log = touch_[table.value];
+    std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
+    if (touched >= 0) return;
+    const RowBlock& block = values_[table.value];
+    FirstTouch(log, touched, slot, block.RowBytes(slot), block.row_bytes());
+  }
+
   TableSet values_;                                 // [table] by slot
   std::vector<std::vector<std::int32_t>> slot_of_row_;  // [table][global row]; empty: whole table
   std::vector<std::vector<std::int64_t>> held_;         // [table][slot]: global row; empty: whole
   std::vector<TouchLog> touch_;                     // [table]; empty for dense tables
-  std::vector<bool> dense_;                         // [table]
+  std::vector<std::uint8_t> dense_;                 // [table]: 1 = dense
   std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase
   std::vector<std::byte> delta_;                    // DrainDeltas' scratch
 };

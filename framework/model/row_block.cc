@@ -63,28 +63,38 @@ void RowBlock::AddDelta(std::int64_t row, const std::byte* delta) {
   }
 }
 
-bool RowBlock::Difference(std::int64_t row, const std::byte* before, std::byte* delta_out) const {
-  bool nonzero = false;
-  if (type_ == ElementType::kFloat32) {
-    std::span<const float> r = FloatRow(row);
-    for (std::int32_t i = 0; i < width_; ++i) {
-      float b;
-      std::memcpy(&b, before + i * kElementBytes, sizeof b);
-      const float d = r[i] - b;
-      nonzero |= d != 0.0f;
-      std::memcpy(delta_out + i * kElementBytes, &d, sizeof d);
-    }
-  } else {
-    std::span<const std::int32_t> r = IntRow(row);
-    for (std::int32_t i = 0; i < width_; ++i) {
-      std::uint32_t b;
-      std::memcpy(&b, before + i * kElementBytes, sizeof b);
-      const std::uint32_t d = static_cast<std::uint32_t>(r[i]) - b;
-      nonzero |= d != 0;
-      std::memcpy(delta_out + i * kElementBytes, &d, sizeof d);
-    }
+namespace {
+
+// delta = now - before, element by element in T's arithmetic (uint32 for
+// int32: wraps). Returns whether any element differs. Written so the
+// compiler vectorises it: no branch, one OR of the delta bits. For floats
+// the sign bit is masked, so a -0 delta (-0 - +0) is no change, exactly as
+// d != 0.0f says.
+template <class T, class Bits>
+bool DifferenceOf(const T* now, const std::byte* before, std::byte* delta_out, std::int32_t width, Bits mask) {
+  Bits any = 0;
+  for (std::int32_t i = 0; i < width; ++i) {
+    T b;
+    std::memcpy(&b, before + i * kElementBytes, sizeof b);
+    const T d = now[i] - b;
+    Bits bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    any |= bits;
+    std::memcpy(delta_out + i * kElementBytes, &d, sizeof d);
   }
-  return nonzero;
+  return (any & mask) != 0;
+}
+
+}  // namespace
+
+bool RowBlock::Difference(std::int64_t row, const std::byte* before, std::byte* delta_out) const {
+  assert(row >= 0 && row < rows_);
+  if (type_ == ElementType::kFloat32) {
+    return DifferenceOf(floats_.data() + row * width_, before, delta_out, width_, std::uint32_t{0x7fffffff});
+  }
+  // Unsigned arithmetic: wraps, never UB.
+  return DifferenceOf(reinterpret_cast<const std::uint32_t*>(ints_.data() + row * width_), before, delta_out, width_,
+                      ~std::uint32_t{0});
 }
 
 TableSet MakeTableSet(const std::vector<TableSpec>& tables) {
