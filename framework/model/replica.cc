@@ -149,33 +149,7 @@ void Replica::DrainDeltas(const DeltaSink& sink) {
   for (const RowBlock& block : values_) widest = std::max(widest, block.row_bytes());
   SinkWriter writer(sink, delta_);
   writer.set_row_bytes(widest);
-  DrainDeltasInto(writer);
-}
-
-void Replica::DrainDeltasInto(DeltaWriter& writer) {
-  for (std::size_t t = 0; t < touch_.size(); ++t) {
-    TouchLog& log = touch_[t];
-    const RowBlock& block = values_[t];
-    const TableId id{static_cast<std::uint32_t>(t)};
-    if (dense_[t]) {
-      std::vector<std::byte>& base = dense_base_[t];
-      for (std::int64_t row = 0; row < block.rows(); ++row) {
-        std::byte* before = base.data() + static_cast<std::size_t>(row) * block.row_bytes();
-        writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
-      }
-      const std::span<const std::byte> now = block.bytes();
-      std::copy(now.begin(), now.end(), base.begin());
-      continue;
-    }
-    for (std::size_t i = 0; i < log.slots.size(); ++i) {
-      const std::int64_t slot = log.slots[i];
-      std::byte* out = writer.BeginRow(id, RowId{RowOfSlot(id, slot)});
-      writer.EndRow(block.Difference(slot, log.before.data() + i * block.row_bytes(), out));
-      log.touch_of_slot[static_cast<std::size_t>(slot)] = -1;
-    }
-    log.slots.clear();
-    log.before_used = 0;  // keeps the bytes: no allocation or zeroing in the next clock
-  }
+  DrainDeltasInto<DeltaWriter>(writer);
 }
 
 }  // namespace stalelearn::model

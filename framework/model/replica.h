@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <vector>
@@ -89,8 +90,11 @@ class Replica final : public ModelView {
    protected:
     ~DeltaWriter() = default;
   };
-  // DrainDeltas, writing in place through `writer`.
-  void DrainDeltasInto(DeltaWriter& writer);
+  // DrainDeltas, writing in place through `writer`: a DeltaWriter, or any
+  // class with the same BeginRow/EndRow (a final class's calls inline: this
+  // runs once per changed row of every clock).
+  template <class Writer>
+  void DrainDeltasInto(Writer& writer);
 
   // SlotOf, or a stalelearn::Error naming the row when the replica does not hold it.
   std::int64_t CheckedSlot(TableId table, RowId row) const {
@@ -117,7 +121,7 @@ class Replica final : public ModelView {
     touched = static_cast<std::int32_t>(log.slots.size());
     log.slots.push_back(slot);
     if (log.before_used + row_bytes > log.before.size()) [[unlikely]] GrowBefore(log, row_bytes);
-    std::memcpy(log.before.data() + log.before_used, bytes, row_bytes);
+    CopyRow(log.before.data() + log.before_used, bytes, row_bytes);
     log.before_used += row_bytes;
   }
   static void GrowBefore(TouchLog& log, std::size_t row_bytes);
@@ -138,5 +142,35 @@ class Replica final : public ModelView {
   std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase
   std::vector<std::byte> delta_;                    // DrainDeltas' scratch
 };
+
+// ---- implementation ----
+template <class Writer>
+void Replica::DrainDeltasInto(Writer& writer) {
+  for (std::size_t t = 0; t < touch_.size(); ++t) {
+    TouchLog& log = touch_[t];
+    const RowBlock& block = values_[t];
+    const TableId id{static_cast<std::uint32_t>(t)};
+    const std::size_t row_bytes = block.row_bytes();
+    if (dense_[t]) {
+      std::vector<std::byte>& base = dense_base_[t];
+      for (std::int64_t row = 0; row < block.rows(); ++row) {
+        std::byte* before = base.data() + static_cast<std::size_t>(row) * row_bytes;
+        writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
+      }
+      const std::span<const std::byte> now = block.bytes();
+      std::copy(now.begin(), now.end(), base.begin());
+      continue;
+    }
+    const std::byte* before = log.before.data();
+    for (std::size_t i = 0; i < log.slots.size(); ++i, before += row_bytes) {
+      const std::int64_t slot = log.slots[i];
+      std::byte* out = writer.BeginRow(id, RowId{RowOfSlot(id, slot)});
+      writer.EndRow(block.Difference(slot, before, out));
+      log.touch_of_slot[static_cast<std::size_t>(slot)] = -1;
+    }
+    log.slots.clear();
+    log.before_used = 0;  // keeps the bytes: no allocation or zeroing in the next clock
+  }
+}
 
 }  // namespace stalelearn::model

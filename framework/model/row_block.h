@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -52,6 +53,24 @@ class RowBlock {
   std::vector<float> floats_;
   std::vector<std::int32_t> ints_;
 };
+
+// dst = src for one row (bytes: a multiple of 4, the element size), inline:
+// rows are ~100 bytes, where a call to the library's memcpy costs more than
+// the copy itself.
+inline void CopyRow(std::byte* __restrict dst, const std::byte* __restrict src, std::size_t bytes) {
+  std::size_t i = 0;
+  for (; i + 32 <= bytes; i += 32) std::memcpy(dst + i, src + i, 32);
+  for (; i < bytes; i += 4) std::memcpy(dst + i, src + i, 4);
+}
+
+// CopyRow for a few rows, the library's memcpy for more.
+inline void CopyRows(std::byte* __restrict dst, const std::byte* __restrict src, std::size_t bytes) {
+  if (bytes <= 256) {
+    CopyRow(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
 
 // One RowBlock per table, in table order.
 using TableSet = std::vector<RowBlock>;

@@ -11,17 +11,6 @@ RowPartition::RowPartition(std::int64_t rows, int shards, PartitionScheme scheme
   if (block_ == 0) block_ = 1;
 }
 
-MemoryIndex RowPartition::Owner(RowId row) const {
-  assert(row.value >= 0 && row.value < rows_);
-  if (scheme_ == PartitionScheme::kHash) return MemoryIndex{static_cast<int>(row.value % shards_)};
-  return MemoryIndex{static_cast<int>(row.value / block_)};
-}
-
-std::int64_t RowPartition::LocalIndex(RowId row) const {
-  if (scheme_ == PartitionScheme::kHash) return row.value / shards_;
-  return row.value % block_;
-}
-
 std::int64_t RowPartition::ShardRows(MemoryIndex shard) const {
   const std::int64_t m = shard.value;
   if (scheme_ == PartitionScheme::kHash) return m < rows_ ? (rows_ - m + shards_ - 1) / shards_ : 0;

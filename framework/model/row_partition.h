@@ -8,6 +8,7 @@
 // Immutable after construction; thread-safe.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 
 #include "framework/model/rank_index.h"
@@ -24,9 +25,19 @@ class RowPartition {
   std::int64_t rows() const { return rows_; }
   int shards() const { return shards_; }
 
-  MemoryIndex Owner(RowId row) const;
+  // Inline: called per row on the data plane (one shard: no division).
+  MemoryIndex Owner(RowId row) const {
+    assert(row.value >= 0 && row.value < rows_);
+    if (shards_ == 1) return MemoryIndex{0};
+    if (scheme_ == PartitionScheme::kHash) return MemoryIndex{static_cast<int>(row.value % shards_)};
+    return MemoryIndex{static_cast<int>(row.value / block_)};
+  }
   // Index of `row` inside its owner's shard.
-  std::int64_t LocalIndex(RowId row) const;
+  std::int64_t LocalIndex(RowId row) const {
+    if (shards_ == 1) return row.value;
+    if (scheme_ == PartitionScheme::kHash) return row.value / shards_;
+    return row.value % block_;
+  }
   // Number of rows shard `shard` holds.
   std::int64_t ShardRows(MemoryIndex shard) const;
   // Inverse of (Owner, LocalIndex).

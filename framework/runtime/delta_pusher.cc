@@ -23,8 +23,10 @@ void DeltaPusher::RecycleBuffers() {
     encoder.Recycle(std::move(spare_.back()));
     spare_.pop_back();
   }
-  // Keep a few for batches sealed mid-clock; let the rest go.
-  if (spare_.size() > encoders_.size()) spare_.resize(encoders_.size());
+  // Keep what the next clocks' batches will need (one per memory rank per
+  // clock, more when a clock fills several slots), bounded by what the
+  // refresher keeps: no more memory than the pending batches held.
+  if (spare_.size() > ReplicaRefresher::kKeptDropped) spare_.resize(ReplicaRefresher::kKeptDropped);
 }
 
 void DeltaPusher::Seal(int m, std::uint32_t flags) {
@@ -35,16 +37,6 @@ void DeltaPusher::Seal(int m, std::uint32_t flags) {
     spare_.pop_back();
   }
 }
-
-std::byte* DeltaPusher::BeginRow(model::TableId table, model::RowId row) {
-  const int m = layout_.partition(table).Owner(row).value;
-  sync::BatchEncoder& encoder = encoders_[m];
-  if (encoder.encoded_bytes() + encoder.EntryBytes(table) > writers_[m]->slot_capacity()) Seal(m, 0);
-  open_memory_ = m;
-  return encoder.BeginEntry(table, row);
-}
-
-void DeltaPusher::EndRow(bool changed) { encoders_[open_memory_].EndEntry(changed); }
 
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock) {
   STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute

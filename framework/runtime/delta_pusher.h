@@ -26,7 +26,7 @@
 
 namespace stalelearn::runtime {
 
-class DeltaPusher final : private model::Replica::DeltaWriter {
+class DeltaPusher final {
  public:
   DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
               ReplicaRefresher* refresher);
@@ -44,10 +44,18 @@ class DeltaPusher final : private model::Replica::DeltaWriter {
   // Tells every memory rank this rank no longer reads from it.
   Status Release();
 
+  // The writer Replica::DrainDeltasInto calls (inline, per changed row):
+  // routes a row to its memory rank's encoder, sealing a full batch first.
+  std::byte* BeginRow(model::TableId table, model::RowId row) {
+    const int m = layout_.partition(table).Owner(row).value;
+    sync::BatchEncoder& encoder = encoders_[m];
+    if (encoder.encoded_bytes() + encoder.EntryBytes(table) > writers_[m]->slot_capacity()) [[unlikely]] Seal(m, 0);
+    open_memory_ = m;
+    return encoder.BeginEntry(table, row);
+  }
+  void EndRow(bool changed) { encoders_[open_memory_].EndEntry(changed); }
+
  private:
-  // DeltaWriter: routes a row to its memory rank's encoder, sealing a full batch first.
-  std::byte* BeginRow(model::TableId table, model::RowId row) override;
-  void EndRow(bool changed) override;
   void Seal(int m, std::uint32_t flags);
   void RecycleBuffers();
 

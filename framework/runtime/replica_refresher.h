@@ -60,6 +60,9 @@ class ReplicaRefresher {
   // deltas): the merged model, for evaluation. Blocking.
   Status ReadMergedModel(model::TableSet& model);
 
+ // Dropped batches kept for TakeDropped (their memory is reused, not freed).
+  static constexpr std::size_t kKeptDropped = 16;
+
  private:
   struct Pending {
     std::uint64_t sequence;
@@ -76,7 +79,6 @@ class ReplicaRefresher {
   std::vector<sync::SnapshotMeta> installed_;                   // [m]: generation, log end, merged clocks
   std::vector<std::vector<std::uint64_t>> installed_merged_;    // [m][c]
   std::vector<std::deque<Pending>> pending_;                    // [m], by sequence
-  static constexpr std::size_t kKeptDropped = 16;
   std::vector<std::vector<std::byte>> dropped_;                 // dropped batches' memory, until taken
   std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
   std::uint32_t refresh_number_ = 0;

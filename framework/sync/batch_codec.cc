@@ -19,8 +19,8 @@ std::uint64_t HeaderChecksum(const BatchHeader& h) {
 
 }  // namespace
 
-BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) : tables_(&tables) {
-  Reserve(sizeof(BatchHeader));
+BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) {
+  for (const model::TableSpec& t : tables) entry_bytes_.push_back(kEntryPrefixBytes + t.row_bytes());
   used_ = sizeof(BatchHeader);
 }
 
@@ -32,15 +32,11 @@ void BatchEncoder::Reserve(std::size_t bytes) {
 }
 
 void BatchEncoder::Recycle(std::vector<std::byte> buffer) {
-  if (entries_ == 0 && buffer.capacity() >= buffer_.size()) {
+  if (entries_ == 0 && buffer.capacity() > buffer_.size()) {
     buffer_ = std::move(buffer);
     buffer_.resize(buffer_.capacity());  // within capacity: no allocation; bytes past the old size zeroed once
     used_ = sizeof(BatchHeader);
   }
-}
-
-std::size_t BatchEncoder::EntryBytes(model::TableId table) const {
-  return kEntryPrefixBytes + (*tables_)[table.value].row_bytes();
 }
 
 void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const std::byte> delta) {
@@ -48,31 +44,8 @@ void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const s
   EndEntry(true);
 }
 
-std::byte* BatchEncoder::BeginEntry(model::TableId table, model::RowId row) {
-  const std::size_t at = used_;
-  Reserve(at + EntryBytes(table));
-  const std::uint32_t zero = 0;
-  std::memcpy(buffer_.data() + at, &table.value, 4);
-  std::memcpy(buffer_.data() + at + 4, &zero, 4);
-  std::memcpy(buffer_.data() + at + 8, &row.value, 8);
-  open_at_ = at;
-  used_ = at + EntryBytes(table);
-  return buffer_.data() + at + kEntryPrefixBytes;
-}
-
-void BatchEncoder::EndEntry(bool keep) {
-  if (keep && DefectPlanted(PlantedDefect::kDeltaDropped) && entries_ == 1 && !dropped_) {
-    dropped_ = true;  // planted defect (self-tests only): the batch's second row is lost
-    keep = false;
-  }
-  if (keep) {
-    ++entries_;
-  } else {
-    used_ = open_at_;
-  }
-}
-
 std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags) {
+  Reserve(used_);  // an empty batch still has its header
   BatchHeader h;
   h.flags = flags;
   h.sequence = sequence;
@@ -84,8 +57,7 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   std::memcpy(buffer_.data(), &h, sizeof h);  // the payload is already in place: no copy
   buffer_.resize(used_);  // shrinking keeps the capacity for Recycle
   std::vector<std::byte> out = std::move(buffer_);
-  buffer_ = {};
-  Reserve(sizeof h);
+  buffer_ = {};  // no memory until the next entry or Recycle
   used_ = sizeof h;
   entries_ = 0;
   dropped_ = false;

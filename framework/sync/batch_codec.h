@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "framework/core/planted_defect.h"
 #include "framework/core/status.h"
 #include "framework/model/shard_layout.h"
 
@@ -60,26 +61,49 @@ class BatchEncoder {
   void Add(model::TableId table, model::RowId row, std::span<const std::byte> delta);
   // Reserves an entry and returns where its row_bytes of delta go; EndEntry
   // keeps it (keep = true) or takes it back. One entry open at a time.
-  std::byte* BeginEntry(model::TableId table, model::RowId row);
-  void EndEntry(bool keep);
+  // Inline: called once per changed row of a clock.
+  std::byte* BeginEntry(model::TableId table, model::RowId row) {
+    const std::size_t at = used_;
+    const std::size_t entry = entry_bytes_[table.value];
+    if (at + entry > buffer_.size()) [[unlikely]] Reserve(at + entry);
+    std::byte* out = buffer_.data() + at;
+    const std::uint64_t table_word = table.value;  // {u32 table, u32 zero}, little-endian
+    std::memcpy(out, &table_word, 8);
+    std::memcpy(out + 8, &row.value, 8);
+    open_at_ = at;
+    used_ = at + entry;
+    return out + kEntryPrefixBytes;
+  }
+  void EndEntry(bool keep) {
+    if (keep && entries_ == 1 && DefectPlanted(PlantedDefect::kDeltaDropped) && !dropped_) {
+      dropped_ = true;  // planted defect (self-tests only): the batch's second row is lost
+      keep = false;
+    }
+    if (keep) {
+      ++entries_;
+    } else {
+      used_ = open_at_;
+    }
+  }
   std::size_t entry_count() const { return entries_; }
   // Header + payload size if sealed now.
   std::size_t encoded_bytes() const { return used_; }
   // Size an entry of `table` adds.
-  std::size_t EntryBytes(model::TableId table) const;
+  std::size_t EntryBytes(model::TableId table) const { return entry_bytes_[table.value]; }
 
-  // Returns header + payload (encoded in place: no copy) and starts an empty batch.
+  // Returns header + payload (encoded in place: no copy) and starts an empty
+  // batch, with no memory until an entry or Recycle gives it some.
   std::vector<std::byte> Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags);
   // Hands back a sealed batch once sent: the next batch reuses its memory
   // (no allocation, no fresh pages per batch). Ignored mid-batch.
   void Recycle(std::vector<std::byte> buffer);
 
  private:
-  const std::vector<model::TableSpec>* tables_;
   // Grows without zero-filling: bytes [0, used_) are the header space and the
   // payload; the rest is capacity kept across batches.
   void Reserve(std::size_t bytes);
 
+  std::vector<std::size_t> entry_bytes_;  // [table]: prefix + row bytes
   std::vector<std::byte> buffer_;  // header space, then the payload
   std::size_t used_ = 0;
   std::size_t open_at_ = 0;  // start of the entry BeginEntry opened

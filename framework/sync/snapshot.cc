@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "framework/core/planted_defect.h"
+#include "framework/model/row_block.h"
 #include "framework/sync/wait_until.h"
 
 namespace stalelearn::sync {
@@ -89,12 +90,22 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   std::atomic_thread_fence(std::memory_order_release);  // the word before the overwrites
   // 2. The change records.
   if (logged) {
+    std::byte* log = base + geometry_.log_offset();
     std::uint64_t at = begin;
+    std::size_t in_log = static_cast<std::size_t>(at % capacity);  // = at mod capacity, kept without dividing
     for (const Range& r : ranges_) {
       const std::uint64_t key = ChangeRecordKey(r.offset, r.bytes);
-      WriteLog(at, &key, sizeof key);
-      WriteLog(at + sizeof key, r.source, r.bytes);
-      at += sizeof key + r.bytes;
+      const std::size_t record = sizeof key + r.bytes;
+      if (in_log + record <= capacity) [[likely]] {  // the record does not wrap
+        std::memcpy(log + in_log, &key, sizeof key);
+        model::CopyRows(log + in_log + sizeof key, r.source, r.bytes);
+      } else {
+        WriteLog(at, &key, sizeof key);
+        WriteLog(at + sizeof key, r.source, r.bytes);
+      }
+      at += record;
+      in_log += record;
+      if (in_log >= capacity) in_log -= capacity;
     }
   }
   record_bytes_ += bytes;
@@ -125,7 +136,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   }
   // 5. The live rows.
   std::byte* data = base + geometry_.data_offset();
-  for (const Range& r : ranges_) std::memcpy(data + r.offset, r.source, r.bytes);
+  for (const Range& r : ranges_) model::CopyRows(data + r.offset, r.source, r.bytes);
   log_end_ = end;
 }
 
