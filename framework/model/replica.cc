@@ -37,7 +37,10 @@ Replica::Replica(const std::vector<TableSpec>& tables, const WorkingSet& rows) {
       }
     }
     values_.emplace_back(spec.type, held, spec.width);
-    if (!spec.dense) touch_[t].touch_of_slot.assign(static_cast<std::size_t>(held), -1);
+    if (!spec.dense) {
+      touch_[t].touch_of_slot.assign(static_cast<std::size_t>(held), -1);
+      touch_[t].touched_bits.assign((static_cast<std::size_t>(held) + 63) / 64, 0);
+    }
   }
   Rebase();
 }
@@ -104,12 +107,21 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
     return;
   }
   TouchLog& log = touch_[table.value];
+  std::int32_t* const touch_of_slot = log.touch_of_slot.data();
+  // Two passes: the first finds every row and asks for its cache lines, so
+  // the rows' misses overlap instead of stalling the touch loop one by one.
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::int64_t slot = whole ? rows[i].value : CheckedSlot(table, rows[i]);
     float* row = base + slot * width;
-    std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
-    if (touched < 0) FirstTouch(log, touched, slot, reinterpret_cast<const std::byte*>(row), row_bytes);
+    __builtin_prefetch(row);
+    __builtin_prefetch(reinterpret_cast<const std::byte*>(row) + row_bytes - 1);
+    __builtin_prefetch(touch_of_slot + slot);
     out[i] = row;
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::int64_t slot = (out[i] - base) / width;
+    std::int32_t& touched = touch_of_slot[slot];
+    if (touched < 0) FirstTouch(log, touched, slot, reinterpret_cast<const std::byte*>(out[i]), row_bytes);
   }
 }
 

@@ -18,11 +18,12 @@
 // Not thread-safe (one trainer thread per replica).
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <algorithm>
 #include <optional>
 #include <span>
 #include <vector>
@@ -75,8 +76,8 @@ class Replica final : public ModelView {
   std::size_t touched_rows() const;
 
   using DeltaSink = std::function<void(TableId, RowId, std::span<const std::byte>)>;
-  // Calls `sink` for every touched row whose value changed, table by table in
-  // first-touch order, then forgets the touched set.
+  // Calls `sink` for every touched row whose value changed, table by table,
+  // rows in increasing order, then forgets the touched set.
   void DrainDeltas(const DeltaSink& sink);
 
   // Where DrainDeltasInto writes each touched row's delta: BeginRow returns
@@ -107,11 +108,16 @@ class Replica final : public ModelView {
   struct TouchLog {
     std::vector<std::int32_t> touch_of_slot;  // -1 = untouched this clock
     std::vector<std::int64_t> slots;          // touched slots, first-touch order
+    std::vector<std::uint64_t> touched_bits;  // one bit per slot: touched this clock
     // Their values at first touch: before_used bytes in use; the rest is
     // capacity kept across clocks (no allocation or zeroing once warm).
     std::vector<std::byte> before;
     std::size_t before_used = 0;
   };
+
+  // Drain sorts the touched slots when they are fewer than one per this
+  // many words of touched bits (sorting them then costs less than the scan).
+  static constexpr std::size_t kSortBelowOnePer = 128;
 
   [[noreturn]] static void ThrowOutsideWorkingSet(TableId table, RowId row);
   // Records the first touch of `slot` in this clock: its index in the log
@@ -120,6 +126,7 @@ class Replica final : public ModelView {
                          std::size_t row_bytes) {
     touched = static_cast<std::int32_t>(log.slots.size());
     log.slots.push_back(slot);
+    log.touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
     if (log.before_used + row_bytes > log.before.size()) [[unlikely]] GrowBefore(log, row_bytes);
     CopyRow(log.before.data() + log.before_used, bytes, row_bytes);
     log.before_used += row_bytes;
@@ -161,12 +168,32 @@ void Replica::DrainDeltasInto(Writer& writer) {
       std::copy(now.begin(), now.end(), base.begin());
       continue;
     }
-    const std::byte* before = log.before.data();
-    for (std::size_t i = 0; i < log.slots.size(); ++i, before += row_bytes) {
-      const std::int64_t slot = log.slots[i];
+    // Rows go out in increasing slot (= global row) order: the memory rank
+    // then walks its shard forwards, and checks a batch's rows are distinct
+    // by comparing neighbours. Few rows of a large table are sorted; more
+    // are found by scanning the touched bits.
+    const auto emit = [&](std::int64_t slot) {
+      std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
+      const std::byte* before = log.before.data() + static_cast<std::size_t>(touched) * row_bytes;
       std::byte* out = writer.BeginRow(id, RowId{RowOfSlot(id, slot)});
       writer.EndRow(block.Difference(slot, before, out));
-      log.touch_of_slot[static_cast<std::size_t>(slot)] = -1;
+      touched = -1;
+    };
+    std::uint64_t* const bits = log.touched_bits.data();
+    const std::size_t words = log.touched_bits.size();
+    if (log.slots.size() * kSortBelowOnePer < words) {
+      std::sort(log.slots.begin(), log.slots.end());
+      for (const std::int64_t slot : log.slots) {
+        emit(slot);
+        bits[static_cast<std::size_t>(slot) / 64] = 0;
+      }
+    } else if (!log.slots.empty()) {
+      for (std::size_t w = 0; w < words; ++w) {
+        std::uint64_t word = bits[w];
+        if (word == 0) continue;
+        bits[w] = 0;
+        for (; word != 0; word &= word - 1) emit(static_cast<std::int64_t>(w * 64 + std::countr_zero(word)));
+      }
     }
     log.slots.clear();
     log.before_used = 0;  // keeps the bytes: no allocation or zeroing in the next clock

@@ -106,6 +106,7 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
   out.entries.reserve(std::min<std::size_t>(h.entry_count, payload.size() / kEntryPrefixBytes));
   const auto& tables = layout.tables();
   std::size_t at = 0;
+  bool increasing = true;
   while (at < payload.size()) {
     if (payload.size() - at < kEntryPrefixBytes) return DataLoss("batch entry truncated");
     std::uint32_t table;
@@ -125,12 +126,18 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
     }
     at += kEntryPrefixBytes;
     if (payload.size() - at < spec.row_bytes()) return DataLoss("batch entry delta truncated");
-    out.entries.push_back({tid, rid, layout.partition(tid).LocalIndex(rid), payload.data() + at});
+    const std::int64_t local = layout.partition(tid).LocalIndex(rid);
+    if (!out.entries.empty()) {
+      const DecodedEntry& last = out.entries.back();
+      increasing = increasing && (last.table.value < table || (last.table.value == table && last.local_row < local));
+    }
+    out.entries.push_back({tid, rid, local, payload.data() + at});
     at += spec.row_bytes();
   }
   if (out.entries.size() != h.entry_count) {
     return DataLoss(fmt::format("batch holds {} entries, header says {}", out.entries.size(), h.entry_count));
   }
+  out.increasing = increasing;
   return out;
 }
 

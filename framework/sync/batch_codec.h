@@ -121,6 +121,10 @@ struct DecodedEntry {
 struct DecodedBatch {
   BatchHeader header;
   std::vector<DecodedEntry> entries;
+  // Set by DecodeBatch when tables come in increasing order and each table's
+  // rows strictly increase (as our encoders send them): the rows are then
+  // distinct without a further check (ShardMerger).
+  bool increasing = false;
 };
 
 // Sets the header's visible_at_ps of an encoded batch and re-seals the header

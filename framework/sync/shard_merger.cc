@@ -40,8 +40,10 @@ int FirstNonFinite(const std::byte* bytes, std::int32_t width) {
 
 // row += delta over `width` floats (delta possibly unaligned); returns
 // non-zero if a result is a NaN or infinity. One vectorisable loop: the
-// divergence check costs no second pass over the row.
-STALELEARN_TARGET_CLONES_AVX2 std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta, std::int32_t width) {
+// divergence check costs no second pass over the row. Inlined into
+// AddRows, whose clones pick the vector width once per batch, not per row.
+[[gnu::always_inline]] inline std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta,
+                                                        std::int32_t width) {
   constexpr std::uint32_t kExponent = 0x7F800000u;
   std::uint32_t any = 0;
   for (std::int32_t i = 0; i < width; ++i) {
@@ -57,7 +59,8 @@ STALELEARN_TARGET_CLONES_AVX2 std::uint32_t AddFloatRow(float* __restrict row, c
 }
 
 // row += delta over `width` int32s, wrapping (exact: I4).
-void AddIntRow(std::int32_t* __restrict row, const std::byte* __restrict delta, std::int32_t width) {
+[[gnu::always_inline]] inline void AddIntRow(std::int32_t* __restrict row, const std::byte* __restrict delta,
+                                             std::int32_t width) {
   for (std::int32_t i = 0; i < width; ++i) {
     std::uint32_t d;
     std::memcpy(&d, delta + i * model::kElementBytes, 4);
@@ -72,6 +75,30 @@ constexpr std::size_t kPrefetchDistance = 16;
 
 void PrefetchForWrite(const std::byte* bytes, std::size_t length) {
   for (std::size_t at = 0; at < length; at += 64) __builtin_prefetch(bytes + at, 1, 3);
+}
+
+// Entries [begin, end) of tables whose policy adds the delta (sum), with
+// master rows prefetched kPrefetchDistance entries ahead. Returns the first
+// entry whose merged float row holds a NaN or infinity, or `end`.
+STALELEARN_TARGET_CLONES_AVX2 std::size_t AddRows(const DecodedEntry* entries, std::size_t begin, std::size_t end,
+                                                  const ShardMerger::TableView* views) {
+  std::size_t bad = end;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (i + kPrefetchDistance < end) {
+      const DecodedEntry& ahead = entries[i + kPrefetchDistance];
+      const ShardMerger::TableView& v = views[ahead.table.value];
+      PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
+    }
+    const DecodedEntry& e = entries[i];
+    const ShardMerger::TableView& v = views[e.table.value];
+    std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
+    if (v.is_float) {
+      if (AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width) != 0 && bad == end) bad = i;
+    } else {
+      AddIntRow(reinterpret_cast<std::int32_t*>(row), e.delta, v.width);
+    }
+  }
+  return bad;
 }
 
 metrics::WorkCounters Times(const metrics::WorkCounters& one, std::size_t n) {
@@ -141,6 +168,8 @@ void ShardMerger::ForChunks(std::size_t n, const std::function<void(std::size_t,
 Status ShardMerger::CheckDistinctRows(const DecodedBatch& batch) {
   ++batches_seen_;
   const std::vector<DecodedEntry>& entries = batch.entries;
+  if (batch.increasing) return Status::Ok();  // rows in increasing order (DecodeBatch): distinct
+  // Any other order (a peer may send one): one bit per row.
   // One bit per shard row (a shard of 10^6 rows: 125 KB, cache resident),
   // set for this batch's rows, then cleared again.
   const auto bit = [&](const DecodedEntry& e) -> std::pair<std::uint64_t*, std::uint64_t> {
@@ -243,25 +272,29 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   for (int time = 0; time < times; ++time) {
     ForChunks(entries.size(), [&](std::size_t begin, std::size_t end) {
       std::size_t bad = end;
-      for (std::size_t i = begin; i < end; ++i) {
-        if (i + kPrefetchDistance < end) {
-          const DecodedEntry& ahead = entries[i + kPrefetchDistance];
-          const TableView& v = views[ahead.table.value];
-          PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
+      if (!any_held_) {  // every table sums: one cloned loop, the add inlined
+        bad = AddRows(entries.data(), begin, end, views.data());
+      } else {
+        for (std::size_t i = begin; i < end; ++i) {
+          if (i + kPrefetchDistance < end) {
+            const DecodedEntry& ahead = entries[i + kPrefetchDistance];
+            const TableView& v = views[ahead.table.value];
+            PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
+          }
+          const DecodedEntry& e = entries[i];
+          const TableView& v = views[e.table.value];
+          std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
+          bool non_finite = false;
+          if (!v.adds_inline) {
+            policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
+            non_finite = v.is_float && FirstNonFinite(row, v.width) >= 0;
+          } else if (v.is_float) {
+            non_finite = AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width) != 0;
+          } else {
+            AddIntRow(reinterpret_cast<std::int32_t*>(row), e.delta, v.width);
+          }
+          if (non_finite && bad == end) bad = i;
         }
-        const DecodedEntry& e = entries[i];
-        const TableView& v = views[e.table.value];
-        std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
-        bool non_finite = false;
-        if (!v.adds_inline) {
-          policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
-          non_finite = v.is_float && FirstNonFinite(row, v.width) >= 0;
-        } else if (v.is_float) {
-          non_finite = AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width) != 0;
-        } else {
-          AddIntRow(reinterpret_cast<std::int32_t*>(row), e.delta, v.width);
-        }
-        if (non_finite && bad == end) bad = i;
       }
       if (bad == end) return;
       std::size_t seen = first_bad.load(std::memory_order_relaxed);

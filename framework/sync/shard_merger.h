@@ -65,7 +65,6 @@ class ShardMerger {
   // Bytes of optimizer state held beside the master rows, all tables.
   std::size_t policy_state_bytes() const;
 
- private:
   // One table of the shard as the merge loop needs it.
   struct TableView {
     std::byte* base;
@@ -74,6 +73,8 @@ class ShardMerger {
     bool is_float;
     bool adds_inline;
   };
+
+ private:
   Status CheckDistinctRows(const DecodedBatch& batch);
   Status Diverged(const DecodedBatch& batch, std::size_t entry, const char* what, int element, float value);
   template <class Bad>

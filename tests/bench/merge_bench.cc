@@ -1,7 +1,9 @@
 // Merge throughput of each merge policy (rows merged per second, one merge
 // thread), at row widths 20 and 1024, next to the plain sum in the same run.
 // A window is 4 batches of about 256 KiB each (as a PollOnce pass might see);
-// rows are random and distinct within a batch.
+// rows are random and distinct within a batch, in increasing order (as
+// Replica::DrainDeltasInto sends them). The master is allocated as a memory
+// rank's is (model::RowBlock: huge pages where the kernel gives them).
 //
 // Against the memory system: each case also times a STREAM triad
 // (a[i] = b[i] + s * c[i]) on the same buffers (a = b = the master shard,
@@ -57,6 +59,8 @@ Batches MakeBatches(const model::ModelLayout& layout) {
   std::vector<float> delta(table.width);
   for (int k = 0; k < kDistinctBatches; ++k) {
     std::shuffle(rows.begin(), rows.end(), rng);
+    // In increasing row order, as compute ranks send them (Replica::DrainDeltasInto).
+    std::sort(rows.begin(), rows.begin() + b.rows_per_batch);
     BatchEncoder encoder(layout.tables());
     for (std::int64_t i = 0; i < b.rows_per_batch; ++i) {
       for (float& d : delta) d = value(rng);

@@ -2,10 +2,12 @@
 // layout round trips, hashing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include "framework/core/error.h"
 #include "framework/model/hash64.h"
 #include "framework/model/replica.h"
 #include "framework/model/row_partition.h"
@@ -75,6 +77,62 @@ TEST(Replica, DeltasCoverOnlyChangedTouchedRows) {
   });
   EXPECT_EQ(calls, 1);
   EXPECT_FLOAT_EQ(f[1], 1.0f);
+}
+
+// Deltas leave in increasing row order, whatever order the kernel touched the
+// rows in: the memory rank's merge then walks its shard forwards and sees the
+// rows are distinct without a bitmap. Both ways of finding the order: the
+// touched bits (many rows of a small table) and a sort (a few rows of a
+// large one).
+TEST(Replica, DrainsRowsInIncreasingOrderWhateverTheTouchOrder) {
+  for (const std::int64_t rows : {std::int64_t{100}, std::int64_t{1'000'000}}) {
+    Replica replica({{"t", ElementType::kFloat32, rows, 2}});
+    const std::vector<std::int64_t> touched = {rows - 1, 3, 64, 2, 63, 65, rows / 2};
+    for (const std::int64_t r : touched) replica.FloatRow(TableId{0}, RowId{r})[0] += static_cast<float>(r + 1);
+    std::vector<std::int64_t> drained;
+    std::vector<float> first;
+    replica.DrainDeltas([&](TableId, RowId r, std::span<const std::byte> d) {
+      drained.push_back(r.value);
+      float f;
+      std::memcpy(&f, d.data(), sizeof f);
+      first.push_back(f);
+    });
+    std::vector<std::int64_t> expected = touched;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(drained, expected) << rows << " rows";
+    for (std::size_t i = 0; i < drained.size(); ++i) {
+      EXPECT_EQ(first[i], static_cast<float>(drained[i] + 1)) << "row " << drained[i] << ": its own delta";
+    }
+    EXPECT_EQ(replica.touched_rows(), 0u);
+    // The touched marks are all cleared: the next clock drains only its own rows.
+    replica.FloatRow(TableId{0}, RowId{64})[1] = 9.0f;
+    drained.clear();
+    replica.DrainDeltas([&](TableId, RowId r, std::span<const std::byte>) { drained.push_back(r.value); });
+    EXPECT_EQ(drained, (std::vector<std::int64_t>{64})) << rows << " rows";
+  }
+}
+
+// FloatRows is FloatRow for a block of rows: the same rows, each touched once
+// (its first value kept for the delta), and a row outside the working set
+// still an error.
+TEST(Replica, FloatRowsServesAndTouchesEachRowAsFloatRowDoes) {
+  Replica replica(TwoTables(), WorkingSet{std::vector<std::int64_t>{1, 4, 8}, std::nullopt});
+  const RowId rows[] = {RowId{8}, RowId{1}, RowId{8}};
+  float* out[3] = {};
+  replica.FloatRows(TableId{0}, rows, out);
+  EXPECT_EQ(out[0], replica.FloatRow(TableId{0}, RowId{8}).data());
+  EXPECT_EQ(out[1], replica.FloatRow(TableId{0}, RowId{1}).data());
+  EXPECT_EQ(out[0], out[2]) << "a repeated row is the same row";
+  EXPECT_EQ(replica.touched_rows(), 2u);
+  out[0][0] += 1.0f;
+  out[2][0] += 2.0f;
+  std::map<std::int64_t, float> deltas;
+  replica.DrainDeltas([&](TableId, RowId r, std::span<const std::byte> d) {
+    std::memcpy(&deltas[r.value], d.data(), sizeof(float));
+  });
+  EXPECT_EQ(deltas, (std::map<std::int64_t, float>{{8, 3.0f}})) << "row 1 unchanged; row 8 against its first value";
+  const RowId outside[] = {RowId{1}, RowId{5}};
+  EXPECT_THROW(replica.FloatRows(TableId{0}, outside, out), Error);
 }
 
 // A dense table keeps no touch log: every changed row is drained (value now

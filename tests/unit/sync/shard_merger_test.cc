@@ -110,5 +110,28 @@ TEST_F(ShardMergerDivergence, LargeParallelBatchReportsItsFirstBadRow) {
             "diverged: table 'factors' row 3000 element 1: merged value -inf in the batch of clock 41 (memory rank 0)");
 }
 
+// Row order: our encoders send rows in increasing order, which DecodeBatch
+// marks and the merger takes as proof the rows are distinct. Any other order
+// is legal too and gets the bitmap check, which still refuses a repeated row.
+TEST_F(ShardMergerDivergence, DecodeMarksIncreasingRowsOnly) {
+  EXPECT_TRUE(Decode(Encode({1, 2, 40}, -1, 0.0f)).increasing);
+  EXPECT_FALSE(Decode(Encode({40, 2, 1}, -1, 0.0f)).increasing);
+  EXPECT_FALSE(Decode(Encode({2, 2}, -1, 0.0f)).increasing) << "a repeated row is not increasing";
+  EXPECT_TRUE(Decode(Encode({}, -1, 0.0f)).increasing);
+}
+
+TEST_F(ShardMergerDivergence, RowsInAnyOrderMergeAndARepeatedRowIsRefusedWhole) {
+  ShardMerger merger(layout_, MemoryIndex{0}, 1);
+  ASSERT_TRUE(merger.Merge(Decode(Encode({40, 2, 7}, -1, 0.0f))).ok());
+  for (const std::int64_t r : {2, 7, 40}) EXPECT_EQ(merger.master()[0].FloatRow(r)[0], 1.0f) << "row " << r;
+  for (const std::vector<std::int64_t>& rows : {std::vector<std::int64_t>{9, 3, 9}, std::vector<std::int64_t>{3, 3}}) {
+    const Status status = merger.Merge(Decode(Encode(rows, -1, 0.0f))).status();
+    EXPECT_EQ(status.code(), StatusCode::kDataLoss);
+    EXPECT_NE(status.message().find("names row"), std::string::npos) << status.message();
+  }
+  EXPECT_EQ(merger.master()[0].FloatRow(3)[0], 0.0f) << "nothing of a refused batch is applied";
+  EXPECT_EQ(merger.master()[0].FloatRow(9)[0], 0.0f);
+}
+
 }  // namespace
 }  // namespace stalelearn::sync
