@@ -1,14 +1,18 @@
 #include "framework/model/hash64.h"
 
 #include <fmt/format.h>
+#include <xxh_x86dispatch.h>
 #include <xxhash.h>
 
 #include <new>
 
 namespace stalelearn::model {
 
+// The library's _dispatch entry points pick its AVX2 or AVX-512 code at run
+// time (the plain ones are built for baseline x86-64, SSE2): the same
+// values, about twice the speed on batch-sized inputs.
 std::uint64_t Hash64(std::span<const std::byte> bytes, std::uint64_t seed) {
-  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed);
+  return XXH3_64bits_withSeed_dispatch(bytes.data(), bytes.size(), seed);
 }
 
 struct Hasher::State {
@@ -29,7 +33,7 @@ Hasher::Hasher(Hasher&&) noexcept = default;
 Hasher& Hasher::operator=(Hasher&&) noexcept = default;
 
 void Hasher::Update(std::span<const std::byte> bytes) {
-  XXH3_64bits_update(state_->xxh.get(), bytes.data(), bytes.size());
+  XXH3_64bits_update_dispatch(state_->xxh.get(), bytes.data(), bytes.size());
 }
 
 std::uint64_t Hasher::Finish() const { return XXH3_64bits_digest(state_->xxh.get()); }

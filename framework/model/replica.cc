@@ -108,20 +108,28 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
   }
   TouchLog& log = touch_[table.value];
   std::int32_t* const touch_of_slot = log.touch_of_slot.data();
-  // Two passes: the first finds every row and asks for its cache lines, so
-  // the rows' misses overlap instead of stalling the touch loop one by one.
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::int64_t slot = whole ? rows[i].value : CheckedSlot(table, rows[i]);
-    float* row = base + slot * width;
-    __builtin_prefetch(row);
-    __builtin_prefetch(reinterpret_cast<const std::byte*>(row) + row_bytes - 1);
-    __builtin_prefetch(touch_of_slot + slot);
-    out[i] = row;
-  }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::int64_t slot = (out[i] - base) / width;
-    std::int32_t& touched = touch_of_slot[slot];
-    if (touched < 0) FirstTouch(log, touched, slot, reinterpret_cast<const std::byte*>(out[i]), row_bytes);
+  // Two passes per chunk: the first finds every row and asks for its cache
+  // lines, so the rows' misses overlap instead of stalling the touch loop
+  // one by one.
+  constexpr std::size_t kChunk = 64;
+  std::int64_t slots[kChunk];
+  for (std::size_t start = 0; start < rows.size(); start += kChunk) {
+    const std::size_t n = std::min(kChunk, rows.size() - start);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t slot = whole ? rows[start + i].value : CheckedSlot(table, rows[start + i]);
+      float* row = base + slot * width;
+      __builtin_prefetch(row);
+      __builtin_prefetch(reinterpret_cast<const std::byte*>(row) + row_bytes - 1);
+      __builtin_prefetch(touch_of_slot + slot);
+      slots[i] = slot;
+      out[start + i] = row;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int32_t& touched = touch_of_slot[slots[i]];
+      if (touched < 0) {
+        FirstTouch(log, touched, slots[i], reinterpret_cast<const std::byte*>(out[start + i]), row_bytes);
+      }
+    }
   }
 }
 

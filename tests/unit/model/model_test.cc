@@ -1,6 +1,7 @@
 // framework/model: partitioning, replica touch tracking and deltas, shard
 // layout round trips, hashing.
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
@@ -253,6 +254,22 @@ TEST(Hash64, IsXxh3AndStreamingEqualsOneShotForAnySplit) {
     hasher.Update(std::span(bytes).first(split));
     hasher.Update(std::span(bytes).subspan(split));
     EXPECT_EQ(hasher.Finish(), whole) << "split at " << split;
+  }
+}
+
+// Hash64 takes the library's run-time dispatched (AVX2/AVX-512) code: its
+// values must be the baseline XXH3's, bit for bit, at every size class (the
+// vector code runs past 240 bytes), or batches would fail their checksums
+// between machines with different CPUs.
+TEST(Hash64, DispatchedCodeGivesTheBaselineValues) {
+  std::vector<std::byte> bytes(1 << 20);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>((i * 2654435761u) >> 13);
+  for (const std::size_t n : {0, 1, 16, 17, 128, 129, 240, 241, 1000, 4096, 65537, 1 << 20}) {
+    const std::span<const std::byte> part = std::span(bytes).first(n);
+    EXPECT_EQ(Hash64(part, 7), XXH3_64bits_withSeed(part.data(), part.size(), 7)) << n << " bytes";
+    Hasher hasher(7);
+    hasher.Update(part);
+    EXPECT_EQ(hasher.Finish(), Hash64(part, 7)) << n << " bytes, streaming";
   }
 }
 
