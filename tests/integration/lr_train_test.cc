@@ -91,11 +91,11 @@ TEST(LrTraining, SpamWithItsConfigReaches098UnderThreeComputeRanks) {
   EXPECT_EQ(report.compute_ranks(), 3);
   EXPECT_EQ(report.curve_size(), config.training().epochs());
   EXPECT_GE(report.final().value(), 0.98) << "test accuracy; the majority class is " << MajorityClassAccuracy(*app);
-  // Accuracy is the quality check. Log-loss swings from run to run under SSP
-  // (0.05-0.42 seen: a few stale, overconfident mistakes dominate it), so it
-  // only has to beat a model that learned nothing: ln 2 = 0.69 for zero
-  // weights, ~0.62 for the constant spam-fraction predictor.
-  EXPECT_LT(report.final().metrics().at("test_log_loss"), 0.5);
+  // Log-loss catches an overconfident model that accuracy misses: at the
+  // config's former rate (0.2) the summed stale steps overshot and log-loss
+  // ended at 0.6-0.9 on a loaded machine (zero weights give ln 2 = 0.69),
+  // with accuracy still 0.985. At 0.05: 0.03-0.07 seen, loaded or not.
+  EXPECT_LT(report.final().metrics().at("test_log_loss"), 0.3);
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST_F(LrOverrides, LearningRateSetOnTheCommandLineIsTheOneTrainedWith) {
   ASSERT_EQ(fast.exit_code, 0) << fast.err;
   const CommandRun file_rate = Train("", "file.json");
   ASSERT_EQ(file_rate.exit_code, 0) << file_rate.err;
-  const CommandRun same_rate = Train("--set app.lr.learning_rate=0.2", "same.json");  // spam.pbtxt's rate
+  const CommandRun same_rate = Train("--set app.lr.learning_rate=0.05", "same.json");  // spam.pbtxt's rate
   ASSERT_EQ(same_rate.exit_code, 0) << same_rate.err;
   const std::string fast_model = ModelChecksumOf(report("fast.json"));
   ASSERT_FALSE(fast_model.empty()) << ReadAll(report("fast.json"));
