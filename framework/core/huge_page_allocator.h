@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -32,7 +33,8 @@ class HugePageAllocator {
   HugePageAllocator(const HugePageAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor): rebinding
 
   T* allocate(std::size_t n) {
-    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    // Bounded so that rounding up to a huge page cannot wrap.
+    if (n > (static_cast<std::size_t>(PTRDIFF_MAX) - kHugePageBytes) / sizeof(T)) throw std::bad_array_new_length();
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHugePageBytes) return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
     const std::size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
