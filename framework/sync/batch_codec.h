@@ -5,6 +5,11 @@
 //   payload: entry_count entries of {u32 table, u32 zero, i64 global row,
 //            row_bytes of delta in the table's element type}
 //
+// Entries may come in any order, but a row at most once. Our encoders write
+// tables in increasing order and each table's rows increasing
+// (Replica::DrainDeltasInto); DecodeBatch marks such a batch, whose rows are
+// then distinct without a further check.
+//
 // The header has its own checksum, so a memory rank can trust a header whose
 // payload is corrupt (and still count the batch as rejected).
 //
