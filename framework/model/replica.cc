@@ -141,22 +141,28 @@ std::size_t Replica::touched_rows() const {
 
 namespace {
 
-// Adapts a DeltaSink: the delta goes through a scratch row.
-class SinkWriter final : public Replica::DeltaWriter {
+// Adapts a DeltaSink: each delta goes through a scratch row as wide as the
+// widest table, and the sink sees the row's own bytes.
+class SinkWriter final {
  public:
-  SinkWriter(const Replica::DeltaSink& sink, std::vector<std::byte>& scratch) : sink_(sink), scratch_(scratch) {}
-  std::byte* BeginRow(TableId table, RowId row) override {
+  SinkWriter(const Replica::DeltaSink& sink, const TableSet& tables, std::vector<std::byte>& scratch)
+      : sink_(sink), tables_(tables), scratch_(scratch) {
+    std::size_t widest = 0;
+    for (const RowBlock& block : tables) widest = std::max(widest, block.row_bytes());
+    scratch_.resize(widest);
+  }
+  std::byte* BeginRow(TableId table, RowId row) {
     table_ = table;
     row_ = row;
     return scratch_.data();
   }
-  void EndRow(bool changed) override {
-    if (changed) sink_(table_, row_, scratch_);
+  void EndRow(bool changed) {
+    if (changed) sink_(table_, row_, std::span(scratch_).first(tables_[table_.value].row_bytes()));
   }
-  void set_row_bytes(std::size_t bytes) { scratch_.resize(bytes); }
 
  private:
   const Replica::DeltaSink& sink_;
+  const TableSet& tables_;
   std::vector<std::byte>& scratch_;
   TableId table_{0};
   RowId row_{0};
@@ -165,11 +171,8 @@ class SinkWriter final : public Replica::DeltaWriter {
 }  // namespace
 
 void Replica::DrainDeltas(const DeltaSink& sink) {
-  std::size_t widest = 0;
-  for (const RowBlock& block : values_) widest = std::max(widest, block.row_bytes());
-  SinkWriter writer(sink, delta_);
-  writer.set_row_bytes(widest);
-  DrainDeltasInto<DeltaWriter>(writer);
+  SinkWriter writer(sink, values_, delta_);
+  DrainDeltasInto(writer);
 }
 
 }  // namespace stalelearn::model

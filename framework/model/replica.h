@@ -80,20 +80,11 @@ class Replica final : public ModelView {
   // rows in increasing order, then forgets the touched set.
   void DrainDeltas(const DeltaSink& sink);
 
-  // Where DrainDeltasInto writes each touched row's delta: BeginRow returns
-  // room for the row's bytes, EndRow(changed) keeps or drops it (an
-  // unchanged row is dropped). Lets an encoder take deltas without a copy.
-  class DeltaWriter {
-   public:
-    virtual std::byte* BeginRow(TableId table, RowId row) = 0;
-    virtual void EndRow(bool changed) = 0;
-
-   protected:
-    ~DeltaWriter() = default;
-  };
-  // DrainDeltas, writing in place through `writer`: a DeltaWriter, or any
-  // class with the same BeginRow/EndRow (a final class's calls inline: this
-  // runs once per changed row of every clock).
+  // DrainDeltas, writing each delta in place through `writer` (no copy):
+  // `std::byte* writer.BeginRow(TableId, RowId)` returns room for the row's
+  // bytes, `writer.EndRow(bool changed)` keeps or drops it (an unchanged row
+  // is dropped). A template, so a final writer's calls inline: this runs once
+  // per changed row of every clock (runtime/delta_pusher.h is the writer).
   template <class Writer>
   void DrainDeltasInto(Writer& writer);
 

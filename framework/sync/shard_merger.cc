@@ -77,6 +77,15 @@ void PrefetchForWrite(const std::byte* bytes, std::size_t length) {
   for (std::size_t at = 0; at < length; at += 64) __builtin_prefetch(bytes + at, 1, 3);
 }
 
+// Asks for the master row of entry i + kPrefetchDistance, if it is before `end`.
+[[gnu::always_inline]] inline void PrefetchAhead(const DecodedEntry* entries, std::size_t i, std::size_t end,
+                                                 const ShardMerger::TableView* views) {
+  if (i + kPrefetchDistance >= end) return;
+  const DecodedEntry& ahead = entries[i + kPrefetchDistance];
+  const ShardMerger::TableView& v = views[ahead.table.value];
+  PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
+}
+
 // Entries [begin, end) of tables whose policy adds the delta (sum), with
 // master rows prefetched kPrefetchDistance entries ahead. Returns the first
 // entry whose merged float row holds a NaN or infinity, or `end`.
@@ -84,11 +93,7 @@ STALELEARN_TARGET_CLONES_AVX2 std::size_t AddRows(const DecodedEntry* entries, s
                                                   const ShardMerger::TableView* views) {
   std::size_t bad = end;
   for (std::size_t i = begin; i < end; ++i) {
-    if (i + kPrefetchDistance < end) {
-      const DecodedEntry& ahead = entries[i + kPrefetchDistance];
-      const ShardMerger::TableView& v = views[ahead.table.value];
-      PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
-    }
+    PrefetchAhead(entries, i, end, views);
     const DecodedEntry& e = entries[i];
     const ShardMerger::TableView& v = views[e.table.value];
     std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
@@ -275,23 +280,18 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
       if (!any_held_) {  // every table sums: one cloned loop, the add inlined
         bad = AddRows(entries.data(), begin, end, views.data());
       } else {
+        // Tables mix policies: summing tables' rows one at a time.
         for (std::size_t i = begin; i < end; ++i) {
-          if (i + kPrefetchDistance < end) {
-            const DecodedEntry& ahead = entries[i + kPrefetchDistance];
-            const TableView& v = views[ahead.table.value];
-            PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
-          }
+          PrefetchAhead(entries.data(), i, end, views.data());
           const DecodedEntry& e = entries[i];
           const TableView& v = views[e.table.value];
-          std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
           bool non_finite = false;
-          if (!v.adds_inline) {
-            policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
-            non_finite = v.is_float && FirstNonFinite(row, v.width) >= 0;
-          } else if (v.is_float) {
-            non_finite = AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width) != 0;
+          if (v.adds_inline) {
+            non_finite = AddRows(entries.data(), i, i + 1, views.data()) != i + 1;
           } else {
-            AddIntRow(reinterpret_cast<std::int32_t*>(row), e.delta, v.width);
+            policies_[e.table.value]->Apply(master_[e.table.value], e.local_row, e.delta);
+            const std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
+            non_finite = v.is_float && FirstNonFinite(row, v.width) >= 0;
           }
           if (non_finite && bad == end) bad = i;
         }
