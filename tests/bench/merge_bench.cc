@@ -1,23 +1,27 @@
 // Merge throughput of each merge policy (rows merged per second, one merge
-// thread), at row widths 20 and 1024, next to the plain sum in the same run.
+// thread), at row widths 20 and 1024, next to a STREAM triad in the same run.
 // A window is 4 batches of about 256 KiB each (as a PollOnce pass might see);
 // rows are random and distinct within a batch, in increasing order (as
 // Replica::DrainDeltasInto sends them). The master is allocated as a memory
 // rank's is (model::RowBlock: huge pages where the kernel gives them).
 //
-// Against the memory system: each case also times a STREAM triad
-// (a[i] = b[i] + s * c[i]) on the same buffers (a = b = the master shard,
-// c = the batches' delta values), one thread, in the same run, and reports
-// triad_bytes_per_second and vs_triad = the merge's counted bytes per second
-// (read delta, read + write master: the triad's 3 streams) over the triad's.
-// The merge walks random rows, the triad streams: vs_triad >= 0.6 for sum is
-// the target.
+// Against the memory system: the triad (a[i] = a[i] + s * c[i], a = the
+// master shard, c = the batches' delta values) runs on the same buffers, one
+// thread, interleaved with the merge: every segment of kWindowsPerSegment
+// merge windows is followed by one triad pass, both timed in thread CPU
+// seconds. vs_triad is the median over segments of (the merge's counted
+// bytes per second: read delta, read + write master, the triad's 3 streams)
+// over (the triad's bytes per second in the pass right after it). Pairing
+// adjacent measurements keeps this VM's minute-to-minute swings (+-20% on
+// either alone) out of the ratio. The merge walks random rows, the triad
+// streams: vs_triad >= 0.6 for sum is the target.
 //
 //   build/tests/bench/merge_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -80,10 +84,8 @@ double ThreadCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// Best of several triads a[i] = b[i] + s * c[i] with a = b = the master shard
-// and c = the batches' delta values (gathered once), in bytes per CPU second
-// (3 x 4 bytes per element, as STREAM counts). Leaves the master at zero.
-double TriadBytesPerSecond(std::span<float> master, const Batches& batches, std::int32_t width) {
+// The batches' delta values, gathered once: the triad's c stream.
+std::vector<float> GatherDeltas(const Batches& batches, std::int32_t width) {
   std::vector<float> deltas;
   for (const DecodedBatch& batch : batches.decoded) {
     for (const DecodedEntry& e : batch.entries) {
@@ -92,23 +94,33 @@ double TriadBytesPerSecond(std::span<float> master, const Batches& batches, std:
       std::memcpy(deltas.data() + at, e.delta, static_cast<std::size_t>(width) * sizeof(float));
     }
   }
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double start = ThreadCpuSeconds();
-    for (std::size_t at = 0; at < master.size();) {  // one pass over the master, c cycled
-      const std::size_t n = std::min(deltas.size(), master.size() - at);
-      float* __restrict a = master.data() + at;
-      const float* __restrict c = deltas.data();
-      for (std::size_t i = 0; i < n; ++i) a[i] = a[i] + 0.5f * c[i];
-      at += n;
-    }
-    benchmark::ClobberMemory();
-    const double seconds = ThreadCpuSeconds() - start;
-    best = std::max(best, 3.0 * sizeof(float) * static_cast<double>(master.size()) / seconds);
-  }
-  std::fill(master.begin(), master.end(), 0.0f);
-  return best;
+  return deltas;
 }
+
+// One triad pass a[i] = a[i] + s * c[i] over the whole master (c cycled), in
+// bytes per thread CPU second (3 x 4 bytes per element, as STREAM counts).
+double TriadPass(std::span<float> master, std::span<const float> deltas) {
+  const double start = ThreadCpuSeconds();
+  for (std::size_t at = 0; at < master.size();) {
+    const std::size_t n = std::min(deltas.size(), master.size() - at);
+    float* __restrict a = master.data() + at;
+    const float* __restrict c = deltas.data();
+    for (std::size_t i = 0; i < n; ++i) a[i] = a[i] + 0.5f * c[i];
+    at += n;
+  }
+  benchmark::ClobberMemory();
+  return 3.0 * sizeof(float) * static_cast<double>(master.size()) / (ThreadCpuSeconds() - start);
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Merge windows timed per segment before each triad pass (~10 ms at width 20).
+constexpr int kWindowsPerSegment = 64;
 
 // Args: policy index into kPolicies, row width.
 void BM_Merge(benchmark::State& state) {
@@ -122,27 +134,45 @@ void BM_Merge(benchmark::State& state) {
   ShardMerger merger(layout, model::MemoryIndex{0}, 1,
                      ValueOrThrow(CreateMergePolicies({spec}, layout, model::MemoryIndex{0})));
   const Batches batches = MakeBatches(layout);
-  const double triad = TriadBytesPerSecond(
-      std::span<float>(merger.mutable_master()[0].FloatRow(0).data(), static_cast<std::size_t>(rows) * width), batches,
-      width);
+  const std::vector<float> deltas = GatherDeltas(batches, width);
+  const std::span<float> master(merger.mutable_master()[0].FloatRow(0).data(), static_cast<std::size_t>(rows) * width);
+  TriadPass(master, deltas);  // warm: the master in the caches it fits, pages touched
+  std::vector<double> ratios;
+  std::vector<double> triads;
   std::size_t next = 0;
   double bytes_counted = 0;
+  double segment_bytes = 0;
+  int segment_windows = 0;
+  double segment_start = ThreadCpuSeconds();
   for (auto _ : state) {
     merger.BeginWindow();
     for (int k = 0; k < kBatchesPerWindow; ++k) {
-      bytes_counted += ValueOrThrow(merger.Merge(batches.decoded[next])).bytes;
+      segment_bytes += ValueOrThrow(merger.Merge(batches.decoded[next])).bytes;
       next = (next + 1) % batches.decoded.size();
     }
-    bytes_counted += merger.EndWindow().bytes;
+    segment_bytes += merger.EndWindow().bytes;
+    if (++segment_windows == kWindowsPerSegment) {
+      const double merge_rate = segment_bytes / (ThreadCpuSeconds() - segment_start);
+      state.PauseTiming();
+      const double triad = TriadPass(master, deltas);
+      state.ResumeTiming();
+      ratios.push_back(merge_rate / triad);
+      triads.push_back(triad);
+      bytes_counted += segment_bytes;
+      segment_bytes = 0;
+      segment_windows = 0;
+      segment_start = ThreadCpuSeconds();
+    }
   }
+  bytes_counted += segment_bytes;
   benchmark::DoNotOptimize(merger.master()[0].FloatRow(0)[0]);
   state.SetItemsProcessed(state.iterations() * kBatchesPerWindow * batches.rows_per_batch);
   state.SetLabel(policy + " w" + std::to_string(width));
   // Bytes the policy says it moved (master, delta and state), per second.
   state.counters["counted_bytes"] = benchmark::Counter(bytes_counted, benchmark::Counter::kIsRate);
-  state.counters["triad_bytes_per_second"] = triad;
-  // kIsRate divides by the CPU seconds of the run: the ratio of two rates.
-  state.counters["vs_triad"] = benchmark::Counter(bytes_counted / triad, benchmark::Counter::kIsRate);
+  state.counters["triad_bytes_per_second"] = Median(triads);
+  state.counters["segments"] = static_cast<double>(ratios.size());
+  state.counters["vs_triad"] = Median(ratios);
 }
 
 BENCHMARK(BM_Merge)->ArgsProduct({{0, 1, 2, 3}, {20, 1024}})->ArgNames({"policy", "width"})->Unit(benchmark::kMicrosecond);
