@@ -9,8 +9,53 @@
 #include <utility>
 
 #include "framework/core/error.h"
+#include "framework/core/target_clones.h"
 
 namespace stalelearn::model {
+
+namespace {
+
+// Where a first touch goes: the log's arrays and their ends (kept in registers
+// by TouchRows).
+struct TouchCursor {
+  std::int32_t* touch_of_slot;
+  std::int64_t* touched_slots;
+  std::uint64_t* touched_bits;
+  std::byte* before;
+  std::size_t touched;
+  std::size_t before_used;
+};
+
+// Logs the first touch of each of `slots` (rows at `rows`) not yet touched
+// this clock. Branch-free: whether a row was touched before is as good as
+// random (about half of a clock's lookups are first touches), so each row's
+// slot and bytes are written at the log's end unconditionally and the ends
+// advance only on a first touch; the room for that was reserved up front.
+STALELEARN_TARGET_CLONES_AVX2 void TouchRows(const std::int64_t* slots, float* const* rows, std::size_t n,
+                                             std::size_t row_bytes, TouchCursor& c) {
+  // Locals: the row copies write bytes, which may alias anything in memory.
+  std::int32_t* const touch_of_slot = c.touch_of_slot;
+  std::int64_t* const touched_slots = c.touched_slots;
+  std::uint64_t* const touched_bits = c.touched_bits;
+  std::byte* const before = c.before;
+  std::size_t touched = c.touched;
+  std::size_t before_used = c.before_used;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t slot = slots[i];
+    std::int32_t& mark = touch_of_slot[slot];
+    const bool first = mark < 0;
+    mark = first ? static_cast<std::int32_t>(touched) : mark;
+    touched_slots[touched] = slot;
+    touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
+    CopyRow(before + before_used, reinterpret_cast<const std::byte*>(rows[i]), row_bytes);
+    touched += first ? 1 : 0;
+    before_used += first ? row_bytes : 0;
+  }
+  c.touched = touched;
+  c.before_used = before_used;
+}
+
+}  // namespace
 
 Replica::Replica(const std::vector<TableSpec>& tables) : Replica(tables, WorkingSet(tables.size())) {}
 
@@ -75,9 +120,10 @@ void Replica::ThrowOutsideWorkingSet(TableId table, RowId row) {
                                              row.value, table.value)));
 }
 
-void Replica::GrowBefore(TouchLog& log, std::size_t row_bytes) {
+void Replica::TouchLog::Grow(std::size_t rows, std::size_t row_bytes) {
   // resize() zero-fills what it adds: grow geometrically, so a warm log never does.
-  log.before.resize(std::max({log.before_used + row_bytes, 2 * log.before.size(), std::size_t{16384}}));
+  slots.resize(std::max({touched + rows, 2 * slots.size(), std::size_t{256}}));
+  before.resize(std::max({before_used + rows * row_bytes, 2 * before.size(), std::size_t{16384}}));
 }
 
 std::span<float> Replica::FloatRow(TableId table, RowId row) {
@@ -108,6 +154,11 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
   }
   TouchLog& log = touch_[table.value];
   std::int32_t* const touch_of_slot = log.touch_of_slot.data();
+  // Room for every row of the call up front (TouchRows writes each row at
+  // the log's end before it knows whether the row is new).
+  log.Reserve(rows.size(), row_bytes);
+  TouchCursor cursor{touch_of_slot, log.slots.data(), log.touched_bits.data(), log.before.data(), log.touched,
+                     log.before_used};
   // Two passes per chunk: the first finds every row and asks for its cache
   // lines, so the rows' misses overlap instead of stalling the touch loop
   // one by one.
@@ -124,18 +175,15 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
       slots[i] = slot;
       out[start + i] = row;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      std::int32_t& touched = touch_of_slot[slots[i]];
-      if (touched < 0) {
-        FirstTouch(log, touched, slots[i], reinterpret_cast<const std::byte*>(out[start + i]), row_bytes);
-      }
-    }
+    TouchRows(slots, out + start, n, row_bytes, cursor);
   }
+  log.touched = cursor.touched;
+  log.before_used = cursor.before_used;
 }
 
 std::size_t Replica::touched_rows() const {
   std::size_t n = 0;
-  for (const TouchLog& log : touch_) n += log.slots.size();
+  for (const TouchLog& log : touch_) n += log.touched;
   return n;
 }
 

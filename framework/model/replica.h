@@ -98,12 +98,22 @@ class Replica final : public ModelView {
  private:
   struct TouchLog {
     std::vector<std::int32_t> touch_of_slot;  // -1 = untouched this clock
-    std::vector<std::int64_t> slots;          // touched slots, first-touch order
     std::vector<std::uint64_t> touched_bits;  // one bit per slot: touched this clock
-    // Their values at first touch: before_used bytes in use; the rest is
-    // capacity kept across clocks (no allocation or zeroing once warm).
+    // Touched slots in first-touch order (slots[0, touched)) and their values
+    // at first touch (before[0, before_used)). Both vectors are capacity kept
+    // across clocks: no allocation or zeroing once warm, and the first-touch
+    // loop keeps its ends in registers.
+    std::vector<std::int64_t> slots;
+    std::size_t touched = 0;
     std::vector<std::byte> before;
     std::size_t before_used = 0;
+    // Makes room for `rows` more first touches of `row_bytes` each.
+    void Reserve(std::size_t rows, std::size_t row_bytes) {
+      if (touched + rows > slots.size() || before_used + rows * row_bytes > before.size()) [[unlikely]] {
+        Grow(rows, row_bytes);
+      }
+    }
+    void Grow(std::size_t rows, std::size_t row_bytes);
   };
 
   // Drain sorts the touched slots when they are fewer than one per this
@@ -115,14 +125,13 @@ class Replica final : public ModelView {
   // and its value now (what the clock's delta is taken against).
   static void FirstTouch(TouchLog& log, std::int32_t& touched, std::int64_t slot, const std::byte* bytes,
                          std::size_t row_bytes) {
-    touched = static_cast<std::int32_t>(log.slots.size());
-    log.slots.push_back(slot);
+    log.Reserve(1, row_bytes);
+    touched = static_cast<std::int32_t>(log.touched);
+    log.slots[log.touched++] = slot;
     log.touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
-    if (log.before_used + row_bytes > log.before.size()) [[unlikely]] GrowBefore(log, row_bytes);
     CopyRow(log.before.data() + log.before_used, bytes, row_bytes);
     log.before_used += row_bytes;
   }
-  static void GrowBefore(TouchLog& log, std::size_t row_bytes);
   void Touch(TableId table, std::int64_t slot) {
     if (dense_[table.value]) return;
     TouchLog& log = touch_[table.value];
@@ -172,13 +181,14 @@ void Replica::DrainDeltasInto(Writer& writer) {
     };
     std::uint64_t* const bits = log.touched_bits.data();
     const std::size_t words = log.touched_bits.size();
-    if (log.slots.size() * kSortBelowOnePer < words) {
-      std::sort(log.slots.begin(), log.slots.end());
-      for (const std::int64_t slot : log.slots) {
+    const auto touched_slots = std::span(log.slots).first(log.touched);
+    if (touched_slots.size() * kSortBelowOnePer < words) {
+      std::sort(touched_slots.begin(), touched_slots.end());
+      for (const std::int64_t slot : touched_slots) {
         emit(slot);
         bits[static_cast<std::size_t>(slot) / 64] = 0;
       }
-    } else if (!log.slots.empty()) {
+    } else if (!touched_slots.empty()) {
       for (std::size_t w = 0; w < words; ++w) {
         std::uint64_t word = bits[w];
         if (word == 0) continue;
@@ -186,8 +196,8 @@ void Replica::DrainDeltasInto(Writer& writer) {
         for (; word != 0; word &= word - 1) emit(static_cast<std::int64_t>(w * 64 + std::countr_zero(word)));
       }
     }
-    log.slots.clear();
-    log.before_used = 0;  // keeps the bytes: no allocation or zeroing in the next clock
+    log.touched = 0;
+    log.before_used = 0;  // keeps the capacity: no allocation or zeroing in the next clock
   }
 }
 

@@ -58,11 +58,15 @@ class RowBlock {
 
 // dst = src for one row (bytes: a multiple of 4, the element size), inline:
 // rows are ~100 bytes, where a call to the library's memcpy costs more than
-// the copy itself.
+// the copy itself. From 32 bytes on, the last 32-byte piece ends at `bytes`
+// (overlapping the one before) instead of a tail of 4-byte copies.
 inline void CopyRow(std::byte* __restrict dst, const std::byte* __restrict src, std::size_t bytes) {
-  std::size_t i = 0;
-  for (; i + 32 <= bytes; i += 32) std::memcpy(dst + i, src + i, 32);
-  for (; i < bytes; i += 4) std::memcpy(dst + i, src + i, 4);
+  if (bytes < 32) [[unlikely]] {
+    for (std::size_t i = 0; i < bytes; i += 4) std::memcpy(dst + i, src + i, 4);
+    return;
+  }
+  for (std::size_t i = 0; i + 32 < bytes; i += 32) std::memcpy(dst + i, src + i, 32);
+  std::memcpy(dst + bytes - 32, src + bytes - 32, 32);
 }
 
 // CopyRow for a few rows, the library's memcpy for more.
