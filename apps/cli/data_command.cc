@@ -110,6 +110,9 @@ void RunSynthRatings(const DataOptions& options) {
              result.ratings, result.users, result.items_rated, static_cast<double>(result.bytes) / 1e6, seconds);
   fmt::print("noise floor (RMSE of the planted model): {:.4f}; clipped to [0.5, 5]: {:.3f}%\n", result.noise_floor,
              100 * result.clipped_fraction);
+  fmt::print("oracle bound (no learner expects a lower test RMSE: items estimated from their other ratings, users "
+             "known): {:.4f}\n",
+             result.oracle_bound);
 }
 
 }  // namespace

@@ -107,6 +107,23 @@ class ZipfAlias {
   std::vector<std::uint32_t> alias_;
 };
 
+// The expected squared error that not knowing item i's bias and factors adds
+// to a rating of i by a random user, when every user's bias and factors are
+// known and i's are estimated, Bayes-optimally, from `others` of its ratings:
+// x^T S x with x = (1, p_u) and S the posterior covariance of (b_i, q_i),
+// (P0 + X^T X / noise^2)^-1. X^T X (the raters' x x^T summed) is replaced by
+// its mean, others * diag(1, factor_var I); S is convex in X^T X, so by
+// Jensen this is at most the true expected excess: a lower bound.
+double ItemEstimationExcess(std::uint32_t others, int rank, double factor_var, double noise) {
+  const double bias_var = kBiasSd * kBiasSd;
+  const double n = others;
+  if (noise == 0) return others == 0 ? bias_var + rank * factor_var * factor_var : 0.0;
+  const double precision = n / (noise * noise);  // of one rating, per unit of x's second moment
+  const double bias = 1 / (1 / bias_var + precision);
+  const double factor = 1 / (1 / factor_var + precision * factor_var);
+  return bias + rank * factor_var * factor;
+}
+
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
@@ -181,7 +198,7 @@ Result<SynthRatingsResult> WriteSynthRatings(const SynthRatingsSpec& spec, const
   std::string buffer = "userId\tmovieId\trating\n";
   buffer.reserve(kFlushBytes + 256);
   std::vector<std::uint32_t> taken_by(items, 0);  // user index + 1 that last took the item
-  std::vector<bool> rated(items, false);
+  std::vector<std::uint32_t> ratings_of_item(items, 0);
   std::vector<std::uint32_t> chosen;
   std::vector<double> user_row(rank);
   double squared_error = 0;
@@ -216,7 +233,7 @@ Result<SynthRatingsResult> WriteSynthRatings(const SynthRatingsSpec& spec, const
       const double error = static_cast<double>(cents) / 100 - std::clamp(planted, kMinRating, kMaxRating);
       squared_error += error * error;
       AppendLine(buffer, u + 1, std::int64_t{item} + 1, cents);
-      if (!rated[item]) rated[item] = true, ++result.items_rated;
+      if (ratings_of_item[item]++ == 0) ++result.items_rated;
     }
     result.ratings += k;
     ++result.users;
@@ -235,6 +252,14 @@ Result<SynthRatingsResult> WriteSynthRatings(const SynthRatingsSpec& spec, const
   if (ec) return Internal(fmt::format("{}: cannot rename to {}: {}", temporary.string(), file.string(), ec.message()));
   result.noise_floor = std::sqrt(squared_error / static_cast<double>(result.ratings));
   result.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(result.ratings);
+  // Each rating as a test rating, its item's other ratings as training: no
+  // split trains on more, and fewer ratings only add excess.
+  double excess = 0;
+  for (const std::uint32_t n : ratings_of_item) {
+    if (n > 0) excess += n * ItemEstimationExcess(n - 1, spec.rank, factor_sd * factor_sd, spec.noise);
+  }
+  const double mean_excess = excess / static_cast<double>(result.ratings);
+  result.oracle_bound = std::sqrt(result.noise_floor * result.noise_floor + mean_excess);
   return result;
 }
 
@@ -242,9 +267,9 @@ std::string DescribeSynthRatings(const SynthRatingsSpec& spec, const SynthRating
   return fmt::format(
       "generator: stalelearn data synth ratings\nusers: {}\nitems: {}\nratings: {}\nrank: {}\nzipf: {}\nnoise: {}\n"
       "seed: {}\nmean: {}\nusers_rated: {}\nitems_rated: {}\nbytes: {}\nclipped_fraction: {:.6f}\n"
-      "noise_floor_rmse: {:.6f}\n",
+      "noise_floor_rmse: {:.6f}\noracle_bound_rmse: {:.6f}\n",
       spec.users, spec.items, spec.ratings, spec.rank, spec.zipf, spec.noise, spec.seed, spec.mean, result.users,
-      result.items_rated, result.bytes, result.clipped_fraction, result.noise_floor);
+      result.items_rated, result.bytes, result.clipped_fraction, result.noise_floor, result.oracle_bound);
 }
 
 }  // namespace stalelearn::data

@@ -20,6 +20,7 @@
 //   SynthRatingsSpec spec{.users = 1000, .items = 500, .ratings = 20000};
 //   Result<SynthRatingsResult> r = WriteSynthRatings(spec, dir / "ratings.tsv");
 //   // r->noise_floor: the RMSE of the planted model on the written ratings
+//   // r->oracle_bound: what no learner can expect to beat on them (below)
 //
 // Thread-safety: reentrant; no shared state.
 #pragma once
@@ -49,6 +50,13 @@ struct SynthRatingsResult {
   std::int64_t items_rated = 0;     // distinct items rated
   std::uint64_t bytes = 0;          // of the written file
   double noise_floor = 0;           // RMSE of clamp(planted prediction) on the written values
+  // A lower bound on the test RMSE any learner can expect on these ratings:
+  // sqrt(noise_floor^2 + the mean excess an oracle still has that knows every
+  // user's bias and factors exactly and estimates each item's, Bayes-
+  // optimally, from the item's other ratings). Rarely rated items keep it
+  // above the noise floor whatever the trainer. Gaussian model: clamping
+  // (clipped_fraction) is left out, so it is approximate where much is clipped.
+  double oracle_bound = 0;
   double clipped_fraction = 0;      // ratings clamped to [0.5, 5]
 };
 

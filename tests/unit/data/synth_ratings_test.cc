@@ -1,7 +1,7 @@
 // Synthetic ratings: the same seed writes the same bytes, the counts are the
 // ones asked for, the file reads back with the ratings reader, the noise
-// floor follows the noise, popularity follows the Zipf exponent, and bad
-// arguments get one clear error.
+// floor follows the noise, the oracle bound follows the ratings per item,
+// popularity follows the Zipf exponent, and bad arguments get one clear error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/data/ratings.h"
@@ -92,6 +93,37 @@ TEST(SynthRatingsTest, NoiseFloorFollowsTheNoise) {
   for (const Rating& r : table->ratings) sum += r.value, squares += double{r.value} * r.value;
   const double n = static_cast<double>(table->ratings.size());
   EXPECT_GT(std::sqrt(squares / n - (sum / n) * (sum / n)), 0.5);
+}
+
+// The oracle bound is the noise floor plus what estimating each item from its
+// other ratings must cost: close to the floor when every item has hundreds
+// of ratings, far above it when most items have one, falling as ratings are
+// added, and the items' whole prior variance (0.09 + 0.25) when no item has
+// a second rating.
+TEST(SynthRatingsTest, OracleBoundAddsWhatFewRatingsPerItemCost) {
+  testing::ScratchDir dir;
+  const auto bound = [&](std::int64_t items, std::int64_t ratings, double zipf) {
+    SynthRatingsSpec spec = SmallSpec();
+    spec.items = items;
+    spec.ratings = ratings;
+    spec.zipf = zipf;
+    Result<SynthRatingsResult> r = WriteSynthRatings(spec, dir.path() / "o.tsv");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::pair(r->noise_floor, r->oracle_bound) : std::pair(0.0, 0.0);
+  };
+  // 300 users rate all 20 items: 300 ratings per item.
+  const auto [dense_floor, dense] = bound(20, 300 * 20, 0);
+  EXPECT_GT(dense, dense_floor);
+  EXPECT_LT(dense, dense_floor * 1.03);
+  // 6000 ratings over 100,000 items: almost every item rated once.
+  const auto [sparse_floor, sparse] = bound(100000, 6000, 0);
+  const double prior = 0.3 * 0.3 + 0.25;  // an item's bias and interaction variance
+  EXPECT_NEAR(sparse * sparse, sparse_floor * sparse_floor + prior, 0.03);
+  // Between the two, more ratings on the same items lower it.
+  const double fewer = bound(1000, 3000, 1).second;
+  const double more = bound(1000, 30000, 1).second;
+  EXPECT_GT(fewer, more);
+  EXPECT_GT(more, dense_floor);
 }
 
 // Ratings of the most rated item over the median item's.
