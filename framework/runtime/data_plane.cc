@@ -48,6 +48,11 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
     sync::PublishedGeometry p;
     p.compute_ranks = compute_ranks;
     p.shard_bytes = layout.ShardBytes(model::MemoryIndex{m});
+    std::size_t smallest = 0;
+    for (const model::TableSpec& t : layout.tables()) {
+      smallest = smallest == 0 ? t.row_bytes() : std::min(smallest, t.row_bytes());
+    }
+    if (smallest > 0) p.min_row_bytes = smallest;
     g.published.push_back(p);
   }
   return g;

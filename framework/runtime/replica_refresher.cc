@@ -57,6 +57,24 @@ void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::sp
   }
 }
 
+std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,
+                                    const model::Replica& replica) const {
+  const std::vector<model::TableSpec>& tables = layout_.tables();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const model::TableId table{static_cast<std::uint32_t>(t)};
+    const model::RowPartition& partition = layout_.partition(table);
+    const std::size_t row_bytes = tables[t].row_bytes();
+    const std::size_t first = layout_.TableOffset(m, table);
+    const std::size_t last = first + static_cast<std::size_t>(partition.ShardRows(m)) * row_bytes;
+    if (offset >= last) continue;
+    if (bytes != row_bytes) return sync::SnapshotReader::kAnyRecord;  // several rows (a whole-shard publish)
+    const auto local = static_cast<std::int64_t>((offset - first) / row_bytes);
+    const std::int64_t slot = replica.SlotOf(table, partition.GlobalRow(m, local));
+    return slot < 0 ? sync::SnapshotReader::kNotPicked : first_id_[t] + slot;
+  }
+  return sync::SnapshotReader::kNotPicked;
+}
+
 void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& replica) const {
   model::TableSet& values = replica.mutable_tables();
   for (const Pending& p : pending_[m.value]) {
@@ -85,15 +103,24 @@ void ReplicaRefresher::TakeDropped(std::vector<std::vector<std::byte>>& out) {
 
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   if (installed_in_.empty()) {
-    for (const model::RowBlock& block : replica.tables()) installed_in_.emplace_back(block.rows(), 0);
+    std::int64_t ids = 0;
+    for (const model::RowBlock& block : replica.tables()) {
+      installed_in_.emplace_back(block.rows(), 0);
+      first_id_.push_back(ids);
+      ids += block.rows();
+    }
+    first_id_.push_back(ids);  // the total
   }
   ++refresh_number_;
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
     const std::uint64_t whole_before = readers_[i]->whole_reads();
+    const sync::SnapshotReader::RecordPicker picker{
+        static_cast<std::size_t>(first_id_.back()),
+        [&](std::size_t offset, std::size_t bytes) { return Pick(m, offset, bytes, replica); }};
     STALELEARN_ASSIGN_OR_RETURN(
         const sync::SnapshotMeta* meta,
-        readers_[i]->ReadChanges(installed_[i], [&](std::size_t offset, std::span<const std::byte> bytes) {
+        readers_[i]->ReadPickedChanges(installed_[i], picker, [&](std::size_t offset, std::span<const std::byte> bytes) {
           Install(m, offset, bytes, replica);
         }));
     counters_.whole_reads += readers_[i]->whole_reads() - whole_before;
@@ -102,6 +129,7 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
     ReplayPending(m, replica);
     installed_[i].generation = meta->generation;
     installed_[i].log_end = meta->log_end;
+    installed_[i].index_end = meta->index_end;
     installed_merged_[i].assign(meta->merged_clock.begin(), meta->merged_clock.end());
   }
   return sync::MinMergedClockOfOthers(installed_merged_, me_);

@@ -4,9 +4,10 @@
 //
 // Each batch the rank sends is kept as pending until a snapshot of that
 // memory rank includes its sequence. A refresh reads, per memory rank, the
-// change records since the generation the replica holds (snapshot.h),
-// installs those rows, and replays the still-pending batches onto exactly
-// those rows. Rows without a record keep their value: no own batch merged
+// change index since the generation the replica holds and then only the
+// changed rows the replica holds, each once at its latest value
+// (SnapshotReader::ReadPickedChanges), installs them, and replays the
+// still-pending batches onto exactly those rows. Rows without a record keep their value: no own batch merged
 // since touched them (a merge marks every row its batch names), so they
 // already hold master + own pending deltas.
 //
@@ -71,6 +72,10 @@ class ReplicaRefresher {
   // Writes the rows of shard m's bytes [offset, offset + bytes) that the
   // replica holds, stamping them as installed by this refresh.
   void Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes, model::Replica& replica);
+  // Which change records of shard m the replica wants: a one-row record of a
+  // row it holds by a dense id (the row's slot, numbered across tables), a
+  // record of several rows as it is.
+  std::int64_t Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
   void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;
 
   const model::ModelLayout& layout_;
@@ -81,6 +86,7 @@ class ReplicaRefresher {
   std::vector<std::deque<Pending>> pending_;                    // [m], by sequence
   std::vector<std::vector<std::byte>> dropped_;                 // dropped batches' memory, until taken
   std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
+  std::vector<std::int64_t> first_id_;                          // [table]: Pick's id of its slot 0
   std::uint32_t refresh_number_ = 0;
   RefreshCounters counters_;
   std::vector<std::byte> shard_buffer_;  // ReadMergedModel only

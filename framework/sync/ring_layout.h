@@ -27,12 +27,19 @@
 //     version (odd while written, 2*generation when complete), published-at
 //     (timing backend: the publisher's virtual time in picoseconds, else 0),
 //     log begin and log end (positions of generation g's change records),
+//     index begin and index end (numbers of its first and past-last record),
 //     merged clock[C], included sequence[C].
 //   the live shard (framework/model/shard_layout.h): rows are rewritten in
 //     place when they change.
 //   the change log: a circular buffer of change records (u64 key: shard
 //     offset | row bytes << 40, then the row's bytes), generation after
 //     generation; positions grow forever, byte p lives at p mod log_capacity.
+//   the change index: a circular buffer with one 16-byte entry per change
+//     record, {key, log position}; record number i lives at i mod
+//     index_entries. A reader picks records by key from it and gets only the
+//     rows it holds. It has room for as many records as the log can hold, so
+//     an entry outlives its record: a record still in the log (the log's
+//     oldest-valid word says so) has its entry intact.
 //   snapshot.h says how readers get a consistent generation from these.
 // Value type; thread-safe.
 #pragma once
@@ -67,12 +74,15 @@ struct PublishedGeometry {
   std::size_t shard_bytes = 0;
   int meta_slots = 4;         // a meta slot is rewritten every `meta_slots` publishes
   std::size_t log_bytes = 0;  // change-log capacity if above MinLogBytes()
+  std::size_t min_row_bytes = 4;  // the shard's smallest row (sizes the change index)
 
   // Every generation fits the log: one that changes every row of a shard of
   // 4-byte rows (the worst case, 12 record bytes per 4 data bytes); that is
   // ~2.7 generations changing every row of 84-byte rows.
   std::size_t MinLogBytes() const { return RoundUp(3 * shard_bytes + 4096, kCacheLine); }
   std::size_t log_capacity() const { return std::max(log_bytes, MinLogBytes()); }
+  // A record takes at least 8 + min_row_bytes of log.
+  std::size_t index_entries() const { return log_capacity() / (8 + std::max<std::size_t>(min_row_bytes, 4)) + 1; }
 
   // Control block.
   std::size_t latest_generation_offset() const { return 0; }
@@ -84,14 +94,16 @@ struct PublishedGeometry {
   std::size_t control_bytes() const { return RoundUp(24 + 24 * n(), kCacheLine); }
 
   // Meta slot k.
-  std::size_t meta_bytes() const { return RoundUp(32 + 16 * n(), kCacheLine); }
+  std::size_t meta_bytes() const { return RoundUp(48 + 16 * n(), kCacheLine); }
   std::size_t meta_offset(int k) const { return control_bytes() + static_cast<std::size_t>(k) * meta_bytes(); }
   std::size_t version_offset(int k) const { return meta_offset(k); }
   std::size_t published_at_offset(int k) const { return meta_offset(k) + 8; }
   std::size_t log_begin_offset(int k) const { return meta_offset(k) + 16; }
   std::size_t log_end_offset(int k) const { return meta_offset(k) + 24; }
+  std::size_t index_begin_offset(int k) const { return meta_offset(k) + 32; }
+  std::size_t index_end_offset(int k) const { return meta_offset(k) + 40; }
   std::size_t meta_merged_clock_offset(int k, model::ComputeIndex c) const {
-    return meta_offset(k) + 32 + 8 * static_cast<std::size_t>(c.value);
+    return meta_offset(k) + 48 + 8 * static_cast<std::size_t>(c.value);
   }
   std::size_t meta_included_offset(int k, model::ComputeIndex c) const {
     return meta_merged_clock_offset(k, c) + 8 * n();
@@ -100,10 +112,12 @@ struct PublishedGeometry {
     return static_cast<int>(generation % static_cast<std::uint64_t>(meta_slots));
   }
 
-  // The live shard and the change log.
+  // The live shard, the change log and the change index.
   std::size_t data_offset() const { return meta_offset(meta_slots); }
   std::size_t log_offset() const { return data_offset() + RoundUp(shard_bytes, kCacheLine); }
-  std::size_t region_bytes() const { return log_offset() + log_capacity(); }
+  std::size_t index_offset() const { return log_offset() + log_capacity(); }
+  std::size_t region_bytes() const { return index_offset() + kIndexEntryBytes * index_entries(); }
+  static constexpr std::size_t kIndexEntryBytes = 16;
 
  private:
   std::size_t n() const { return static_cast<std::size_t>(compute_ranks); }

@@ -88,9 +88,13 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   log_oldest_ = logged ? std::max(log_oldest_, end > capacity ? end - capacity : 0) : end;
   transport::StoreRelease64(base + geometry_.log_oldest_offset(), log_oldest_);
   std::atomic_thread_fence(std::memory_order_release);  // the word before the overwrites
-  // 2. The change records.
+  // 2. The change records, and their index entries ({key, log position}).
+  const std::uint64_t index_begin = index_end_;
   if (logged) {
     std::byte* log = base + geometry_.log_offset();
+    std::byte* index = base + geometry_.index_offset();
+    const std::size_t entries = geometry_.index_entries();
+    std::size_t in_index = static_cast<std::size_t>(index_end_ % entries);
     std::uint64_t at = begin;
     std::size_t in_log = static_cast<std::size_t>(at % capacity);  // = at mod capacity, kept without dividing
     for (const Range& r : ranges_) {
@@ -103,10 +107,14 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
         WriteLog(at, &key, sizeof key);
         WriteLog(at + sizeof key, r.source, r.bytes);
       }
+      const std::uint64_t entry[2] = {key, at};
+      std::memcpy(index + in_index * PublishedGeometry::kIndexEntryBytes, entry, sizeof entry);
+      if (++in_index == entries) in_index = 0;
       at += record;
       in_log += record;
       if (in_log >= capacity) in_log -= capacity;
     }
+    index_end_ += ranges_.size();
   }
   record_bytes_ += bytes;
   // 3. The meta slot, a seqlock.
@@ -116,6 +124,8 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   transport::StoreRelease64(base + geometry_.published_at_offset(k), static_cast<std::uint64_t>(published_at_ps));
   transport::StoreRelease64(base + geometry_.log_begin_offset(k), begin);
   transport::StoreRelease64(base + geometry_.log_end_offset(k), end);
+  transport::StoreRelease64(base + geometry_.index_begin_offset(k), index_begin);
+  transport::StoreRelease64(base + geometry_.index_end_offset(k), index_end_);
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.meta_merged_clock_offset(k, ci), poller.merged_clock(ci));
@@ -163,16 +173,17 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
                                                     geometry_.meta_offset(k), wait_.timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: meta before the re-check
   STALELEARN_ASSIGN_OR_RETURN(std::uint64_t after, ReadWord(geometry_.version_offset(k)));
-  std::uint64_t words[4];
+  std::uint64_t words[6];
   std::memcpy(words, meta_bytes_.data(), sizeof words);
   if (words[0] != 2 * g || after != 2 * g) return false;
   published_at_ps_ = words[1];
   *log_begin = words[2];
   meta.generation = g;
   meta.log_end = words[3];
+  meta.index_end = words[5];
   const std::size_t n = meta.merged_clock.size();
-  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 32, 8 * n);
-  std::memcpy(meta.included.data(), meta_bytes_.data() + 32 + 8 * n, 8 * n);
+  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 48, 8 * n);
+  std::memcpy(meta.included.data(), meta_bytes_.data() + 48 + 8 * n, 8 * n);
   return true;
 }
 
@@ -320,6 +331,10 @@ Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& sinc
           [&] { return fmt::format("the changes of a snapshot from rank {}", published_.owner().value); })
           .status());
   if (!too_far_behind) return result;
+  return ReadWholeInstead(since, sink);
+}
+
+Result<const SnapshotMeta*> SnapshotReader::ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink) {
   // The log no longer reaches back to `since`: read the whole shard once.
   ++whole_reads_;
   whole_shard_.resize(geometry_.shard_bytes);

@@ -77,6 +77,7 @@ class SnapshotPublisher {
   const model::ModelLayout& layout_;
   std::uint64_t generation_ = 0;
   std::uint64_t log_end_ = 0;     // position after the last record written
+  std::uint64_t index_end_ = 0;   // number of records written (their index entries)
   std::uint64_t log_oldest_ = 0;  // the oldest position the log still holds
   std::uint64_t record_bytes_ = 0;
   std::vector<Range> ranges_;     // this publish's changed byte ranges (reused)
@@ -85,6 +86,7 @@ class SnapshotPublisher {
 struct SnapshotMeta {
   std::uint64_t generation = 0;
   std::uint64_t log_end = 0;                // change-log position after this generation
+  std::uint64_t index_end = 0;              // records written up to this generation
   std::vector<std::uint64_t> merged_clock;  // per compute rank
   std::vector<std::uint64_t> included;      // per compute rank: sequences 1..included are in
 };
@@ -111,6 +113,27 @@ class SnapshotReader {
   // one record cut at its end): a reader's memory does not follow the log.
   static constexpr std::size_t kLogChunkBytes = std::size_t{1} << 20;
   std::uint64_t whole_reads() const { return whole_reads_; }
+
+  // ReadChanges for a reader that holds some rows (a partial replica): reads
+  // the change index since `since` (16 bytes per record), asks the picker
+  // about each record, and gets only the picked records' rows:
+  //   pick(shard offset, bytes) -> an id in [0, ids) for a one-row record of
+  //   a row the caller holds (of several records with one id, only the
+  //   latest is read), kAnyRecord for a record to read as it is (several
+  //   rows), or kNotPicked.
+  // `sink` gets the picked records in log order (a later one overwrites an
+  // earlier one's rows), or, when the log no longer reaches back to `since`,
+  // the whole shard once (whole_reads()). Records closer than
+  // kCoalesceGapBytes in the log are fetched with one get. Blocking.
+  struct RecordPicker {
+    std::size_t ids = 0;
+    std::function<std::int64_t(std::size_t shard_offset, std::size_t bytes)> pick;
+  };
+  static constexpr std::int64_t kNotPicked = -1;
+  static constexpr std::int64_t kAnyRecord = -2;
+  static constexpr std::size_t kCoalesceGapBytes = 256;
+  Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
+                                                const RangeSink& sink);
 
   // A consistent read of some rows of the latest snapshot (DIRECT mode): each
   // (offset inside shard bytes, destination, length) is fetched with its own
@@ -143,6 +166,14 @@ class SnapshotReader {
   template <class Body, class Patch>
   Result<bool> ReadWhole(std::uint64_t after, std::uint64_t bytes, Body&& body, Patch&& patch);
   Status AdvanceSimulatedTime(std::uint64_t bytes);
+  // The fallback of a reader the log no longer reaches: sink(0, whole shard).
+  Result<const SnapshotMeta*> ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink);
+  // ReadPickedChanges, steps (snapshot_picked_read.cc): fills picked_ from
+  // index entries [begin, end); then gets picked_[first, ...) up to about
+  // kLogChunkBytes into rows_copy_, returning the index after the last
+  // fetched one (its bytes added to *bytes_read).
+  Status PickFromIndex(std::uint64_t begin, std::uint64_t end, const RecordPicker& picker);
+  Result<std::size_t> FetchPicked(std::size_t first, std::uint64_t* bytes_read);
 
   transport::Transport& transport_;
   const transport::RemoteRegion& published_;
@@ -154,6 +185,20 @@ class SnapshotReader {
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records
   std::vector<transport::RequestPtr> requests_;
   std::vector<std::size_t> by_offset_;  // ReadRows: indices of rows sorted by offset
+  // ReadPickedChanges: the records picked, in log order (bytes 0: superseded
+  // by a later record of the same id), and where each id was last picked.
+  struct Picked {
+    std::uint64_t position;    // of the record's key in the log
+    std::size_t shard_offset;
+    std::size_t bytes;
+    std::size_t staged = 0;    // where FetchPicked put its row bytes in rows_copy_
+  };
+  std::vector<Picked> picked_;
+  std::vector<std::uint32_t> picked_read_;   // [id]: read_number_ of the read that picked it
+  std::vector<std::uint32_t> picked_index_;  // [id]: its entry in picked_
+  std::uint32_t read_number_ = 0;
+  std::vector<std::byte> index_copy_;        // a chunk of index entries
+  std::vector<std::byte> rows_copy_;         // fetched rows (capacity reused)
   SnapshotMeta meta_, first_meta_;
   std::uint64_t published_at_ps_ = 0;   // of the meta last read
   std::uint64_t whole_reads_ = 0;

@@ -1,0 +1,181 @@
+// SnapshotReader::ReadPickedChanges: a refresh that reads the change index
+// and then only the rows its replica holds, each once (snapshot.h).
+//
+// Why it is safe without a second oldest-valid word: the index has room for
+// as many records as the log can hold (ring_layout.h), so while the log
+// still holds every record from `since` on (its oldest-valid word, read
+// after the index entries and after each batch of rows), none of their
+// index entries has been overwritten either. A check that fails means the
+// reader fell too far behind: it reads the whole shard instead, which
+// replaces whatever it had installed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "framework/sync/snapshot.h"
+#include "framework/sync/wait_until.h"
+
+namespace stalelearn::sync {
+namespace {
+
+// Index entries read per get (1 MiB).
+constexpr std::uint64_t kIndexChunkEntries = std::uint64_t{1} << 16;
+
+}  // namespace
+
+Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, const RecordPicker& picker) {
+  const std::uint64_t entries = geometry_.index_entries();
+  constexpr std::size_t kEntry = PublishedGeometry::kIndexEntryBytes;
+  for (std::uint64_t at = begin; at < end;) {
+    const std::uint64_t n = std::min(kIndexChunkEntries, end - at);
+    index_copy_.resize(static_cast<std::size_t>(n) * kEntry);
+    // The chunk may wrap around the end of the index: two gets.
+    const std::uint64_t slot = at % entries;
+    const std::uint64_t first = std::min(n, entries - slot);
+    requests_.clear();
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
+                                transport_.Get(index_copy_.data(), static_cast<std::size_t>(first) * kEntry, published_,
+                                               geometry_.index_offset() + static_cast<std::size_t>(slot) * kEntry));
+    requests_.push_back(std::move(r));
+    if (first < n) {
+      STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr rest,
+                                  transport_.Get(index_copy_.data() + first * kEntry,
+                                                 static_cast<std::size_t>(n - first) * kEntry, published_,
+                                                 geometry_.index_offset()));
+      requests_.push_back(std::move(rest));
+    }
+    for (transport::RequestPtr& request : requests_) STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout));
+    requests_.clear();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      std::uint64_t entry[2];
+      std::memcpy(entry, index_copy_.data() + i * kEntry, sizeof entry);
+      const std::size_t offset = RecordShardOffset(entry[0]);
+      const std::size_t bytes = RecordRowBytes(entry[0]);
+      const std::int64_t id = picker.pick(offset, bytes);
+      if (id == kNotPicked) continue;
+      if (id >= 0) {
+        const auto at_id = static_cast<std::size_t>(id);
+        if (picked_read_[at_id] == read_number_) picked_[picked_index_[at_id]].bytes = 0;  // superseded
+        picked_read_[at_id] = read_number_;
+        picked_index_[at_id] = static_cast<std::uint32_t>(picked_.size());
+      }
+      picked_.push_back(Picked{entry[1], offset, bytes});
+    }
+    at += n;
+  }
+  std::erase_if(picked_, [](const Picked& p) { return p.bytes == 0; });
+  return Status::Ok();
+}
+
+Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t* bytes_read) {
+  const std::size_t capacity = geometry_.log_capacity();
+  // Spans of the log to get: a record's row bytes, widened over a following
+  // record when the gap between them is small.
+  struct Span {
+    std::uint64_t begin, end;
+    std::size_t staged;
+  };
+  std::vector<Span> spans;
+  std::size_t staged = 0;
+  std::size_t last = first;
+  for (; last < picked_.size(); ++last) {
+    Picked& p = picked_[last];
+    const std::uint64_t begin = p.position + sizeof(std::uint64_t);
+    const std::uint64_t end = begin + p.bytes;
+    if (!spans.empty() && begin >= spans.back().end && begin - spans.back().end <= kCoalesceGapBytes) {
+      staged += static_cast<std::size_t>(end - spans.back().end);
+      spans.back().end = end;
+    } else {
+      if (staged > 0 && staged + p.bytes > kLogChunkBytes) break;
+      spans.push_back(Span{begin, end, staged});
+      staged += p.bytes;
+    }
+    p.staged = spans.back().staged + static_cast<std::size_t>(begin - spans.back().begin);
+  }
+  if (rows_copy_.size() < staged) rows_copy_.resize(staged);
+  requests_.clear();
+  for (const Span& span : spans) {
+    // A span may wrap around the end of the log: two gets.
+    const auto at = static_cast<std::size_t>(span.begin % capacity);
+    const auto bytes = static_cast<std::size_t>(span.end - span.begin);
+    const std::size_t head = std::min(bytes, capacity - at);
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(rows_copy_.data() + span.staged, head,
+                                                                        published_, geometry_.log_offset() + at));
+    requests_.push_back(std::move(r));
+    if (head < bytes) {
+      STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr rest,
+                                  transport_.Get(rows_copy_.data() + span.staged + head, bytes - head, published_,
+                                                 geometry_.log_offset()));
+      requests_.push_back(std::move(rest));
+    }
+  }
+  for (transport::RequestPtr& request : requests_) STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout));
+  requests_.clear();
+  *bytes_read += staged;
+  return last;
+}
+
+Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
+                                                              const RangeSink& sink) {
+  if (picked_read_.size() != picker.ids) {
+    picked_read_.assign(picker.ids, 0);
+    picked_index_.assign(picker.ids, 0);
+    read_number_ = 0;
+  }
+  const SnapshotMeta* result = nullptr;
+  bool too_far_behind = false;
+  // True while the log still holds every record from `since` on (read after
+  // what it vouches for).
+  const auto still_logged = [&]() -> Result<bool> {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the reads before the check
+    STALELEARN_ASSIGN_OR_RETURN(std::uint64_t oldest, ReadWord(geometry_.log_oldest_offset()));
+    return oldest <= since.log_end;
+  };
+  STALELEARN_RETURN_IF_ERROR(
+      WaitUntil(
+          wait_, transport_,
+          [&]() -> Result<bool> {
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
+            if (g <= since.generation) return true;  // nothing newer
+            std::uint64_t begin = 0;
+            STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
+            if (!meta) return false;  // its slot is being rewritten: read the newest again
+            if (meta_.index_end < since.index_end || meta_.index_end - since.index_end > geometry_.index_entries()) {
+              too_far_behind = true;
+              return true;
+            }
+            if (++read_number_ == 0) {  // wrapped: forget every earlier read's marks
+              std::fill(picked_read_.begin(), picked_read_.end(), 0);
+              read_number_ = 1;
+            }
+            picked_.clear();
+            STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, picker));
+            std::uint64_t bytes_read = (meta_.index_end - since.index_end) * PublishedGeometry::kIndexEntryBytes;
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, still_logged());
+            for (std::size_t next = 0; logged && next < picked_.size();) {
+              STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, &bytes_read));
+              STALELEARN_ASSIGN_OR_RETURN(logged, still_logged());
+              if (!logged) break;
+              for (; next < end; ++next) {
+                const Picked& p = picked_[next];
+                sink(p.shard_offset, std::span<const std::byte>(rows_copy_.data() + p.staged, p.bytes));
+              }
+            }
+            if (!logged) {
+              too_far_behind = true;
+              return true;
+            }
+            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes_read));
+            if (rows_copy_.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(rows_copy_);
+            result = &meta_;
+            return true;
+          },
+          [&] { return fmt::format("the picked changes of a snapshot from rank {}", published_.owner().value); })
+          .status());
+  if (!too_far_behind) return result;
+  return ReadWholeInstead(since, sink);
+}
+
+}  // namespace stalelearn::sync

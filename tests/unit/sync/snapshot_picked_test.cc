@@ -1,0 +1,235 @@
+// Picked change reads (SnapshotReader::ReadPickedChanges, the refresh of a
+// partial replica): the reader gets the change index and then only the rows
+// it holds, each once at its latest value; one too far behind the log reads
+// the whole shard once; one racing a publisher never installs a row from a
+// generation other than the one it returns (I3).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "framework/metrics/counting_transport.h"
+#include "framework/sync/snapshot.h"
+#include "framework/transport/forwarding_transport.h"
+#include "tests/unit/sync/ring_fixture.h"
+#include "tests/unit/sync/snapshot_checks.h"
+
+namespace stalelearn::sync {
+namespace {
+
+using testing::FillMaster;
+using testing::RingFixture;
+
+constexpr std::int64_t kRows = 512;
+constexpr std::int32_t kWidth = 64;  // 256-byte rows: a row read or skipped shows in the bytes got
+constexpr std::size_t kRowBytes = kWidth * 4;
+
+std::vector<model::TableSpec> WideTable() { return {{"w", model::ElementType::kInt32, kRows, kWidth}}; }
+
+// Picks the one-row records of `rows` (the row is the id) and every record of
+// several rows (a whole-shard publish), as a partial replica holding `rows` does.
+SnapshotReader::RecordPicker PickRows(std::set<std::int64_t> rows) {
+  return {static_cast<std::size_t>(kRows), [rows](std::size_t offset, std::size_t bytes) -> std::int64_t {
+            if (bytes != kRowBytes) return SnapshotReader::kAnyRecord;
+            const auto row = static_cast<std::int64_t>(offset / kRowBytes);
+            return rows.contains(row) ? row : SnapshotReader::kNotPicked;
+          }};
+}
+
+void SetRows(RingFixture& f, ChangedRows& changed, const std::vector<std::int64_t>& rows, std::int32_t value) {
+  for (std::int64_t r : rows) {
+    for (std::int32_t& x : f.merger().mutable_master()[0].IntRow(r)) x = value;
+    changed.Mark(model::TableId{0}, r);
+  }
+}
+
+// A NIC that takes its time over change-log reads: a get from the log copies
+// its first half, waits 100 us, then copies the rest, so a publisher racing
+// it overwrites what it reads (what the reader's re-checks must catch).
+class SlowLogReads final : public transport::ForwardingTransport {
+ public:
+  SlowLogReads(transport::Transport& inner, const PublishedGeometry& g) : ForwardingTransport(inner), g_(g) {}
+  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                    std::uint64_t offset) override {
+    if (offset < g_.log_offset() || offset >= g_.index_offset() || bytes < 8) {
+      return ForwardingTransport::Get(dst, bytes, src, offset);
+    }
+    const std::size_t half = bytes / 2;
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr first, ForwardingTransport::Get(dst, half, src, offset));
+    STALELEARN_RETURN_IF_ERROR(first->Wait(std::chrono::seconds(10)));
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return ForwardingTransport::Get(static_cast<std::byte*>(dst) + half, bytes - half, src, offset + half);
+  }
+
+ private:
+  PublishedGeometry g_;
+};
+
+// What a reader installed: the value of each row it was given, and how often.
+struct Installed {
+  std::vector<std::int32_t> value = std::vector<std::int32_t>(kRows, -1);
+  std::vector<int> times = std::vector<int>(kRows, 0);
+  int mixed_rows = 0;  // rows whose elements differ: a torn row
+  void Sink(std::size_t offset, std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at < bytes.size(); at += kRowBytes) {
+      std::int32_t row[kWidth];
+      std::memcpy(row, bytes.data() + at, kRowBytes);
+      const std::size_t r = (offset + at) / kRowBytes;
+      for (std::int32_t x : row) mixed_rows += x != row[0];
+      value[r] = row[0];
+      ++times[r];
+    }
+  }
+};
+
+TEST(PickedChanges, ReadOnlyThePickedRowsOnceEachAtTheirLatestValue) {
+  RingFixture f(4, 1, WideTable());
+  const PublishedGeometry g = f.published_geometry();
+  ChangedRows changed(f.layout(), model::MemoryIndex{0});
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  FillMaster(f.merger(), 1);
+  publisher.Publish(f.merger().master(), f.poller());  // generation 1: every row, records of many rows
+  metrics::CountingTransport counting(f.transport());
+  SnapshotReader reader(counting, f.remote_published(), g, WaitOptions{});
+  Installed a;
+  const auto sink_a = [&](std::size_t o, std::span<const std::byte> b) { a.Sink(o, b); };
+  Result<const SnapshotMeta*> first = reader.ReadPickedChanges(SnapshotMeta{}, PickRows({3, 400}), sink_a);
+  ASSERT_TRUE(first.ok() && *first != nullptr) << first.status().ToString();
+  EXPECT_EQ(std::count(a.times.begin(), a.times.end(), 1), kRows) << "records of several rows are read whole";
+  const SnapshotMeta held = **first;
+
+  SetRows(f, changed, {3, 100, 300}, 5);  // generation 2
+  publisher.Publish(f.merger().master(), f.poller(), changed);
+  changed.Clear();
+  SetRows(f, changed, {100, 400}, 7);  // generation 3
+  publisher.Publish(f.merger().master(), f.poller(), changed);
+  changed.Clear();
+  // The latest-generation word, the meta slot and its version re-read, the oldest-valid word twice.
+  const std::int64_t control = static_cast<std::int64_t>(8 + g.meta_bytes() + 8 + 8 + 8);
+  const std::int64_t index = 5 * static_cast<std::int64_t>(PublishedGeometry::kIndexEntryBytes);
+
+  a = Installed{};
+  std::int64_t before = counting.counters().bytes_get;
+  Result<const SnapshotMeta*> next = reader.ReadPickedChanges(held, PickRows({3, 400}), sink_a);
+  ASSERT_TRUE(next.ok() && *next != nullptr);
+  EXPECT_EQ((*next)->generation, 3u);
+  EXPECT_EQ(a.times[3], 1);
+  EXPECT_EQ(a.times[400], 1);
+  EXPECT_EQ(std::count(a.times.begin(), a.times.end(), 0), kRows - 2) << "a row the reader does not hold was read";
+  EXPECT_EQ(a.value[3], 5);
+  EXPECT_EQ(a.value[400], 7);
+  EXPECT_EQ(counting.counters().bytes_get - before, index + 2 * static_cast<std::int64_t>(kRowBytes) + control)
+      << "not exactly the index and the two picked rows were read";
+
+  // Row 100 changed in both generations: read once, at generation 3's value.
+  SnapshotReader reader_b(counting, f.remote_published(), g, WaitOptions{});
+  Installed b;
+  before = counting.counters().bytes_get;
+  Result<const SnapshotMeta*> only_100 = reader_b.ReadPickedChanges(
+      held, PickRows({100}), [&](std::size_t o, std::span<const std::byte> bytes) { b.Sink(o, bytes); });
+  ASSERT_TRUE(only_100.ok() && *only_100 != nullptr);
+  EXPECT_EQ(b.times[100], 1) << "a row changed twice was read twice";
+  EXPECT_EQ(b.value[100], 7);
+  EXPECT_EQ(counting.counters().bytes_get - before, index + static_cast<std::int64_t>(kRowBytes) + control);
+  EXPECT_EQ(a.mixed_rows + b.mixed_rows, 0);
+  EXPECT_EQ(reader.whole_reads() + reader_b.whole_reads(), 0u);
+
+  // Nothing newer: nothing read, nothing installed.
+  a = Installed{};
+  Result<const SnapshotMeta*> none = reader.ReadPickedChanges(**next, PickRows({3, 400}), sink_a);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  EXPECT_EQ(std::count(a.times.begin(), a.times.end(), 0), kRows);
+}
+
+TEST(PickedChanges, ReaderBehindTheLogReadsTheWholeShardOnce) {
+  RingFixture f(4, 1, WideTable());
+  const PublishedGeometry g = f.published_geometry();
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  FillMaster(f.merger(), 1);
+  publisher.Publish(f.merger().master(), f.poller());
+  SnapshotReader reader(f.transport(), f.remote_published(), g, WaitOptions{});
+  Installed installed;
+  const auto sink = [&](std::size_t o, std::span<const std::byte> b) { installed.Sink(o, b); };
+  Result<const SnapshotMeta*> first = reader.ReadPickedChanges(SnapshotMeta{}, PickRows({1}), sink);
+  ASSERT_TRUE(first.ok() && *first != nullptr);
+  const SnapshotMeta held = **first;
+  const int generations = static_cast<int>(g.log_capacity() / g.shard_bytes) + 2;  // each rewrites every row
+  for (int v = 2; v < 2 + generations; ++v) {
+    FillMaster(f.merger(), v);
+    publisher.Publish(f.merger().master(), f.poller());
+  }
+  installed = Installed{};
+  Result<const SnapshotMeta*> next = reader.ReadPickedChanges(held, PickRows({1}), sink);
+  ASSERT_TRUE(next.ok() && *next != nullptr);
+  EXPECT_EQ(reader.whole_reads(), 1u);
+  EXPECT_EQ((*next)->generation, static_cast<std::uint64_t>(1 + generations));
+  EXPECT_EQ(installed.times[1], 1);
+  EXPECT_EQ(installed.value[1], 1 + generations);
+}
+
+// Generation 1 sets every row to 1; generation g >= 2 sets the rows r with
+// r = g (mod 3) to g. A reader holding the even rows reads picked changes,
+// through a NIC slow on log reads, while a writer thread publishes as fast as
+// it can (the log wraps every ~9 generations: many reads fall back to whole
+// reads): after each read that returns generation g, every held row must
+// hold its value as of g. Without the re-check after the rows are fetched,
+// this fails with torn rows and values of later generations.
+TEST(PickedChanges, RacingReaderInstallsOnlyTheGenerationItReturns) {
+  RingFixture f(4, 1, WideTable());
+  const PublishedGeometry g = f.published_geometry();
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  FillMaster(f.merger(), 1);
+  publisher.Publish(f.merger().master(), f.poller());
+  std::set<std::int64_t> held_rows;
+  for (std::int64_t r = 0; r < kRows; r += 2) held_rows.insert(r);
+  const SnapshotReader::RecordPicker picker = PickRows(held_rows);
+  SlowLogReads slow(f.transport(), g);
+  SnapshotReader reader(slow, f.remote_published(), g, WaitOptions{});
+  Installed installed;
+  const auto sink = [&](std::size_t o, std::span<const std::byte> b) { installed.Sink(o, b); };
+  const auto value_at = [](std::int64_t r, std::uint64_t generation) {
+    const auto gen = static_cast<std::int64_t>(generation);
+    const std::int64_t last = gen - ((gen - r) % 3 + 3) % 3;  // the latest generation <= gen that set r
+    return static_cast<std::int32_t>(last >= 2 ? last : 1);
+  };
+  SnapshotMeta held;
+  int wrong = 0;
+  int racing = 0;
+  {
+    std::jthread writer([&](std::stop_token stop) {
+      ChangedRows changed(f.layout(), model::MemoryIndex{0});
+      for (std::int32_t v = 2; !stop.stop_requested(); ++v) {
+        std::vector<std::int64_t> rows;
+        for (std::int64_t r = v % 3; r < kRows; r += 3) rows.push_back(r);
+        SetRows(f, changed, rows, v);
+        publisher.Publish(f.merger().master(), f.poller(), changed);
+        changed.Clear();
+        // A few generations per slow get, not hundreds: a reader racing a
+        // publisher that never pauses only ever retries (seqlock readers starve).
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (racing < 100) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "only " << racing << " reads raced with the writer in 20 s";
+        break;
+      }
+      Result<const SnapshotMeta*> read = reader.ReadPickedChanges(held, picker, sink);
+      ASSERT_TRUE(read.ok()) << read.status().ToString();
+      if (*read == nullptr) continue;
+      racing += held.generation > 0;
+      held = **read;
+      for (std::int64_t r : held_rows) wrong += installed.value[static_cast<std::size_t>(r)] != value_at(r, held.generation);
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "held rows whose value is not that of the generation read (a torn or stale refresh)";
+  EXPECT_EQ(installed.mixed_rows, 0);
+}
+
+}  // namespace
+}  // namespace stalelearn::sync
