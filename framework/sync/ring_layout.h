@@ -34,12 +34,13 @@
 //   the change log: a circular buffer of change records (u64 key: shard
 //     offset | row bytes << 40, then the row's bytes), generation after
 //     generation; positions grow forever, byte p lives at p mod log_capacity.
-//   the change index: a circular buffer with one 16-byte entry per change
-//     record, {key, log position}; record number i lives at i mod
-//     index_entries. A reader picks records by key from it and gets only the
-//     rows it holds. It has room for as many records as the log can hold, so
-//     an entry outlives its record: a record still in the log (the log's
-//     oldest-valid word says so) has its entry intact.
+//   the change index: a circular buffer of the change records' keys, one
+//     8-byte entry per record; record number i lives at i mod index_entries.
+//     Records are contiguous in the log from their generation's log begin,
+//     so the keys give their positions. A reader picks records by key from
+//     it and gets only the rows it holds. It has room for as many records as
+//     the log can hold, so an entry outlives its record: a record still in
+//     the log (the log's oldest-valid word says so) has its entry intact.
 //   snapshot.h says how readers get a consistent generation from these.
 // Value type; thread-safe.
 #pragma once
@@ -117,7 +118,7 @@ struct PublishedGeometry {
   std::size_t log_offset() const { return data_offset() + RoundUp(shard_bytes, kCacheLine); }
   std::size_t index_offset() const { return log_offset() + log_capacity(); }
   std::size_t region_bytes() const { return index_offset() + kIndexEntryBytes * index_entries(); }
-  static constexpr std::size_t kIndexEntryBytes = 16;
+  static constexpr std::size_t kIndexEntryBytes = 8;
 
  private:
   std::size_t n() const { return static_cast<std::size_t>(compute_ranks); }

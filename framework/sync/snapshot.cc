@@ -88,7 +88,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   log_oldest_ = logged ? std::max(log_oldest_, end > capacity ? end - capacity : 0) : end;
   transport::StoreRelease64(base + geometry_.log_oldest_offset(), log_oldest_);
   std::atomic_thread_fence(std::memory_order_release);  // the word before the overwrites
-  // 2. The change records, and their index entries ({key, log position}).
+  // 2. The change records, and their keys in the change index.
   const std::uint64_t index_begin = index_end_;
   if (logged) {
     std::byte* log = base + geometry_.log_offset();
@@ -107,8 +107,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
         WriteLog(at, &key, sizeof key);
         WriteLog(at + sizeof key, r.source, r.bytes);
       }
-      const std::uint64_t entry[2] = {key, at};
-      std::memcpy(index + in_index * PublishedGeometry::kIndexEntryBytes, entry, sizeof entry);
+      std::memcpy(index + in_index * PublishedGeometry::kIndexEntryBytes, &key, sizeof key);
       if (++in_index == entries) in_index = 0;
       at += record;
       in_log += record;

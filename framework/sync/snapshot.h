@@ -124,7 +124,13 @@ class SnapshotReader {
   // `sink` gets the picked records in log order (a later one overwrites an
   // earlier one's rows), or, when the log no longer reaches back to `since`,
   // the whole shard once (whole_reads()). Records closer than
-  // kCoalesceGapBytes in the log are fetched with one get. Blocking.
+  // kCoalesceGapBytes in the log are fetched with one get.
+  // When the reader holds most of what changes (few compute ranks), the
+  // index costs more than it saves: each read weighs what it got against
+  // what the other way would have got, and the next read takes the cheaper
+  // way (reading all records, as ReadChanges, it still asks the picker, to
+  // know what picking would have cost). `sink` then also gets records the
+  // picker did not pick; the caller ignores rows it does not hold. Blocking.
   struct RecordPicker {
     std::size_t ids = 0;
     std::function<std::int64_t(std::size_t shard_offset, std::size_t bytes)> pick;
@@ -172,8 +178,17 @@ class SnapshotReader {
   // index entries [begin, end); then gets picked_[first, ...) up to about
   // kLogChunkBytes into rows_copy_, returning the index after the last
   // fetched one (its bytes added to *bytes_read).
-  Status PickFromIndex(std::uint64_t begin, std::uint64_t end, const RecordPicker& picker);
+  // Records `begin` on start at log position `log_begin`.
+  Status PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin, const RecordPicker& picker);
   Result<std::size_t> FetchPicked(std::size_t first, std::uint64_t* bytes_read);
+  // Marks record id `id` picked by this read (superseding an earlier record
+  // of the id); false for kNotPicked.
+  bool PickOnce(std::int64_t id);
+  void StartPickedRead(std::size_t ids);
+  // Adds a read's cost both ways and picks the way of the next read.
+  void WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost);
+  Result<const SnapshotMeta*> ReadAllChangesWeighingPicks(const SnapshotMeta& since, const RecordPicker& picker,
+                                                          const RangeSink& sink);
 
   transport::Transport& transport_;
   const transport::RemoteRegion& published_;
@@ -197,6 +212,8 @@ class SnapshotReader {
   std::vector<std::uint32_t> picked_read_;   // [id]: read_number_ of the read that picked it
   std::vector<std::uint32_t> picked_index_;  // [id]: its entry in picked_
   std::uint32_t read_number_ = 0;
+  bool pick_from_index_ = true;              // the next ReadPickedChanges reads the index
+  double picked_cost_ = 0, all_cost_ = 0;    // bytes each way, decayed sums (WeighPicking)
   std::vector<std::byte> index_copy_;        // a chunk of index entries
   std::vector<std::byte> rows_copy_;         // fetched rows (capacity reused)
   SnapshotMeta meta_, first_meta_;
