@@ -171,6 +171,60 @@ TEST(PickedChanges, ReaderBehindTheLogReadsTheWholeShardOnce) {
   EXPECT_EQ(installed.value[1], 1 + generations);
 }
 
+// With 8-byte rows an index entry costs half a record: a reader holding
+// every row gives the index up after a few refreshes and reads the records as
+// they are (what they cost: the log's bytes), still installing the latest
+// values; a reader holding a few rows keeps picking.
+TEST(PickedChanges, AReaderHoldingEveryChangedRowStopsReadingTheIndex) {
+  constexpr std::int64_t kNarrowRows = 4096;
+  RingFixture f(4, 1, {{"narrow", model::ElementType::kInt32, kNarrowRows, 2}});
+  const PublishedGeometry g = f.published_geometry();
+  ChangedRows changed(f.layout(), model::MemoryIndex{0});
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  FillMaster(f.merger(), 1);
+  publisher.Publish(f.merger().master(), f.poller());
+  metrics::CountingTransport counting(f.transport());
+  const auto picker = [&](std::int64_t every) {
+    return SnapshotReader::RecordPicker{
+        static_cast<std::size_t>(kNarrowRows), [every](std::size_t offset, std::size_t bytes) -> std::int64_t {
+          if (bytes != 8) return SnapshotReader::kAnyRecord;
+          const auto row = static_cast<std::int64_t>(offset / 8);
+          return row % every == 0 ? row : SnapshotReader::kNotPicked;
+        }};
+  };
+  SnapshotReader all_rows(counting, f.remote_published(), g, WaitOptions{});
+  SnapshotReader few_rows(counting, f.remote_published(), g, WaitOptions{});
+  std::vector<std::int32_t> held(kNarrowRows, 0);
+  const auto sink = [&](std::size_t offset, std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at < bytes.size(); at += 8) std::memcpy(&held[(offset + at) / 8], bytes.data() + at, 4);
+  };
+  const auto ignore = [](std::size_t, std::span<const std::byte>) {};
+  SnapshotMeta held_all = **all_rows.ReadPickedChanges(SnapshotMeta{}, picker(1), sink);
+  SnapshotMeta held_few = **few_rows.ReadPickedChanges(SnapshotMeta{}, picker(512), ignore);
+  for (std::int32_t v = 2; v < 10; ++v) {
+    std::vector<std::int64_t> rows;
+    for (std::int64_t r = v; r < kNarrowRows; r += 3) rows.push_back(r);
+    for (std::int64_t r : rows) f.merger().mutable_master()[0].IntRow(r)[0] = v, changed.Mark(model::TableId{0}, r);
+    publisher.Publish(f.merger().master(), f.poller(), changed);
+    changed.Clear();
+    std::int64_t before = counting.counters().bytes_get;
+    Result<const SnapshotMeta*> read = all_rows.ReadPickedChanges(held_all, picker(1), sink);
+    ASSERT_TRUE(read.ok() && *read != nullptr);
+    const std::int64_t got = counting.counters().bytes_get - before;
+    const auto log_bytes = static_cast<std::int64_t>((*read)->log_end - held_all.log_end);
+    held_all = **read;
+    for (std::int64_t r : rows) ASSERT_EQ(held[static_cast<std::size_t>(r)], v) << "row " << r;
+    if (v >= 5) {
+      EXPECT_LE(got, log_bytes + 128) << "generation " << v << ": still reading the index";
+    }
+    before = counting.counters().bytes_get;
+    Result<const SnapshotMeta*> few = few_rows.ReadPickedChanges(held_few, picker(512), ignore);
+    ASSERT_TRUE(few.ok() && *few != nullptr);
+    held_few = **few;
+    EXPECT_LT(counting.counters().bytes_get - before, log_bytes * 3 / 4) << "the few-row reader stopped picking";
+  }
+}
+
 // Generation 1 sets every row to 1; generation g >= 2 sets the rows r with
 // r = g (mod 3) to g. A reader holding the even rows reads picked changes,
 // through a NIC slow on log reads, while a writer thread publishes as fast as
