@@ -104,14 +104,18 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
     Picked& p = picked_[last];
     const std::uint64_t begin = p.position + sizeof(std::uint64_t);
     const std::uint64_t end = begin + p.bytes;
-    if (!spans.empty() && begin >= spans.back().end && begin - spans.back().end <= kCoalesceGapBytes) {
-      staged += static_cast<std::size_t>(end - spans.back().end);
+    const bool extend =
+        !spans.empty() && begin >= spans.back().end && begin - spans.back().end <= kCoalesceGapBytes;
+    const std::size_t adds = extend ? static_cast<std::size_t>(end - spans.back().end) : p.bytes;
+    // About kLogChunkBytes at a time, coalesced or not: a whole-shard
+    // publish is one run of adjacent records.
+    if (last > first && staged + adds > kLogChunkBytes) break;
+    if (extend) {
       spans.back().end = end;
     } else {
-      if (staged > 0 && staged + p.bytes > kLogChunkBytes) break;
       spans.push_back(Span{begin, end, staged});
-      staged += p.bytes;
     }
+    staged += adds;
     p.staged = spans.back().staged + static_cast<std::size_t>(begin - spans.back().begin);
   }
   if (rows_copy_.size() < staged) rows_copy_.resize(staged);
