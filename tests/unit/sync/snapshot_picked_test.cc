@@ -171,6 +171,41 @@ TEST(PickedChanges, ReaderBehindTheLogReadsTheWholeShardOnce) {
   EXPECT_EQ(installed.value[1], 1 + generations);
 }
 
+// A whole-shard publish larger than a fetch batch (kLogChunkBytes) is one
+// run of adjacent records: it is fetched batch by batch, and every row still
+// arrives whole, once, at its place.
+TEST(PickedChanges, AdjacentRecordsLargerThanABatchArriveWholeAndInPlace) {
+  constexpr std::int64_t kManyRows = 120'000;  // 12 bytes a row: 1.4 MB, more than one batch
+  RingFixture f(4, 1, {{"wide", model::ElementType::kInt32, kManyRows, 3}});
+  const PublishedGeometry g = f.published_geometry();
+  ASSERT_GT(g.shard_bytes, SnapshotReader::kLogChunkBytes);
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  model::RowBlock& block = f.merger().mutable_master()[0];
+  for (std::int64_t r = 0; r < kManyRows; ++r) {
+    for (std::int32_t k = 0; k < 3; ++k) block.IntRow(r)[k] = static_cast<std::int32_t>(r * 3 + k) * 7 + 1;
+  }
+  publisher.Publish(f.merger().master(), f.poller());
+  SnapshotReader reader(f.transport(), f.remote_published(), g, WaitOptions{});
+  std::vector<std::byte> shard(g.shard_bytes);
+  std::size_t delivered = 0;
+  const SnapshotReader::RecordPicker every_record{
+      static_cast<std::size_t>(kManyRows), [](std::size_t, std::size_t) { return SnapshotReader::kAnyRecord; }};
+  Result<const SnapshotMeta*> read =
+      reader.ReadPickedChanges(SnapshotMeta{}, every_record, [&](std::size_t offset, std::span<const std::byte> bytes) {
+        ASSERT_LE(offset + bytes.size(), shard.size());
+        std::memcpy(shard.data() + offset, bytes.data(), bytes.size());
+        delivered += bytes.size();
+      });
+  ASSERT_TRUE(read.ok() && *read != nullptr);
+  EXPECT_EQ(delivered, g.shard_bytes) << "every row once";
+  EXPECT_EQ(reader.whole_reads(), 0u);
+  std::vector<std::int32_t> ints(shard.size() / 4);
+  std::memcpy(ints.data(), shard.data(), shard.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < ints.size(); ++i) wrong += ints[i] != static_cast<std::int32_t>(i) * 7 + 1;
+  EXPECT_EQ(wrong, 0u);
+}
+
 // With 8-byte rows an index entry costs half a record: a reader holding
 // every row gives the index up after a few refreshes and reads the records as
 // they are (what they cost: the log's bytes), still installing the latest
