@@ -31,48 +31,51 @@ std::size_t ReplicaRefresher::pending_batches() const {
   return n;
 }
 
+std::optional<ReplicaRefresher::TableSpan> ReplicaRefresher::TableAt(model::MemoryIndex m, std::size_t offset) const {
+  const std::vector<model::TableSpec>& tables = layout_.tables();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const model::TableId table{static_cast<std::uint32_t>(t)};
+    const std::size_t row_bytes = tables[t].row_bytes();
+    const std::size_t first = layout_.TableOffset(m, table);
+    const std::size_t last = first + static_cast<std::size_t>(layout_.partition(table).ShardRows(m)) * row_bytes;
+    if (offset < last) return TableSpan{table, first, last, row_bytes};
+  }
+  return std::nullopt;
+}
+
+std::int64_t ReplicaRefresher::SlotAt(model::MemoryIndex m, const TableSpan& span, std::size_t offset,
+                                      const model::Replica& replica) const {
+  const auto local = static_cast<std::int64_t>((offset - span.first) / span.row_bytes);
+  return replica.SlotOf(span.table, layout_.partition(span.table).GlobalRow(m, local));
+}
+
 void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes,
                                model::Replica& replica) {
-  const std::vector<model::TableSpec>& tables = layout_.tables();
   model::TableSet& values = replica.mutable_tables();
   const std::size_t start = offset;
   const std::size_t end = offset + bytes.size();
-  for (std::size_t t = 0; t < tables.size() && offset < end; ++t) {
-    const model::TableId table{static_cast<std::uint32_t>(t)};
-    const model::RowPartition& partition = layout_.partition(table);
-    const std::size_t row_bytes = tables[t].row_bytes();
-    const std::size_t first = layout_.TableOffset(m, table);
-    const std::size_t last = first + static_cast<std::size_t>(partition.ShardRows(m)) * row_bytes;
-    if (offset >= last) continue;
-    std::vector<std::uint32_t>& stamps = installed_in_[t];
-    for (; offset < end && offset < last; offset += row_bytes) {
-      const auto local = static_cast<std::int64_t>((offset - first) / row_bytes);
-      const std::int64_t slot = replica.SlotOf(table, partition.GlobalRow(m, local));
+  while (offset < end) {
+    const std::optional<TableSpan> span = TableAt(m, offset);
+    if (!span) return;
+    std::vector<std::uint32_t>& stamps = installed_in_[span->table.value];
+    for (; offset < end && offset < span->last; offset += span->row_bytes) {
+      const std::int64_t slot = SlotAt(m, *span, offset, replica);
       if (slot < 0) continue;
-      std::memcpy(values[t].RowBytes(slot), bytes.data() + (offset - start), row_bytes);
+      std::memcpy(values[span->table.value].RowBytes(slot), bytes.data() + (offset - start), span->row_bytes);
       stamps[static_cast<std::size_t>(slot)] = refresh_number_;
       ++counters_.rows_installed;
-      counters_.bytes_installed += row_bytes;
+      counters_.bytes_installed += span->row_bytes;
     }
   }
 }
 
 std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,
                                     const model::Replica& replica) const {
-  const std::vector<model::TableSpec>& tables = layout_.tables();
-  for (std::size_t t = 0; t < tables.size(); ++t) {
-    const model::TableId table{static_cast<std::uint32_t>(t)};
-    const model::RowPartition& partition = layout_.partition(table);
-    const std::size_t row_bytes = tables[t].row_bytes();
-    const std::size_t first = layout_.TableOffset(m, table);
-    const std::size_t last = first + static_cast<std::size_t>(partition.ShardRows(m)) * row_bytes;
-    if (offset >= last) continue;
-    if (bytes != row_bytes) return sync::SnapshotReader::kAnyRecord;  // several rows (a whole-shard publish)
-    const auto local = static_cast<std::int64_t>((offset - first) / row_bytes);
-    const std::int64_t slot = replica.SlotOf(table, partition.GlobalRow(m, local));
-    return slot < 0 ? sync::SnapshotReader::kNotPicked : first_id_[t] + slot;
-  }
-  return sync::SnapshotReader::kNotPicked;
+  const std::optional<TableSpan> span = TableAt(m, offset);
+  if (!span) return sync::SnapshotReader::kNotPicked;
+  if (bytes != span->row_bytes) return sync::SnapshotReader::kAnyRecord;  // several rows (a whole-shard publish)
+  const std::int64_t slot = SlotAt(m, *span, offset, replica);
+  return slot < 0 ? sync::SnapshotReader::kNotPicked : first_id_[span->table.value] + slot;
 }
 
 void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& replica) const {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "framework/model/replica.h"
@@ -72,6 +73,16 @@ class ReplicaRefresher {
   // Writes the rows of shard m's bytes [offset, offset + bytes) that the
   // replica holds, stamping them as installed by this refresh.
   void Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes, model::Replica& replica);
+  // The table of shard m whose rows hold shard byte `offset`: where its rows
+  // begin and end in the shard bytes, and its row size.
+  struct TableSpan {
+    model::TableId table;
+    std::size_t first, last, row_bytes;
+  };
+  std::optional<TableSpan> TableAt(model::MemoryIndex m, std::size_t offset) const;
+  // The replica slot of the row at shard byte `offset` of `span`, or -1.
+  std::int64_t SlotAt(model::MemoryIndex m, const TableSpan& span, std::size_t offset,
+                      const model::Replica& replica) const;
   // Which change records of shard m the replica wants: a one-row record of a
   // row it holds by a dense id (the row's slot, numbered across tables), a
   // record of several rows as it is.

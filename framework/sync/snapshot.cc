@@ -290,6 +290,14 @@ void SnapshotReader::ReleaseLargeLogCopy() {
   if (log_copy_.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(log_copy_);
 }
 
+Result<SnapshotReader::Latest> SnapshotReader::ReadLatestMeta(std::uint64_t after) {
+  STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
+  if (g <= after) return Latest::kNothingNewer;
+  std::uint64_t begin = 0;
+  STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
+  return meta ? Latest::kRead : Latest::kRetry;  // kRetry: its slot is being rewritten
+}
+
 Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& since, const RangeSink& sink) {
   const SnapshotMeta* result = nullptr;
   bool too_far_behind = false;
@@ -297,11 +305,8 @@ Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& sinc
       WaitUntil(
           wait_, transport_,
           [&]() -> Result<bool> {
-            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
-            if (g <= since.generation) return true;  // nothing newer
-            std::uint64_t begin = 0;
-            STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
-            if (!meta) return false;  // its slot is being rewritten: read the newest again
+            STALELEARN_ASSIGN_OR_RETURN(const Latest latest, ReadLatestMeta(since.generation));
+            if (latest != Latest::kRead) return latest == Latest::kNothingNewer;  // else read the newest again
             // The records stream through a buffer of kLogChunkBytes (plus a
             // record cut at a chunk's end, carried to the next): a reader's
             // memory follows the chunk, not the log (with 64 compute ranks x

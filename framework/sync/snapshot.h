@@ -156,6 +156,10 @@ class SnapshotReader {
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot
   // is being written or holds another generation.
   Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
+  // The latest generation's meta into meta_, if it is newer than `after`
+  // (kRead); kRetry while its slot is being rewritten.
+  enum class Latest { kNothingNewer, kRetry, kRead };
+  Result<Latest> ReadLatestMeta(std::uint64_t after);
   // Copies log bytes [begin, end) into log_copy_ after its first `keep`
   // bytes; false if the log no longer holds them (overwritten before or
   // while reading).

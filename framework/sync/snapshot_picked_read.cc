@@ -157,11 +157,8 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
       WaitUntil(
           wait_, transport_,
           [&]() -> Result<bool> {
-            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g, ReadWord(geometry_.latest_generation_offset()));
-            if (g <= since.generation) return true;  // nothing newer
-            std::uint64_t begin = 0;
-            STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
-            if (!meta) return false;  // its slot is being rewritten: read the newest again
+            STALELEARN_ASSIGN_OR_RETURN(const Latest latest, ReadLatestMeta(since.generation));
+            if (latest != Latest::kRead) return latest == Latest::kNothingNewer;  // else read the newest again
             if (meta_.index_end < since.index_end || meta_.index_end - since.index_end > geometry_.index_entries()) {
               too_far_behind = true;
               return true;
