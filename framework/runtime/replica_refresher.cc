@@ -112,14 +112,12 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
       first_id_.push_back(ids);
       ids += block.rows();
     }
-    first_id_.push_back(ids);  // the total
   }
   ++refresh_number_;
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
     const std::uint64_t whole_before = readers_[i]->whole_reads();
     const sync::SnapshotReader::RecordPicker picker{
-        static_cast<std::size_t>(first_id_.back()),
         [&](std::size_t offset, std::size_t bytes) { return Pick(m, offset, bytes, replica); }};
     STALELEARN_ASSIGN_OR_RETURN(
         const sync::SnapshotMeta* meta,

@@ -117,7 +117,7 @@ class SnapshotReader {
   // ReadChanges for a reader that holds some rows (a partial replica): reads
   // the change index since `since` (16 bytes per record), asks the picker
   // about each record, and gets only the picked records' rows:
-  //   pick(shard offset, bytes) -> an id in [0, ids) for a one-row record of
+  //   pick(shard offset, bytes) -> an id (>= 0) for a one-row record of
   //   a row the caller holds (of several records with one id, only the
   //   latest is read), kAnyRecord for a record to read as it is (several
   //   rows), or kNotPicked.
@@ -132,7 +132,6 @@ class SnapshotReader {
   // know what picking would have cost). `sink` then also gets records the
   // picker did not pick; the caller ignores rows it does not hold. Blocking.
   struct RecordPicker {
-    std::size_t ids = 0;
     std::function<std::int64_t(std::size_t shard_offset, std::size_t bytes)> pick;
   };
   static constexpr std::int64_t kNotPicked = -1;
@@ -185,10 +184,8 @@ class SnapshotReader {
   // Records `begin` on start at log position `log_begin`.
   Status PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin, const RecordPicker& picker);
   Result<std::size_t> FetchPicked(std::size_t first, std::uint64_t* bytes_read);
-  // Marks record id `id` picked by this read (superseding an earlier record
-  // of the id); false for kNotPicked.
-  bool PickOnce(std::int64_t id);
-  void StartPickedRead(std::size_t ids);
+  // Keeps the latest of the picked records with one id (log order stays).
+  void DropSuperseded();
   // Adds a read's cost both ways and picks the way of the next read.
   void WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost);
   Result<const SnapshotMeta*> ReadAllChangesWeighingPicks(const SnapshotMeta& since, const RecordPicker& picker,
@@ -204,18 +201,16 @@ class SnapshotReader {
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records
   std::vector<transport::RequestPtr> requests_;
   std::vector<std::size_t> by_offset_;  // ReadRows: indices of rows sorted by offset
-  // ReadPickedChanges: the records picked, in log order (bytes 0: superseded
-  // by a later record of the same id), and where each id was last picked.
+  // ReadPickedChanges: the records picked, in log order.
   struct Picked {
     std::uint64_t position;    // of the record's key in the log
     std::size_t shard_offset;
-    std::size_t bytes;
+    std::size_t bytes;         // 0 while DropSuperseded drops it
+    std::int64_t id;           // the picker's, or kAnyRecord
     std::size_t staged = 0;    // where FetchPicked put its row bytes in rows_copy_
   };
   std::vector<Picked> picked_;
-  std::vector<std::uint32_t> picked_read_;   // [id]: read_number_ of the read that picked it
-  std::vector<std::uint32_t> picked_index_;  // [id]: its entry in picked_
-  std::uint32_t read_number_ = 0;
+  std::vector<std::uint32_t> by_id_;         // DropSuperseded: picked_ indices sorted by id
   bool pick_from_index_ = true;              // the next ReadPickedChanges reads the index
   double picked_cost_ = 0, all_cost_ = 0;    // bytes each way, decayed sums (WeighPicking)
   std::vector<std::byte> index_copy_;        // a chunk of index entries

@@ -57,36 +57,27 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
       const std::size_t bytes = RecordRowBytes(key);
       const std::uint64_t record = position;
       position += sizeof key + bytes;
-      if (PickOnce(picker.pick(offset, bytes))) picked_.push_back(Picked{record, offset, bytes});
+      const std::int64_t id = picker.pick(offset, bytes);
+      if (id != kNotPicked) picked_.push_back(Picked{record, offset, bytes, id});
     }
     at += n;
   }
-  std::erase_if(picked_, [](const Picked& p) { return p.bytes == 0; });
+  DropSuperseded();
   return Status::Ok();
 }
 
-bool SnapshotReader::PickOnce(std::int64_t id) {
-  if (id == kNotPicked) return false;
-  if (id >= 0) {
-    const auto at = static_cast<std::size_t>(id);
-    if (picked_read_[at] == read_number_) picked_[picked_index_[at]].bytes = 0;  // superseded by this one
-    picked_read_[at] = read_number_;
-    picked_index_[at] = static_cast<std::uint32_t>(picked_.size());
+void SnapshotReader::DropSuperseded() {
+  // Sorting the picked records by id keeps memory to what was picked (an
+  // array over every id, per memory rank read, was 1.6 GB at --ranks 64:8).
+  by_id_.clear();
+  for (std::size_t i = 0; i < picked_.size(); ++i) {
+    if (picked_[i].id >= 0) by_id_.push_back(static_cast<std::uint32_t>(i));
   }
-  return true;
-}
-
-void SnapshotReader::StartPickedRead(std::size_t ids) {
-  if (picked_read_.size() != ids) {
-    picked_read_.assign(ids, 0);
-    picked_index_.assign(ids, 0);
-    read_number_ = 0;
+  std::ranges::stable_sort(by_id_, {}, [&](std::uint32_t i) { return picked_[i].id; });  // log order within an id
+  for (std::size_t k = 0; k + 1 < by_id_.size(); ++k) {
+    if (picked_[by_id_[k]].id == picked_[by_id_[k + 1]].id) picked_[by_id_[k]].bytes = 0;  // a later record follows
   }
-  if (++read_number_ == 0) {  // wrapped: forget every earlier read's marks
-    std::fill(picked_read_.begin(), picked_read_.end(), 0);
-    read_number_ = 1;
-  }
-  picked_.clear();
+  std::erase_if(picked_, [](const Picked& p) { return p.bytes == 0; });
 }
 
 Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t* bytes_read) {
@@ -163,7 +154,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
               too_far_behind = true;
               return true;
             }
-            StartPickedRead(picker.ids);
+            picked_.clear();
             STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
             std::uint64_t bytes_read = (meta_.index_end - since.index_end) * PublishedGeometry::kIndexEntryBytes;
             // Also vouches for the index entries (file comment) and the
@@ -199,20 +190,19 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
 Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const SnapshotMeta& since,
                                                                         const RecordPicker& picker,
                                                                         const RangeSink& sink) {
-  StartPickedRead(picker.ids);
   std::uint64_t records = 0;
   std::uint64_t picked_bytes = 0;  // what a picked read would have got of the rows
+  picked_.clear();
   const std::uint64_t whole_before = whole_reads_;
   STALELEARN_ASSIGN_OR_RETURN(
       const SnapshotMeta* meta, ReadChanges(since, [&](std::size_t offset, std::span<const std::byte> bytes) {
         ++records;
         const std::int64_t id = picker.pick(offset, bytes.size());
-        if (id == kAnyRecord || (id >= 0 && picked_read_[static_cast<std::size_t>(id)] != read_number_)) {
-          picked_bytes += sizeof(std::uint64_t) + bytes.size();  // a picked row's get spans a key too, mostly
-        }
-        if (id >= 0) picked_read_[static_cast<std::size_t>(id)] = read_number_;
+        if (id != kNotPicked) picked_.push_back(Picked{0, offset, bytes.size(), id});
         sink(offset, bytes);
       }));
+  DropSuperseded();
+  for (const Picked& p : picked_) picked_bytes += sizeof(std::uint64_t) + p.bytes;  // its get spans a key, mostly
   if (meta != nullptr && whole_reads_ == whole_before) {
     WeighPicking(records * PublishedGeometry::kIndexEntryBytes + picked_bytes, meta->log_end - since.log_end);
   }

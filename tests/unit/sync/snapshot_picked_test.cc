@@ -32,7 +32,7 @@ std::vector<model::TableSpec> WideTable() { return {{"w", model::ElementType::kI
 // Picks the one-row records of `rows` (the row is the id) and every record of
 // several rows (a whole-shard publish), as a partial replica holding `rows` does.
 SnapshotReader::RecordPicker PickRows(std::set<std::int64_t> rows) {
-  return {static_cast<std::size_t>(kRows), [rows](std::size_t offset, std::size_t bytes) -> std::int64_t {
+  return {[rows](std::size_t offset, std::size_t bytes) -> std::int64_t {
             if (bytes != kRowBytes) return SnapshotReader::kAnyRecord;
             const auto row = static_cast<std::int64_t>(offset / kRowBytes);
             return rows.contains(row) ? row : SnapshotReader::kNotPicked;
@@ -189,7 +189,7 @@ TEST(PickedChanges, AdjacentRecordsLargerThanABatchArriveWholeAndInPlace) {
   std::vector<std::byte> shard(g.shard_bytes);
   std::size_t delivered = 0;
   const SnapshotReader::RecordPicker every_record{
-      static_cast<std::size_t>(kManyRows), [](std::size_t, std::size_t) { return SnapshotReader::kAnyRecord; }};
+      [](std::size_t, std::size_t) { return SnapshotReader::kAnyRecord; }};
   Result<const SnapshotMeta*> read =
       reader.ReadPickedChanges(SnapshotMeta{}, every_record, [&](std::size_t offset, std::span<const std::byte> bytes) {
         ASSERT_LE(offset + bytes.size(), shard.size());
@@ -220,8 +220,7 @@ TEST(PickedChanges, AReaderHoldingEveryChangedRowStopsReadingTheIndex) {
   publisher.Publish(f.merger().master(), f.poller());
   metrics::CountingTransport counting(f.transport());
   const auto picker = [&](std::int64_t every) {
-    return SnapshotReader::RecordPicker{
-        static_cast<std::size_t>(kNarrowRows), [every](std::size_t offset, std::size_t bytes) -> std::int64_t {
+    return SnapshotReader::RecordPicker{[every](std::size_t offset, std::size_t bytes) -> std::int64_t {
           if (bytes != 8) return SnapshotReader::kAnyRecord;
           const auto row = static_cast<std::int64_t>(offset / 8);
           return row % every == 0 ? row : SnapshotReader::kNotPicked;
