@@ -123,7 +123,7 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
         const sync::SnapshotMeta* meta,
         readers_[i]->ReadPickedChanges(installed_[i], picker, [&](std::size_t offset, std::span<const std::byte> bytes) {
           Install(m, offset, bytes, replica);
-        }));
+        }, &pick_scratch_));
     counters_.whole_reads += readers_[i]->whole_reads() - whole_before;
     if (meta == nullptr) continue;
     DropIncluded(m, meta->included[me_.value]);

@@ -98,6 +98,7 @@ class ReplicaRefresher {
   std::vector<std::vector<std::byte>> dropped_;                 // dropped batches' memory, until taken
   std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
   std::vector<std::int64_t> first_id_;                          // [table]: Pick's id of its slot 0
+  sync::SnapshotReader::PickScratch pick_scratch_;              // shared by readers_ (one at a time)
   std::uint32_t refresh_number_ = 0;
   RefreshCounters counters_;
   std::vector<std::byte> shard_buffer_;  // ReadMergedModel only

@@ -134,11 +134,28 @@ class SnapshotReader {
   struct RecordPicker {
     std::function<std::int64_t(std::size_t shard_offset, std::size_t bytes)> pick;
   };
+  // What a picked read works in (capacity reused from read to read). A
+  // refresh reads its memory ranks one after another, so one set serves all
+  // of a compute rank's readers (ReplicaRefresher): a set per reader made
+  // memory grow with compute x memory ranks (512 sets at --ranks 64:8).
+  struct PickScratch {
+    struct Picked {
+      std::uint64_t position;  // of the record's key in the log
+      std::size_t shard_offset;
+      std::size_t bytes;       // 0 while DropSuperseded drops it
+      std::int64_t id;         // the picker's, or kAnyRecord
+      std::size_t staged = 0;  // where FetchPicked put its row bytes in rows
+    };
+    std::vector<Picked> picked;        // the records picked, in log order
+    std::vector<std::uint32_t> by_id;  // DropSuperseded: picked indices sorted by id
+    std::vector<std::byte> index;      // a chunk of index entries
+    std::vector<std::byte> rows;       // fetched rows
+  };
   static constexpr std::int64_t kNotPicked = -1;
   static constexpr std::int64_t kAnyRecord = -2;
   static constexpr std::size_t kCoalesceGapBytes = 256;
   Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
-                                                const RangeSink& sink);
+                                                const RangeSink& sink, PickScratch* scratch = nullptr);
 
   // A consistent read of some rows of the latest snapshot (DIRECT mode): each
   // (offset inside shard bytes, destination, length) is fetched with its own
@@ -177,9 +194,9 @@ class SnapshotReader {
   Status AdvanceSimulatedTime(std::uint64_t bytes);
   // The fallback of a reader the log no longer reaches: sink(0, whole shard).
   Result<const SnapshotMeta*> ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink);
-  // ReadPickedChanges, steps (snapshot_picked_read.cc): fills picked_ from
-  // index entries [begin, end); then gets picked_[first, ...) up to about
-  // kLogChunkBytes into rows_copy_, returning the index after the last
+  // ReadPickedChanges, steps (snapshot_picked_read.cc), in *scratch_: fills
+  // picked from index entries [begin, end); then gets picked[first, ...) up
+  // to about kLogChunkBytes into rows, returning the index after the last
   // fetched one (its bytes added to *bytes_read).
   // Records `begin` on start at log position `log_begin`.
   Status PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin, const RecordPicker& picker);
@@ -201,20 +218,10 @@ class SnapshotReader {
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records
   std::vector<transport::RequestPtr> requests_;
   std::vector<std::size_t> by_offset_;  // ReadRows: indices of rows sorted by offset
-  // ReadPickedChanges: the records picked, in log order.
-  struct Picked {
-    std::uint64_t position;    // of the record's key in the log
-    std::size_t shard_offset;
-    std::size_t bytes;         // 0 while DropSuperseded drops it
-    std::int64_t id;           // the picker's, or kAnyRecord
-    std::size_t staged = 0;    // where FetchPicked put its row bytes in rows_copy_
-  };
-  std::vector<Picked> picked_;
-  std::vector<std::uint32_t> by_id_;         // DropSuperseded: picked_ indices sorted by id
+  PickScratch own_scratch_;                  // when the caller brings none
+  PickScratch* scratch_ = &own_scratch_;     // the one the current picked read works in
   bool pick_from_index_ = true;              // the next ReadPickedChanges reads the index
   double picked_cost_ = 0, all_cost_ = 0;    // bytes each way, decayed sums (WeighPicking)
-  std::vector<std::byte> index_copy_;        // a chunk of index entries
-  std::vector<std::byte> rows_copy_;         // fetched rows (capacity reused)
   SnapshotMeta meta_, first_meta_;
   std::uint64_t published_at_ps_ = 0;   // of the meta last read
   std::uint64_t whole_reads_ = 0;

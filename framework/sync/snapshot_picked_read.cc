@@ -32,18 +32,18 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
   std::uint64_t position = log_begin;  // of record `begin`: records are contiguous
   for (std::uint64_t at = begin; at < end;) {
     const std::uint64_t n = std::min(kIndexChunkEntries, end - at);
-    index_copy_.resize(static_cast<std::size_t>(n) * kEntry);
+    scratch_->index.resize(static_cast<std::size_t>(n) * kEntry);
     // The chunk may wrap around the end of the index: two gets.
     const std::uint64_t slot = at % entries;
     const std::uint64_t first = std::min(n, entries - slot);
     requests_.clear();
     STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
-                                transport_.Get(index_copy_.data(), static_cast<std::size_t>(first) * kEntry, published_,
-                                               geometry_.index_offset() + static_cast<std::size_t>(slot) * kEntry));
+                                transport_.Get(scratch_->index.data(), static_cast<std::size_t>(first) * kEntry,
+                                               published_, geometry_.index_offset() + static_cast<std::size_t>(slot) * kEntry));
     requests_.push_back(std::move(r));
     if (first < n) {
       STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr rest,
-                                  transport_.Get(index_copy_.data() + first * kEntry,
+                                  transport_.Get(scratch_->index.data() + first * kEntry,
                                                  static_cast<std::size_t>(n - first) * kEntry, published_,
                                                  geometry_.index_offset()));
       requests_.push_back(std::move(rest));
@@ -52,13 +52,13 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
     requests_.clear();
     for (std::uint64_t i = 0; i < n; ++i) {
       std::uint64_t key;
-      std::memcpy(&key, index_copy_.data() + i * kEntry, sizeof key);
+      std::memcpy(&key, scratch_->index.data() + i * kEntry, sizeof key);
       const std::size_t offset = RecordShardOffset(key);
       const std::size_t bytes = RecordRowBytes(key);
       const std::uint64_t record = position;
       position += sizeof key + bytes;
       const std::int64_t id = picker.pick(offset, bytes);
-      if (id != kNotPicked) picked_.push_back(Picked{record, offset, bytes, id});
+      if (id != kNotPicked) scratch_->picked.push_back(PickScratch::Picked{record, offset, bytes, id});
     }
     at += n;
   }
@@ -69,15 +69,17 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
 void SnapshotReader::DropSuperseded() {
   // Sorting the picked records by id keeps memory to what was picked (an
   // array over every id, per memory rank read, was 1.6 GB at --ranks 64:8).
-  by_id_.clear();
-  for (std::size_t i = 0; i < picked_.size(); ++i) {
-    if (picked_[i].id >= 0) by_id_.push_back(static_cast<std::uint32_t>(i));
+  std::vector<PickScratch::Picked>& picked = scratch_->picked;
+  std::vector<std::uint32_t>& by_id = scratch_->by_id;
+  by_id.clear();
+  for (std::size_t i = 0; i < picked.size(); ++i) {
+    if (picked[i].id >= 0) by_id.push_back(static_cast<std::uint32_t>(i));
   }
-  std::ranges::stable_sort(by_id_, {}, [&](std::uint32_t i) { return picked_[i].id; });  // log order within an id
-  for (std::size_t k = 0; k + 1 < by_id_.size(); ++k) {
-    if (picked_[by_id_[k]].id == picked_[by_id_[k + 1]].id) picked_[by_id_[k]].bytes = 0;  // a later record follows
+  std::ranges::stable_sort(by_id, {}, [&](std::uint32_t i) { return picked[i].id; });  // log order within an id
+  for (std::size_t k = 0; k + 1 < by_id.size(); ++k) {
+    if (picked[by_id[k]].id == picked[by_id[k + 1]].id) picked[by_id[k]].bytes = 0;  // a later record follows
   }
-  std::erase_if(picked_, [](const Picked& p) { return p.bytes == 0; });
+  std::erase_if(picked, [](const PickScratch::Picked& p) { return p.bytes == 0; });
 }
 
 Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t* bytes_read) {
@@ -91,8 +93,8 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
   std::vector<Span> spans;
   std::size_t staged = 0;
   std::size_t last = first;
-  for (; last < picked_.size(); ++last) {
-    Picked& p = picked_[last];
+  for (; last < scratch_->picked.size(); ++last) {
+    PickScratch::Picked& p = scratch_->picked[last];
     const std::uint64_t begin = p.position + sizeof(std::uint64_t);
     const std::uint64_t end = begin + p.bytes;
     const bool extend =
@@ -109,19 +111,19 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
     staged += adds;
     p.staged = spans.back().staged + static_cast<std::size_t>(begin - spans.back().begin);
   }
-  if (rows_copy_.size() < staged) rows_copy_.resize(staged);
+  if (scratch_->rows.size() < staged) scratch_->rows.resize(staged);
   requests_.clear();
   for (const Span& span : spans) {
     // A span may wrap around the end of the log: two gets.
     const auto at = static_cast<std::size_t>(span.begin % capacity);
     const auto bytes = static_cast<std::size_t>(span.end - span.begin);
     const std::size_t head = std::min(bytes, capacity - at);
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(rows_copy_.data() + span.staged, head,
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(scratch_->rows.data() + span.staged, head,
                                                                         published_, geometry_.log_offset() + at));
     requests_.push_back(std::move(r));
     if (head < bytes) {
       STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr rest,
-                                  transport_.Get(rows_copy_.data() + span.staged + head, bytes - head, published_,
+                                  transport_.Get(scratch_->rows.data() + span.staged + head, bytes - head, published_,
                                                  geometry_.log_offset()));
       requests_.push_back(std::move(rest));
     }
@@ -133,7 +135,8 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
 }
 
 Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
-                                                              const RangeSink& sink) {
+                                                              const RangeSink& sink, PickScratch* scratch) {
+  scratch_ = scratch != nullptr ? scratch : &own_scratch_;
   if (!pick_from_index_) return ReadAllChangesWeighingPicks(since, picker, sink);
   const SnapshotMeta* result = nullptr;
   bool too_far_behind = false;
@@ -154,20 +157,20 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
               too_far_behind = true;
               return true;
             }
-            picked_.clear();
+            scratch_->picked.clear();
             STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
             std::uint64_t bytes_read = (meta_.index_end - since.index_end) * PublishedGeometry::kIndexEntryBytes;
             // Also vouches for the index entries (file comment) and the
             // positions they gave (a generation too large to log moved the
             // oldest-valid word past everything before it).
             STALELEARN_ASSIGN_OR_RETURN(bool logged, still_logged());
-            for (std::size_t next = 0; logged && next < picked_.size();) {
+            for (std::size_t next = 0; logged && next < scratch_->picked.size();) {
               STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, &bytes_read));
               STALELEARN_ASSIGN_OR_RETURN(logged, still_logged());
               if (!logged) break;
               for (; next < end; ++next) {
-                const Picked& p = picked_[next];
-                sink(p.shard_offset, std::span<const std::byte>(rows_copy_.data() + p.staged, p.bytes));
+                const PickScratch::Picked& p = scratch_->picked[next];
+                sink(p.shard_offset, std::span<const std::byte>(scratch_->rows.data() + p.staged, p.bytes));
               }
             }
             if (!logged) {
@@ -175,7 +178,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
               return true;
             }
             STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes_read));
-            if (rows_copy_.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(rows_copy_);
+            if (scratch_->rows.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(scratch_->rows);
             // Reading every record would have cost the log's bytes.
             WeighPicking(bytes_read, meta_.log_end - since.log_end);
             result = &meta_;
@@ -192,17 +195,18 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
                                                                         const RangeSink& sink) {
   std::uint64_t records = 0;
   std::uint64_t picked_bytes = 0;  // what a picked read would have got of the rows
-  picked_.clear();
+  scratch_->picked.clear();
   const std::uint64_t whole_before = whole_reads_;
   STALELEARN_ASSIGN_OR_RETURN(
       const SnapshotMeta* meta, ReadChanges(since, [&](std::size_t offset, std::span<const std::byte> bytes) {
         ++records;
         const std::int64_t id = picker.pick(offset, bytes.size());
-        if (id != kNotPicked) picked_.push_back(Picked{0, offset, bytes.size(), id});
+        if (id != kNotPicked) scratch_->picked.push_back(PickScratch::Picked{0, offset, bytes.size(), id});
         sink(offset, bytes);
       }));
   DropSuperseded();
-  for (const Picked& p : picked_) picked_bytes += sizeof(std::uint64_t) + p.bytes;  // its get spans a key, mostly
+  // A picked row's get spans a key too, mostly.
+  for (const PickScratch::Picked& p : scratch_->picked) picked_bytes += sizeof(std::uint64_t) + p.bytes;
   if (meta != nullptr && whole_reads_ == whole_before) {
     WeighPicking(records * PublishedGeometry::kIndexEntryBytes + picked_bytes, meta->log_end - since.log_end);
   }
