@@ -15,7 +15,7 @@ namespace stalelearn::model {
 
 namespace {
 
-// Where a first touch goes: the log's arrays and their ends (kept in registers
+// Where a first touch goes: the log's arrays and its end (kept in a register
 // by TouchRows).
 struct TouchCursor {
   std::int32_t* touch_of_slot;
@@ -23,7 +23,6 @@ struct TouchCursor {
   std::uint64_t* touched_bits;
   std::byte* before;
   std::size_t touched;
-  std::size_t before_used;
 };
 
 // Logs the first touch of each of `slots` (rows at `rows`) not yet touched
@@ -39,7 +38,6 @@ STALELEARN_TARGET_CLONES_AVX2 void TouchRows(const std::int64_t* slots, float* c
   std::uint64_t* const touched_bits = c.touched_bits;
   std::byte* const before = c.before;
   std::size_t touched = c.touched;
-  std::size_t before_used = c.before_used;
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t slot = slots[i];
     std::int32_t& mark = touch_of_slot[slot];
@@ -47,12 +45,10 @@ STALELEARN_TARGET_CLONES_AVX2 void TouchRows(const std::int64_t* slots, float* c
     mark = first ? static_cast<std::int32_t>(touched) : mark;
     touched_slots[touched] = slot;
     touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
-    CopyRow(before + before_used, reinterpret_cast<const std::byte*>(rows[i]), row_bytes);
+    CopyRow(before + touched * row_bytes, reinterpret_cast<const std::byte*>(rows[i]), row_bytes);
     touched += first ? 1 : 0;
-    before_used += first ? row_bytes : 0;
   }
   c.touched = touched;
-  c.before_used = before_used;
 }
 
 }  // namespace
@@ -123,7 +119,7 @@ void Replica::ThrowOutsideWorkingSet(TableId table, RowId row) {
 void Replica::TouchLog::Grow(std::size_t rows, std::size_t row_bytes) {
   // resize() zero-fills what it adds: grow geometrically, so a warm log never does.
   slots.resize(std::max({touched + rows, 2 * slots.size(), std::size_t{256}}));
-  before.resize(std::max({before_used + rows * row_bytes, 2 * before.size(), std::size_t{16384}}));
+  before.resize(std::max({(touched + rows) * row_bytes, 2 * before.size(), std::size_t{16384}}));
 }
 
 std::span<float> Replica::FloatRow(TableId table, RowId row) {
@@ -157,8 +153,7 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
   // Room for every row of the call up front (TouchRows writes each row at
   // the log's end before it knows whether the row is new).
   log.Reserve(rows.size(), row_bytes);
-  TouchCursor cursor{touch_of_slot, log.slots.data(), log.touched_bits.data(), log.before.data(), log.touched,
-                     log.before_used};
+  TouchCursor cursor{touch_of_slot, log.slots.data(), log.touched_bits.data(), log.before.data(), log.touched};
   // Two passes per chunk: the first finds every row and asks for its cache
   // lines, so the rows' misses overlap instead of stalling the touch loop
   // one by one.
@@ -178,7 +173,6 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
     TouchRows(slots, out + start, n, row_bytes, cursor);
   }
   log.touched = cursor.touched;
-  log.before_used = cursor.before_used;
 }
 
 std::size_t Replica::touched_rows() const {

@@ -100,16 +100,15 @@ class Replica final : public ModelView {
     std::vector<std::int32_t> touch_of_slot;  // -1 = untouched this clock
     std::vector<std::uint64_t> touched_bits;  // one bit per slot: touched this clock
     // Touched slots in first-touch order (slots[0, touched)) and their values
-    // at first touch (before[0, before_used)). Both vectors are capacity kept
-    // across clocks: no allocation or zeroing once warm, and the first-touch
-    // loop keeps its ends in registers.
+    // at first touch (the i-th at before[i * row_bytes]). Both vectors are
+    // capacity kept across clocks: no allocation or zeroing once warm, and
+    // the first-touch loop keeps its end in a register.
     std::vector<std::int64_t> slots;
     std::size_t touched = 0;
     std::vector<std::byte> before;
-    std::size_t before_used = 0;
     // Makes room for `rows` more first touches of `row_bytes` each.
     void Reserve(std::size_t rows, std::size_t row_bytes) {
-      if (touched + rows > slots.size() || before_used + rows * row_bytes > before.size()) [[unlikely]] {
+      if (touched + rows > slots.size() || (touched + rows) * row_bytes > before.size()) [[unlikely]] {
         Grow(rows, row_bytes);
       }
     }
@@ -127,10 +126,9 @@ class Replica final : public ModelView {
                          std::size_t row_bytes) {
     log.Reserve(1, row_bytes);
     touched = static_cast<std::int32_t>(log.touched);
+    CopyRow(log.before.data() + log.touched * row_bytes, bytes, row_bytes);
     log.slots[log.touched++] = slot;
     log.touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
-    CopyRow(log.before.data() + log.before_used, bytes, row_bytes);
-    log.before_used += row_bytes;
   }
   void Touch(TableId table, std::int64_t slot) {
     if (dense_[table.value]) return;
@@ -196,8 +194,7 @@ void Replica::DrainDeltasInto(Writer& writer) {
         for (; word != 0; word &= word - 1) emit(static_cast<std::int64_t>(w * 64 + std::countr_zero(word)));
       }
     }
-    log.touched = 0;
-    log.before_used = 0;  // keeps the capacity: no allocation or zeroing in the next clock
+    log.touched = 0;  // keeps the capacity: no allocation or zeroing in the next clock
   }
 }
 

@@ -75,7 +75,8 @@ std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, st
   if (!span) return sync::SnapshotReader::kNotPicked;
   if (bytes != span->row_bytes) return sync::SnapshotReader::kAnyRecord;  // several rows (a whole-shard publish)
   const std::int64_t slot = SlotAt(m, *span, offset, replica);
-  return slot < 0 ? sync::SnapshotReader::kNotPicked : first_id_[span->table.value] + slot;
+  // The row's shard offset names it: one id per row, whatever the table.
+  return slot < 0 ? sync::SnapshotReader::kNotPicked : static_cast<std::int64_t>(offset);
 }
 
 void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& replica) const {
@@ -106,12 +107,7 @@ void ReplicaRefresher::TakeDropped(std::vector<std::vector<std::byte>>& out) {
 
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   if (installed_in_.empty()) {
-    std::int64_t ids = 0;
-    for (const model::RowBlock& block : replica.tables()) {
-      installed_in_.emplace_back(block.rows(), 0);
-      first_id_.push_back(ids);
-      ids += block.rows();
-    }
+    for (const model::RowBlock& block : replica.tables()) installed_in_.emplace_back(block.rows(), 0);
   }
   ++refresh_number_;
   for (std::size_t i = 0; i < readers_.size(); ++i) {

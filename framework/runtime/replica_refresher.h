@@ -84,8 +84,8 @@ class ReplicaRefresher {
   std::int64_t SlotAt(model::MemoryIndex m, const TableSpan& span, std::size_t offset,
                       const model::Replica& replica) const;
   // Which change records of shard m the replica wants: a one-row record of a
-  // row it holds by a dense id (the row's slot, numbered across tables), a
-  // record of several rows as it is.
+  // row it holds by an id (the row's shard offset), a record of several rows
+  // as it is.
   std::int64_t Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
   void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;
 
@@ -97,7 +97,6 @@ class ReplicaRefresher {
   std::vector<std::deque<Pending>> pending_;                    // [m], by sequence
   std::vector<std::vector<std::byte>> dropped_;                 // dropped batches' memory, until taken
   std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
-  std::vector<std::int64_t> first_id_;                          // [table]: Pick's id of its slot 0
   sync::SnapshotReader::PickScratch pick_scratch_;              // shared by readers_ (one at a time)
   std::uint32_t refresh_number_ = 0;
   RefreshCounters counters_;

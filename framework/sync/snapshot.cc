@@ -89,7 +89,6 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   transport::StoreRelease64(base + geometry_.log_oldest_offset(), log_oldest_);
   std::atomic_thread_fence(std::memory_order_release);  // the word before the overwrites
   // 2. The change records, and their keys in the change index.
-  const std::uint64_t index_begin = index_end_;
   if (logged) {
     std::byte* log = base + geometry_.log_offset();
     std::byte* index = base + geometry_.index_offset();
@@ -123,7 +122,6 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   transport::StoreRelease64(base + geometry_.published_at_offset(k), static_cast<std::uint64_t>(published_at_ps));
   transport::StoreRelease64(base + geometry_.log_begin_offset(k), begin);
   transport::StoreRelease64(base + geometry_.log_end_offset(k), end);
-  transport::StoreRelease64(base + geometry_.index_begin_offset(k), index_begin);
   transport::StoreRelease64(base + geometry_.index_end_offset(k), index_end_);
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
@@ -172,17 +170,17 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
                                                     geometry_.meta_offset(k), wait_.timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: meta before the re-check
   STALELEARN_ASSIGN_OR_RETURN(std::uint64_t after, ReadWord(geometry_.version_offset(k)));
-  std::uint64_t words[6];
+  std::uint64_t words[5];
   std::memcpy(words, meta_bytes_.data(), sizeof words);
   if (words[0] != 2 * g || after != 2 * g) return false;
   published_at_ps_ = words[1];
   *log_begin = words[2];
   meta.generation = g;
   meta.log_end = words[3];
-  meta.index_end = words[5];
+  meta.index_end = words[4];
   const std::size_t n = meta.merged_clock.size();
-  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 48, 8 * n);
-  std::memcpy(meta.included.data(), meta_bytes_.data() + 48 + 8 * n, 8 * n);
+  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 40, 8 * n);
+  std::memcpy(meta.included.data(), meta_bytes_.data() + 40 + 8 * n, 8 * n);
   return true;
 }
 
@@ -197,26 +195,35 @@ Result<bool> SnapshotReader::ReadLog(std::uint64_t begin, std::uint64_t end, std
     log_copy_.reserve(std::max(keep + bytes, kLogChunkBytes + kMaxRecordBytes));
     log_copy_.resize(keep + bytes);
   }
-  std::byte* into = log_copy_.data() + keep;
-  const std::size_t at = static_cast<std::size_t>(begin % capacity);
-  const std::size_t first = std::min(bytes, capacity - at);
   requests_.clear();
-  if (first > 0) {
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(into, first, published_,
-                                                                        geometry_.log_offset() + at));
-    requests_.push_back(std::move(r));
-  }
-  if (first < bytes) {
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(into + first, bytes - first,
-                                                                        published_, geometry_.log_offset()));
-    requests_.push_back(std::move(r));
-  }
-  for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
-  requests_.clear();
+  STALELEARN_RETURN_IF_ERROR(GetFromRing(log_copy_.data() + keep, bytes, geometry_.log_offset(), capacity,
+                                         static_cast<std::size_t>(begin % capacity)));
+  STALELEARN_RETURN_IF_ERROR(WaitForGets());
   std::atomic_thread_fence(std::memory_order_acquire);  // the records before the re-check
   STALELEARN_ASSIGN_OR_RETURN(oldest, ReadWord(geometry_.log_oldest_offset()));
   log_copy_bytes_ = keep + bytes;
   return oldest <= begin;
+}
+
+Status SnapshotReader::GetFromRing(std::byte* into, std::size_t bytes, std::size_t ring_offset, std::size_t ring_bytes,
+                                   std::size_t at) {
+  const std::size_t head = std::min(bytes, ring_bytes - at);
+  if (head > 0) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(into, head, published_, ring_offset + at));
+    requests_.push_back(std::move(r));
+  }
+  if (head < bytes) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
+                                transport_.Get(into + head, bytes - head, published_, ring_offset));
+    requests_.push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+Status SnapshotReader::WaitForGets() {
+  for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
+  requests_.clear();
+  return Status::Ok();
 }
 
 template <class Fn>
@@ -357,9 +364,7 @@ Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
                                   transport_.Get(r.destination, r.bytes, published_, data + r.offset));
       requests_.push_back(std::move(request));
     }
-    for (transport::RequestPtr& request : requests_) STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout));
-    requests_.clear();
-    return Status::Ok();
+    return WaitForGets();
   };
   by_offset_.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) by_offset_[i] = i;

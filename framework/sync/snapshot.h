@@ -115,7 +115,7 @@ class SnapshotReader {
   std::uint64_t whole_reads() const { return whole_reads_; }
 
   // ReadChanges for a reader that holds some rows (a partial replica): reads
-  // the change index since `since` (16 bytes per record), asks the picker
+  // the change index since `since` (8 bytes per record), asks the picker
   // about each record, and gets only the picked records' rows:
   //   pick(shard offset, bytes) -> an id (>= 0) for a one-row record of
   //   a row the caller holds (of several records with one id, only the
@@ -180,6 +180,12 @@ class SnapshotReader {
   // bytes; false if the log no longer holds them (overwritten before or
   // while reading).
   Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end, std::size_t keep);
+  // Issues the gets of `bytes` of a ring (`ring_bytes` long at region offset
+  // `ring_offset`) from ring position `at` into `into`: one, or two when the
+  // bytes wrap around its end. WaitForGets waits for every issued get.
+  Status GetFromRing(std::byte* into, std::size_t bytes, std::size_t ring_offset, std::size_t ring_bytes,
+                     std::size_t at);
+  Status WaitForGets();
   // Calls fn(shard offset, bytes) for each complete record in log_copy_;
   // returns the bytes they span (a cut record after them is left).
   template <class Fn>

@@ -33,23 +33,11 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
   for (std::uint64_t at = begin; at < end;) {
     const std::uint64_t n = std::min(kIndexChunkEntries, end - at);
     scratch_->index.resize(static_cast<std::size_t>(n) * kEntry);
-    // The chunk may wrap around the end of the index: two gets.
-    const std::uint64_t slot = at % entries;
-    const std::uint64_t first = std::min(n, entries - slot);
     requests_.clear();
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
-                                transport_.Get(scratch_->index.data(), static_cast<std::size_t>(first) * kEntry,
-                                               published_, geometry_.index_offset() + static_cast<std::size_t>(slot) * kEntry));
-    requests_.push_back(std::move(r));
-    if (first < n) {
-      STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr rest,
-                                  transport_.Get(scratch_->index.data() + first * kEntry,
-                                                 static_cast<std::size_t>(n - first) * kEntry, published_,
-                                                 geometry_.index_offset()));
-      requests_.push_back(std::move(rest));
-    }
-    for (transport::RequestPtr& request : requests_) STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout));
-    requests_.clear();
+    STALELEARN_RETURN_IF_ERROR(GetFromRing(scratch_->index.data(), static_cast<std::size_t>(n) * kEntry,
+                                           geometry_.index_offset(), static_cast<std::size_t>(entries) * kEntry,
+                                           static_cast<std::size_t>(at % entries) * kEntry));
+    STALELEARN_RETURN_IF_ERROR(WaitForGets());
     for (std::uint64_t i = 0; i < n; ++i) {
       std::uint64_t key;
       std::memcpy(&key, scratch_->index.data() + i * kEntry, sizeof key);
@@ -114,22 +102,11 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
   if (scratch_->rows.size() < staged) scratch_->rows.resize(staged);
   requests_.clear();
   for (const Span& span : spans) {
-    // A span may wrap around the end of the log: two gets.
-    const auto at = static_cast<std::size_t>(span.begin % capacity);
-    const auto bytes = static_cast<std::size_t>(span.end - span.begin);
-    const std::size_t head = std::min(bytes, capacity - at);
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r, transport_.Get(scratch_->rows.data() + span.staged, head,
-                                                                        published_, geometry_.log_offset() + at));
-    requests_.push_back(std::move(r));
-    if (head < bytes) {
-      STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr rest,
-                                  transport_.Get(scratch_->rows.data() + span.staged + head, bytes - head, published_,
-                                                 geometry_.log_offset()));
-      requests_.push_back(std::move(rest));
-    }
+    STALELEARN_RETURN_IF_ERROR(GetFromRing(scratch_->rows.data() + span.staged,
+                                           static_cast<std::size_t>(span.end - span.begin), geometry_.log_offset(),
+                                           capacity, static_cast<std::size_t>(span.begin % capacity)));
   }
-  for (transport::RequestPtr& request : requests_) STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout));
-  requests_.clear();
+  STALELEARN_RETURN_IF_ERROR(WaitForGets());
   *bytes_read += staged;
   return last;
 }
