@@ -18,11 +18,7 @@ Status DeltaPusher::Complete() {
 
 void DeltaPusher::RecycleBuffers() {
   if (refresher_ != nullptr) refresher_->TakeDropped(spare_);
-  for (sync::BatchEncoder& encoder : encoders_) {
-    if (spare_.empty()) break;
-    encoder.Recycle(std::move(spare_.back()));
-    spare_.pop_back();
-  }
+  for (sync::BatchEncoder& encoder : encoders_) GiveSpare(encoder);
   // Keep what the next clocks' batches will need (one per memory rank per
   // clock, more when a clock fills several slots), bounded by what the
   // refresher keeps: no more memory than the pending batches held.
@@ -32,10 +28,15 @@ void DeltaPusher::RecycleBuffers() {
 void DeltaPusher::Seal(int m, std::uint32_t flags) {
   const std::uint64_t sequence = writers_[m]->next_sequence() + sealed_count_[m]++;
   sealed_.push_back({m, encoders_[m].Seal(sequence, clock_, flags)});
-  if (!spare_.empty()) {  // the next batch of this clock reuses a sent one
-    encoders_[m].Recycle(std::move(spare_.back()));
-    spare_.pop_back();
-  }
+  GiveSpare(encoders_[m]);  // the next batch reuses a sent one
+}
+
+void DeltaPusher::GiveSpare(sync::BatchEncoder& encoder) {
+  // Only to an encoder that will keep it: a buffer it would ignore is freed,
+  // and the next clock's batch grows (zero-filled) from nothing.
+  if (spare_.empty() || !encoder.Wants(spare_.back().capacity())) return;
+  encoder.Recycle(std::move(spare_.back()));
+  spare_.pop_back();
 }
 
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock) {

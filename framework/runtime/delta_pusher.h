@@ -58,6 +58,7 @@ class DeltaPusher final {
  private:
   void Seal(int m, std::uint32_t flags);
   void RecycleBuffers();
+  void GiveSpare(sync::BatchEncoder& encoder);
 
   const model::ModelLayout& layout_;
   std::vector<std::unique_ptr<sync::RingWriter>> writers_;  // [m]

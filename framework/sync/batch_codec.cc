@@ -32,7 +32,7 @@ void BatchEncoder::Reserve(std::size_t bytes) {
 }
 
 void BatchEncoder::Recycle(std::vector<std::byte> buffer) {
-  if (entries_ == 0 && buffer.capacity() > buffer_.size()) {
+  if (Wants(buffer.capacity())) {
     buffer_ = std::move(buffer);
     buffer_.resize(buffer_.capacity());  // within capacity: no allocation; bytes past the old size zeroed once
     used_ = sizeof(BatchHeader);

@@ -102,6 +102,9 @@ class BatchEncoder {
   // Hands back a sealed batch once sent: the next batch reuses its memory
   // (no allocation, no fresh pages per batch). Ignored mid-batch.
   void Recycle(std::vector<std::byte> buffer);
+  // Whether Recycle would keep a buffer of `capacity` bytes (the caller
+  // then hands it over; otherwise it keeps it for another encoder or clock).
+  bool Wants(std::size_t capacity) const { return entries_ == 0 && capacity > buffer_.size(); }
 
  private:
   // Grows without zero-filling: bytes [0, used_) are the header space and the
