@@ -13,6 +13,7 @@ using transport::Rank;
 using transport::RequestPtr;
 
 constexpr std::uint64_t kAtomicBytes = 8;
+constexpr auto kReadOnly = VirtualTimeScheduler::Effect::kReadOnly;
 
 // An inner request whose completion moves the owner's clock to `done`, once.
 class TimedRequest final : public transport::Request {
@@ -78,7 +79,7 @@ Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const tran
                                         std::uint64_t offset) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, src, offset));
   const VirtualTime done = IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
-  STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
+  STALELEARN_RETURN_IF_ERROR(SchedulingPoint(kReadOnly));
   return Timed(std::move(request), done);
 }
 
@@ -116,7 +117,7 @@ Status TimingTransport::Flush(Rank peer, transport::Timeout timeout) {
     if (peer.value < 0 || peer.value >= static_cast<int>(acked_.size())) return Status::Ok();
     acked = acked_[peer.value];
   }
-  if (AdvanceClockTo(acked, Category::kTransfer)) return SchedulingPoint();
+  if (AdvanceClockTo(acked, Category::kTransfer)) return SchedulingPoint(kReadOnly);
   return Status::Ok();
 }
 
@@ -127,12 +128,12 @@ Status TimingTransport::FlushAll(transport::Timeout timeout) {
     std::lock_guard lock(clock_mutex_);
     acked = acked_.empty() ? now_ : *std::max_element(acked_.begin(), acked_.end());
   }
-  if (AdvanceClockTo(acked, Category::kTransfer)) return SchedulingPoint();
+  if (AdvanceClockTo(acked, Category::kTransfer)) return SchedulingPoint(kReadOnly);
   return Status::Ok();
 }
 
 Status TimingTransport::CompleteAt(VirtualTime done) {
-  if (AdvanceClockTo(done, Category::kTransfer)) return SchedulingPoint();
+  if (AdvanceClockTo(done, Category::kTransfer)) return SchedulingPoint(kReadOnly);
   return Status::Ok();
 }
 
@@ -167,7 +168,7 @@ Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
 }
 
 Status TimingTransport::AdvanceTo(VirtualTime t) {
-  if (AdvanceClockTo(t, Category::kWait)) return SchedulingPoint();
+  if (AdvanceClockTo(t, Category::kWait)) return SchedulingPoint(kReadOnly);
   return Status::Ok();
 }
 
@@ -279,11 +280,11 @@ RequestPtr TimingTransport::Timed(RequestPtr inner, VirtualTime done) {
   return std::make_unique<TimedRequest>(std::move(inner), *this, done);
 }
 
-Status TimingTransport::SchedulingPoint() {
+Status TimingTransport::SchedulingPoint(VirtualTimeScheduler::Effect effect) {
   std::lock_guard lock(schedule_mutex_);
   if (!failure_.ok()) return failure_;
   if (!scheduled_) return Status::Ok();
-  return KeepLocked(scheduler_->Yield(rank().value, Now()));
+  return KeepLocked(scheduler_->Yield(rank().value, Now(), effect));
 }
 
 Status TimingTransport::KeepLocked(const Status& status) {

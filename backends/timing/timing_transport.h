@@ -124,7 +124,9 @@ class TimingTransport final : public transport::Transport,
   // Wraps an inner request so that completing it advances the clock to `done`.
   transport::RequestPtr Timed(transport::RequestPtr inner, VirtualTime done);
   // Gives the turn back if scheduled; returns (and keeps) a scheduler failure.
-  Status SchedulingPoint();
+  // kReadOnly after operations that change nothing another rank observes
+  // (a get issued, a completion or flush waited for, a stamp waited for).
+  Status SchedulingPoint(VirtualTimeScheduler::Effect effect = VirtualTimeScheduler::Effect::kMayWrite);
   // Keeps the first failure of a call that cannot return it (and logs it).
   void Remember(const Status& status);
   // Keeps `status` as the sticky failure if it is the first; returns it.

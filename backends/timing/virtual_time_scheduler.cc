@@ -38,16 +38,18 @@ Status VirtualTimeScheduler::Join(int rank, VirtualTime now) {
   return WaitForTurnLocked(lock, rank);
 }
 
-Status VirtualTimeScheduler::Yield(int rank, VirtualTime now) {
+Status VirtualTimeScheduler::Yield(int rank, VirtualTime now, Effect effect) {
   STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
   std::unique_lock lock(mutex_);
   STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "Yield"));
   RankState& me = ranks_[rank];
   me.state = State::kRunnable;
   me.time = std::max(me.time, now);
-  me.active = true;
   SetRunningLocked(-1);
-  NoteProgressLocked(rank);
+  if (effect == Effect::kMayWrite) {
+    me.active = true;
+    NoteProgressLocked(rank);
+  }
   ScheduleLocked();
   return WaitForTurnLocked(lock, rank);
 }

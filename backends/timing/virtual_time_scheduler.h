@@ -13,6 +13,14 @@
 //   nothing to do:      clock = scheduler.IdleUntilProgress(rank);
 //   scheduler.Leave(rank);
 //
+// Reads: a segment that ends in a read-only scheduling point (Yield with
+// Effect::kReadOnly: a get issued, a transfer waited for) changed nothing
+// another rank can observe, so it wakes no idle rank (a refresh of many gets
+// woke every idle rank once per get: a 64:8 run spent 90% of its CPU in
+// thread switches). The next segment that may write wakes them from its own
+// start: a local write made in a read-only segment is then seen late, never
+// before it happened.
+//
 // Waiting: a rank whose poll found nothing calls IdleUntilProgress. It sleeps
 // until another rank ends a segment (Yield, Exit, Leave, or goes idle after
 // doing something); it then becomes runnable at max(own clock, the time at
@@ -63,9 +71,14 @@ class VirtualTimeScheduler {
   // Joins at `now` and blocks until every rank has joined (or left) and this
   // rank holds the turn.
   Status Join(int rank, VirtualTime now);
+  // What the segment ending at a scheduling point may have done.
+  enum class Effect {
+    kMayWrite,  // may have changed what other ranks observe: idle ranks wake
+    kReadOnly,  // only read (gets, waits for completions): no rank is woken
+  };
   // Scheduling point: gives the turn back at `now` and blocks until it is this
   // rank's turn again. Only the rank holding the turn may call it.
-  Status Yield(int rank, VirtualTime now);
+  Status Yield(int rank, VirtualTime now, Effect effect = Effect::kMayWrite);
   // Gives the turn back and sleeps until another rank made progress and this
   // rank holds the turn again; returns this rank's new clock (>= its old one).
   Result<VirtualTime> IdleUntilProgress(int rank);
@@ -86,7 +99,7 @@ class VirtualTimeScheduler {
     VirtualTime time{};
     VirtualTime granted_at{};   // clock when it last got the turn
     int collectives = 0;        // ExitForCollective calls so far
-    bool active = true;         // yielded since it last went idle
+    bool active = true;         // yielded (kMayWrite) since it last went idle
     std::condition_variable turn;  // notified when it gets the turn (or on failure)
   };
 

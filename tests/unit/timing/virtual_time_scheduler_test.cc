@@ -106,6 +106,40 @@ TEST(VirtualTimeScheduler, IdleRankWakesAtTheTimeOfTheSegmentThatChangedSomethin
   EXPECT_EQ(seen_at, VirtualTimeFromPs(100));
 }
 
+// Read-only segments (gets, waits) wake no idle rank; the segment that writes
+// wakes it at that segment's start. With every yield waking it (kMayWrite),
+// the consumer wakes once per producer segment.
+int WakesOfAnIdleRankOverReadsThenAWrite(VirtualTimeScheduler::Effect reads, VirtualTime& seen_at) {
+  VirtualTimeScheduler scheduler(2, kDeadline);
+  std::atomic<bool> flag{false};
+  int wakes = 0;
+  RunThreads(2, [&](int rank) {
+    ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(0)).ok());
+    if (rank == 0) {
+      while (!flag.load()) {
+        auto woke = scheduler.IdleUntilProgress(rank);
+        ASSERT_TRUE(woke.ok()) << woke.status().ToString();
+        ++wakes;
+        seen_at = *woke;
+      }
+    } else {
+      for (int i = 1; i <= 3; ++i) ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(100 * i), reads).ok());
+      flag.store(true);  // in the segment that starts at 300
+      ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(400)).ok());
+    }
+    scheduler.Leave(rank);
+  });
+  return wakes;
+}
+
+TEST(VirtualTimeScheduler, ReadOnlySegmentsWakeNoIdleRank) {
+  VirtualTime seen_at{};
+  EXPECT_EQ(WakesOfAnIdleRankOverReadsThenAWrite(VirtualTimeScheduler::Effect::kReadOnly, seen_at), 1);
+  EXPECT_EQ(seen_at, VirtualTimeFromPs(300));  // the writing segment's start, not earlier
+  EXPECT_EQ(WakesOfAnIdleRankOverReadsThenAWrite(VirtualTimeScheduler::Effect::kMayWrite, seen_at), 4);
+  EXPECT_EQ(seen_at, VirtualTimeFromPs(300));
+}
+
 TEST(VirtualTimeScheduler, EveryRankIdleIsADeadlockNotAHang) {
   VirtualTimeScheduler scheduler(2, kDeadline);
   std::vector<Status> results(2);
