@@ -192,6 +192,7 @@ Status TimingTransport::StartSchedule() {
   std::lock_guard lock(schedule_mutex_);
   if (joined_once_) return FailedPrecondition("timing: StartSchedule called twice");
   STALELEARN_RETURN_IF_ERROR(KeepLocked(scheduler_->Join(rank().value, Now())));
+  turn_started_ = Now();
   scheduled_ = true;
   joined_once_ = true;
   return Status::Ok();
@@ -208,6 +209,7 @@ Status TimingTransport::IdleUntilProgress() {
   Result<VirtualTime> woke = scheduler_->IdleUntilProgress(rank().value);
   STALELEARN_RETURN_IF_ERROR(KeepLocked(woke.status()));
   AdvanceClockTo(*woke, Category::kWait);
+  turn_started_ = Now();
   return Status::Ok();
 }
 
@@ -222,7 +224,9 @@ Status TimingTransport::RejoinSchedule() {
   std::lock_guard lock(schedule_mutex_);
   if (!failure_.ok()) return failure_;
   if (!scheduled_) return Status::Ok();
-  return KeepLocked(scheduler_->Rejoin(rank().value, Now()));
+  STALELEARN_RETURN_IF_ERROR(KeepLocked(scheduler_->Rejoin(rank().value, Now())));
+  turn_started_ = Now();
+  return Status::Ok();
 }
 
 void TimingTransport::LeaveSchedule() {
@@ -284,7 +288,14 @@ Status TimingTransport::SchedulingPoint(VirtualTimeScheduler::Effect effect) {
   std::lock_guard lock(schedule_mutex_);
   if (!failure_.ok()) return failure_;
   if (!scheduled_) return Status::Ok();
-  return KeepLocked(scheduler_->Yield(rank().value, Now(), effect));
+  const VirtualTime now = Now();
+  // Reads within one round trip of the turn's start keep it (header comment).
+  if (effect == VirtualTimeScheduler::Effect::kReadOnly && now - turn_started_ < 2 * model_.link.latency()) {
+    return Status::Ok();
+  }
+  STALELEARN_RETURN_IF_ERROR(KeepLocked(scheduler_->Yield(rank().value, now, effect)));
+  turn_started_ = now;
+  return Status::Ok();
 }
 
 Status TimingTransport::KeepLocked(const Status& status) {

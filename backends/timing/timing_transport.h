@@ -20,7 +20,15 @@
 // writer puts PutVisibleAt(bytes) in the batch header, the reader calls
 // AdvanceTo(stamp) before using the batch, so its clock never runs behind the
 // data it consumes. Under the virtual-time scheduler each clock advance is
-// also a scheduling point, so real-time order follows virtual-time order.
+// also a scheduling point, so real-time order follows virtual-time order,
+// with one allowance for reads: a read-only point (a get issued, a wait for
+// a completion) less than one link round trip (2L) after the rank got the
+// turn keeps the turn. Gets issued back to back then run as one batch, each
+// reading remote memory as it was when the batch began, up to 2L earlier
+// than its own issue time: within the window in which a remote write and a
+// read are in flight together, so no order of theirs is observable anyway.
+// (A refresh of thousands of picked gets otherwise handed the turn over per
+// get: at 64:8, each get a thread switch.)
 //
 // Thread-safety: as the Transport contract (any thread of the rank); the
 // clock is guarded by a mutex. Scheduling points of one rank are serialised;
@@ -141,6 +149,7 @@ class TimingTransport final : public transport::Transport,
   bool scheduled_ = false;     // joined and not left; guarded by schedule_mutex_
   bool joined_once_ = false;   // StartSchedule succeeded; guarded by schedule_mutex_
   Status failure_;             // first scheduler failure; guarded by schedule_mutex_
+  VirtualTime turn_started_{};  // clock when this rank last got the turn; guarded by schedule_mutex_
 
   mutable std::mutex clock_mutex_;  // guards the members below; never held while yielding
   VirtualTime now_{};

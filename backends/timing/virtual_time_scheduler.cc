@@ -9,7 +9,9 @@
 namespace stalelearn::backends::timing {
 
 VirtualTimeScheduler::VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline)
-    : deadline_(deadline), ranks_(static_cast<std::size_t>(std::max(world_size, 0))) {}
+    : deadline_(deadline),
+      ranks_(static_cast<std::size_t>(std::max(world_size, 0))),
+      max_pollers_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1)) {}
 
 Status VirtualTimeScheduler::CheckRank(int rank) const {
   if (rank < 0 || rank >= world_size()) {
@@ -187,9 +189,12 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
   // it). The poll yields, so waiting ranks give way to the running one.
   if (running_ != rank && failure_.empty()) {
     lock.unlock();
-    for (int i = 0; i < kPollsBeforeBlocking && running_hint_.load(std::memory_order_acquire) != rank; ++i) {
-      std::this_thread::yield();
+    if (polling_.fetch_add(1, std::memory_order_relaxed) < max_pollers_) {
+      for (int i = 0; i < kPollsBeforeBlocking && running_hint_.load(std::memory_order_acquire) != rank; ++i) {
+        std::this_thread::yield();
+      }
     }
+    polling_.fetch_sub(1, std::memory_order_relaxed);
     lock.lock();
   }
   while (true) {

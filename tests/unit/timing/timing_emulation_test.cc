@@ -156,5 +156,52 @@ TEST(TimingEmulation, ConsumerClockFollowsTheProducersStamps) {
   }
 }
 
+// Rank 0 issues gets back to back (each costs the link's per-operation
+// overhead O); rank 1, at 250 ns, sets a word they read. Reads within one
+// round trip (2L) of the turn's start keep the turn, so the first 2L / O gets
+// see the old word and the next see the new one (an exact hand-over at every
+// get would show it from the get issued after 250 ns: the fourth). Same on
+// every run.
+std::vector<std::uint64_t> WordsSeenByBackToBackGets(std::int64_t& reads_per_turn) {
+  transport::BackendRegistry registry;
+  ThrowIfError(local::RegisterBackend(registry));
+  ThrowIfError(RegisterBackend(registry));
+  const std::map<std::string, std::string> options = {
+      {"inner", "local"}, {"memory", "hmc2"}, {"link", "pcie4-x16"}, {"compute", "gpu-gtx580"}};
+  constexpr int kGets = 14;
+  std::vector<std::uint64_t> seen(kGets, 7);
+  transport::RunRanks(2, [&](Bootstrap& bootstrap) {
+    auto created = ValueOrThrow(registry.Create("timing", {bootstrap, options, registry}));
+    auto& t = dynamic_cast<TimingTransport&>(*created);
+    auto region = ValueOrThrow(t.Register(64, Access::kAll));
+    std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+    auto writer = ValueOrThrow(t.Import(Rank{1}, keys[1]));
+    ThrowIfError(t.StartSchedule());
+    if (bootstrap.rank().value == 0) {
+      reads_per_turn = 2 * t.model().link.latency() / t.model().link.overhead();
+      std::vector<transport::RequestPtr> gets;
+      for (int i = 0; i < kGets; ++i) gets.push_back(ValueOrThrow(t.Get(&seen[i], 8, *writer, 0)));
+      for (auto& get : gets) ThrowIfError(get->Wait(1s));
+    } else {
+      ThrowIfError(t.AdvanceTo(VirtualTimeFromPs(250'000)));
+      transport::StoreRelease64(region->data(), 1);
+      ThrowIfError(t.ChargeComputeWork({.flops = 1e5, .bytes = 0, .random_accesses = 0}));
+    }
+    t.LeaveSchedule();
+    ThrowIfError(bootstrap.Barrier());
+  });
+  return seen;
+}
+
+TEST(TimingEmulation, GetsWithinARoundTripRunAsOneBatchThenTheTurnMoves) {
+  std::int64_t reads_per_turn = 0;
+  const std::vector<std::uint64_t> seen = WordsSeenByBackToBackGets(reads_per_turn);
+  ASSERT_EQ(reads_per_turn, 10);  // pcie4-x16: 2 x 500 ns / 100 ns
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i], i < static_cast<std::size_t>(reads_per_turn) ? 0u : 1u) << "get " << i;
+  }
+  for (int run = 0; run < 2; ++run) EXPECT_EQ(WordsSeenByBackToBackGets(reads_per_turn), seen) << "run " << run + 2;
+}
+
 }  // namespace
 }  // namespace stalelearn::backends::timing
