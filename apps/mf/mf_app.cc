@@ -44,6 +44,25 @@ MfApp::MfApp(std::string dataset, std::size_t users, std::size_t items, std::vec
     sum += r.value;
   }
   mean_ = train_.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(train_.size()));
+  if (params_.deal_by_user) {
+    // Stable: a user's ratings keep their order, so the deal is a function
+    // of the data and the seed alone.
+    std::ranges::stable_sort(train_, {}, &Sample::user);
+    for (std::size_t i = 0; i < train_.size(); ++i) {
+      if (i == 0 || train_[i].user != train_[i - 1].user) user_starts_.push_back(static_cast<std::int64_t>(i));
+    }
+    user_starts_.push_back(static_cast<std::int64_t>(train_.size()));
+  }
+}
+
+std::int64_t MfApp::SampleGroups() const {
+  return params_.deal_by_user ? static_cast<std::int64_t>(user_starts_.size()) - 1 : TrainingSamples();
+}
+
+runtime::SampleRange MfApp::GroupSamples(std::int64_t group) const {
+  if (!params_.deal_by_user) return {group, group + 1};
+  const auto g = static_cast<std::size_t>(group);
+  return {user_starts_[g], user_starts_[g + 1]};
 }
 
 std::vector<runtime::TableSpec> MfApp::Tables() const {
@@ -169,7 +188,8 @@ Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std:
   // A config built in code (tests, tools) may carry no resolved section.
   proto::Config scratch;
   STALELEARN_RETURN_IF_ERROR(ResolveConfig(mf, scratch));
-  const MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed()};
+  const MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed(),
+                        mf.deal() == "user"};
   const std::string dataset = config.data().name().empty() ? "movielens" : config.data().name();
   return std::make_unique<MfApp>(dataset, table.num_users(), table.num_items(), std::move(split.train),
                                  std::move(split.test), params);

@@ -24,6 +24,7 @@ struct MfParams {
   float regularization = 0.05f;
   float init_scale = 0.1f;
   std::uint64_t seed = 1;
+  bool deal_by_user = false;  // MfConfig.deal == "user"
 };
 
 class MfApp final : public runtime::App {
@@ -36,6 +37,10 @@ class MfApp final : public runtime::App {
   std::vector<runtime::TableSpec> Tables() const override;
   void InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const override;
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
+  // Dealt by user: one group per user with training ratings (the samples are
+  // ordered by user); else every rating is its own group.
+  std::int64_t SampleGroups() const override;
+  runtime::SampleRange GroupSamples(std::int64_t group) const override;
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
   // The clock's samples in one loop: rows fetched once per sample, the SGD
@@ -67,6 +72,7 @@ class MfApp final : public runtime::App {
   runtime::WorkCounters WorkOf(std::size_t samples) const;
 
   std::vector<Sample> train_;
+  std::vector<std::int64_t> user_starts_;  // dealt by user: first sample of each group, then the end
   std::vector<data::Rating> test_;
   MfParams params_;
   float mean_ = 0;  // of the training ratings

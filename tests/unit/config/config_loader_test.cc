@@ -191,6 +191,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadOverride{"training.straggler.slowdown=0.5", "slowdown must be >= 1"},
                       BadOverride{"app.mf.rank=-3", "app.mf.rank must be in [1, 65536], got -3"},
                       BadOverride{"app.mf.rank=2000000000", "app.mf.rank must be in [1, 65536]"},
+                      BadOverride{"app.mf.deal=users", "app.mf.deal must be \"rating\" or \"user\", got \"users\""},
                       BadOverride{"cluster.ring_slots=1", "cluster.ring_slots must be in [2, 4096], got 1"},
                       BadOverride{"cluster.ring_slots=100000", "cluster.ring_slots must be in [2, 4096]"},
                       BadOverride{"cluster.slot_bytes=99999999999999", "cluster.slot_bytes must be in [4096, "}));

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "apps/mf/mf_app.h"
 #include "framework/model/replica.h"
+#include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::apps::mf {
 namespace {
@@ -82,6 +84,60 @@ TEST(MfApp, EvaluateIsClippedTestRmse) {
   EXPECT_DOUBLE_EQ(e.value, 0.0);
   model[0].FloatRow(0)[1] = -1.0f;  // (0,0) predicts 2: error 1
   EXPECT_DOUBLE_EQ(app.Evaluate(model).value, std::sqrt(0.5));
+}
+
+// 40 users with 1-9 ratings each, interleaved (no user's ratings adjacent).
+std::vector<Rating> InterleavedRatings() {
+  std::vector<Rating> ratings;
+  for (int round = 0; round < 9; ++round) {
+    for (std::int64_t u = 0; u < 40; ++u) {
+      if (round <= u % 9) ratings.push_back({UserIndex{u}, ItemIndex{(u * 7 + round) % 13}, 3.0f, 0});
+    }
+  }
+  return ratings;
+}
+
+// The users whose ratings each of 4 compute ranks trains on.
+std::vector<std::vector<std::int64_t>> UsersPerRank(const MfApp& app, const std::vector<Rating>& train) {
+  std::vector<std::vector<std::int64_t>> users;
+  std::vector<runtime::RowRef> rows;
+  std::int64_t dealt = 0;
+  for (int c = 0; c < 4; ++c) {
+    const runtime::SampleSchedule schedule(app, 4, c, 8, 5);
+    std::set<std::int64_t> mine;
+    for (const std::int64_t s : schedule.samples()) {
+      rows.clear();
+      app.RowsOf(s, rows);
+      mine.insert(rows[0].row.value);
+    }
+    dealt += static_cast<std::int64_t>(schedule.samples().size());
+    users.emplace_back(mine.begin(), mine.end());
+  }
+  EXPECT_EQ(dealt, static_cast<std::int64_t>(train.size())) << "every rating dealt once";
+  return users;
+}
+
+TEST(MfApp, DealtByUserEveryUserTrainsOnOneRank) {
+  const std::vector<Rating> train = InterleavedRatings();
+  MfParams by_user{2, 0.1f, 0.05f, 0.1f, 11};
+  by_user.deal_by_user = true;
+  const MfApp app("tiny", 40, 13, train, {}, by_user);
+  EXPECT_EQ(app.SampleGroups(), 40);
+  std::size_t held = 0;
+  std::set<std::int64_t> all;
+  for (const auto& users : UsersPerRank(app, train)) {
+    held += users.size();
+    all.insert(users.begin(), users.end());
+    EXPECT_GT(users.size(), 3u) << "users are dealt across the ranks";
+  }
+  EXPECT_EQ(all.size(), 40u);
+  EXPECT_EQ(held, 40u) << "a user's ratings were split over ranks";
+
+  // Dealt by rating (the default), users with several ratings land on several ranks.
+  const MfApp by_rating("tiny", 40, 13, train, {}, MfParams{2, 0.1f, 0.05f, 0.1f, 11});
+  std::size_t held_by_rating = 0;
+  for (const auto& users : UsersPerRank(by_rating, train)) held_by_rating += users.size();
+  EXPECT_GT(held_by_rating, 60u);
 }
 
 }  // namespace
