@@ -66,6 +66,15 @@ Result<std::unique_ptr<transport::RemoteRegion>> TimingTransport::Import(Rank ow
   return inner_->Import(owner, key);
 }
 
+transport::Capabilities TimingTransport::capabilities() const {
+  transport::Capabilities caps = inner_->capabilities();
+  // The bytes the link moves in one operation's overhead (at least one row's worth).
+  const double per_op_seconds = std::chrono::duration<double>(model_.link.overhead()).count();
+  const double bytes_per_second = 1.0 / std::chrono::duration<double>(model_.link.Serialization(1'000'000'000)).count() * 1e9;
+  caps.operation_cost_bytes = std::max<std::size_t>(64, static_cast<std::size_t>(per_op_seconds * bytes_per_second));
+  return caps;
+}
+
 Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
                                         std::uint64_t offset) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, dst, offset));

@@ -69,7 +69,8 @@ class TimingTransport final : public transport::Transport,
   // ---- Transport ----
   transport::Rank rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
-  transport::Capabilities capabilities() const override { return inner_->capabilities(); }
+  // The inner backend's, with the operation cost of the link preset.
+  transport::Capabilities capabilities() const override;
   transport::SimulatedTime* simulated_time() override { return this; }
   const char* name() const override { return "timing"; }
   Result<std::unique_ptr<transport::MemoryRegion>> Register(std::size_t bytes, transport::Access access) override;

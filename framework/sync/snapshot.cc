@@ -149,7 +149,11 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
 
 SnapshotReader::SnapshotReader(transport::Transport& transport, const transport::RemoteRegion& published,
                                PublishedGeometry geometry, WaitOptions wait)
-    : transport_(transport), published_(published), geometry_(geometry), wait_(wait) {
+    : transport_(transport),
+      published_(published),
+      geometry_(geometry),
+      wait_(wait),
+      operation_cost_bytes_(transport.capabilities().operation_cost_bytes) {
   meta_bytes_.resize(geometry_.meta_bytes());
   const auto n = static_cast<std::size_t>(geometry_.compute_ranks);
   for (SnapshotMeta* m : {&meta_, &first_meta_}) {

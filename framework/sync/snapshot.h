@@ -123,11 +123,13 @@ class SnapshotReader {
   //   rows), or kNotPicked.
   // `sink` gets the picked records in log order (a later one overwrites an
   // earlier one's rows), or, when the log no longer reaches back to `since`,
-  // the whole shard once (whole_reads()). Records closer than
-  // kCoalesceGapBytes in the log are fetched with one get.
+  // the whole shard once (whole_reads()). Records closer in the log than
+  // what one more get costs (Capabilities::operation_cost_bytes) are fetched
+  // with one get.
   // When the reader holds most of what changes (few compute ranks), the
-  // index costs more than it saves: each read weighs what it got against
-  // what the other way would have got, and the next read takes the cheaper
+  // index costs more than it saves: each read weighs what it cost (bytes,
+  // plus gets times operation_cost_bytes) against what the other way would
+  // have cost, and the next read takes the cheaper
   // way (reading all records, as ReadChanges, it still asks the picker, to
   // know what picking would have cost). `sink` then also gets records the
   // picker did not pick; the caller ignores rows it does not hold. Blocking.
@@ -153,7 +155,6 @@ class SnapshotReader {
   };
   static constexpr std::int64_t kNotPicked = -1;
   static constexpr std::int64_t kAnyRecord = -2;
-  static constexpr std::size_t kCoalesceGapBytes = 256;
   Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
                                                 const RangeSink& sink, PickScratch* scratch = nullptr);
 
@@ -206,7 +207,11 @@ class SnapshotReader {
   // fetched one (its bytes added to *bytes_read).
   // Records `begin` on start at log position `log_begin`.
   Status PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin, const RecordPicker& picker);
-  Result<std::size_t> FetchPicked(std::size_t first, std::uint64_t* bytes_read);
+  // Each get it issues adds operation_cost_bytes to *cost.
+  Result<std::size_t> FetchPicked(std::size_t first, std::uint64_t* bytes_read, std::uint64_t* cost);
+  // What reading every record from log position `from` to `to` costs (bytes
+  // plus gets, as ReadChanges reads them), in bytes.
+  std::uint64_t AllRecordsCost(std::uint64_t from, std::uint64_t to) const;
   // Keeps the latest of the picked records with one id (log order stays).
   void DropSuperseded();
   // Adds a read's cost both ways and picks the way of the next read.
@@ -227,7 +232,8 @@ class SnapshotReader {
   PickScratch own_scratch_;                  // when the caller brings none
   PickScratch* scratch_ = &own_scratch_;     // the one the current picked read works in
   bool pick_from_index_ = true;              // the next ReadPickedChanges reads the index
-  double picked_cost_ = 0, all_cost_ = 0;    // bytes each way, decayed sums (WeighPicking)
+  double picked_cost_ = 0, all_cost_ = 0;    // cost each way, decayed sums (WeighPicking)
+  std::size_t operation_cost_bytes_;         // the transport's (Capabilities)
   SnapshotMeta meta_, first_meta_;
   std::uint64_t published_at_ps_ = 0;   // of the meta last read
   std::uint64_t whole_reads_ = 0;

@@ -70,7 +70,14 @@ void SnapshotReader::DropSuperseded() {
   std::erase_if(picked, [](const PickScratch::Picked& p) { return p.bytes == 0; });
 }
 
-Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t* bytes_read) {
+std::uint64_t SnapshotReader::AllRecordsCost(std::uint64_t from, std::uint64_t to) const {
+  // One get per chunk (two where it wraps, ignored), each followed by a read
+  // of the oldest-valid word.
+  const std::uint64_t chunks = (to - from + kLogChunkBytes - 1) / kLogChunkBytes;
+  return to - from + 2 * chunks * operation_cost_bytes_;
+}
+
+Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t* bytes_read, std::uint64_t* cost) {
   const std::size_t capacity = geometry_.log_capacity();
   // Spans of the log to get: a record's row bytes, widened over a following
   // record when the gap between them is small.
@@ -86,7 +93,7 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
     const std::uint64_t begin = p.position + sizeof(std::uint64_t);
     const std::uint64_t end = begin + p.bytes;
     const bool extend =
-        !spans.empty() && begin >= spans.back().end && begin - spans.back().end <= kCoalesceGapBytes;
+        !spans.empty() && begin >= spans.back().end && begin - spans.back().end <= operation_cost_bytes_;
     const std::size_t adds = extend ? static_cast<std::size_t>(end - spans.back().end) : p.bytes;
     // About kLogChunkBytes at a time, coalesced or not: a whole-shard
     // publish is one run of adjacent records.
@@ -108,6 +115,7 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
   }
   STALELEARN_RETURN_IF_ERROR(WaitForGets());
   *bytes_read += staged;
+  *cost += staged + spans.size() * operation_cost_bytes_;
   return last;
 }
 
@@ -137,13 +145,17 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
             scratch_->picked.clear();
             STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
             std::uint64_t bytes_read = (meta_.index_end - since.index_end) * PublishedGeometry::kIndexEntryBytes;
+            // The index's bytes and gets (one per chunk), and the word read after it.
+            std::uint64_t cost = bytes_read + ((meta_.index_end - since.index_end + kIndexChunkEntries - 1) /
+                                                   kIndexChunkEntries + 1) * operation_cost_bytes_;
             // Also vouches for the index entries (file comment) and the
             // positions they gave (a generation too large to log moved the
             // oldest-valid word past everything before it).
             STALELEARN_ASSIGN_OR_RETURN(bool logged, still_logged());
             for (std::size_t next = 0; logged && next < scratch_->picked.size();) {
-              STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, &bytes_read));
+              STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, &bytes_read, &cost));
               STALELEARN_ASSIGN_OR_RETURN(logged, still_logged());
+              cost += operation_cost_bytes_;
               if (!logged) break;
               for (; next < end; ++next) {
                 const PickScratch::Picked& p = scratch_->picked[next];
@@ -156,8 +168,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
             }
             STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes_read));
             if (scratch_->rows.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(scratch_->rows);
-            // Reading every record would have cost the log's bytes.
-            WeighPicking(bytes_read, meta_.log_end - since.log_end);
+            if (since.generation != 0) WeighPicking(cost, AllRecordsCost(since.log_end, meta_.log_end));
             result = &meta_;
             return true;
           },
@@ -171,30 +182,44 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
                                                                         const RecordPicker& picker,
                                                                         const RangeSink& sink) {
   std::uint64_t records = 0;
-  std::uint64_t picked_bytes = 0;  // what a picked read would have got of the rows
+  std::uint64_t position = since.log_end;  // of the next record: they are contiguous
   scratch_->picked.clear();
   const std::uint64_t whole_before = whole_reads_;
   STALELEARN_ASSIGN_OR_RETURN(
       const SnapshotMeta* meta, ReadChanges(since, [&](std::size_t offset, std::span<const std::byte> bytes) {
         ++records;
         const std::int64_t id = picker.pick(offset, bytes.size());
-        if (id != kNotPicked) scratch_->picked.push_back(PickScratch::Picked{0, offset, bytes.size(), id});
+        if (id != kNotPicked) scratch_->picked.push_back(PickScratch::Picked{position, offset, bytes.size(), id});
+        position += sizeof(std::uint64_t) + bytes.size();
         sink(offset, bytes);
       }));
-  DropSuperseded();
-  // A picked row's get spans a key too, mostly.
-  for (const PickScratch::Picked& p : scratch_->picked) picked_bytes += sizeof(std::uint64_t) + p.bytes;
-  if (meta != nullptr && whole_reads_ == whole_before) {
-    WeighPicking(records * PublishedGeometry::kIndexEntryBytes + picked_bytes, meta->log_end - since.log_end);
+  if (meta != nullptr && whole_reads_ == whole_before && since.generation != 0) {
+    DropSuperseded();
+    // What FetchPicked would have got: runs of picked records, a run going
+    // on over a gap no larger than a get's cost.
+    std::uint64_t fetched = 0, gets = 0, run_end = 0;
+    for (const PickScratch::Picked& p : scratch_->picked) {
+      const std::uint64_t begin = p.position + sizeof(std::uint64_t);
+      const bool extend = gets > 0 && begin >= run_end && begin - run_end <= operation_cost_bytes_;
+      fetched += extend ? begin + p.bytes - run_end : p.bytes;
+      gets += extend ? 0 : 1;
+      run_end = begin + p.bytes;
+    }
+    const std::uint64_t batches = fetched / kLogChunkBytes + 1;  // each followed by a word read
+    const std::uint64_t index_gets = records / kIndexChunkEntries + 1;
+    WeighPicking(records * PublishedGeometry::kIndexEntryBytes + fetched +
+                     (gets + batches + index_gets + 1) * operation_cost_bytes_,
+                 AllRecordsCost(since.log_end, meta->log_end));
   }
   return meta;
 }
 
 void SnapshotReader::WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost) {
   // Decayed sums, and a margin before giving picking up: one unusual read
-  // (the first, of a whole-shard publish: the index is pure overhead) does
-  // not flip the choice; a reader that holds every row it is sent (about 9%
-  // more through the index: 8 key bytes per ~92-byte record) does.
+  // does not flip the choice; a reader that holds every row it is sent
+  // (about 9% more through the index: 8 key bytes per ~92-byte record) does.
+  // The first read (from generation 0: a whole-shard publish, in which the
+  // index is pure overhead) is not weighed: it says nothing about refreshes.
   constexpr double kKeep = 0.75;
   constexpr double kMargin = 1.05;
   picked_cost_ = kKeep * picked_cost_ + static_cast<double>(picked_cost);

@@ -50,6 +50,11 @@ struct Capabilities {
   bool target_must_progress = false;
   // All ranks are threads of one process.
   bool in_process = false;
+  // What one more operation costs, in bytes of transfer (its per-operation
+  // overhead times the bandwidth): a reader fetching scattered small records
+  // merges two into one get when the gap between them costs less, and
+  // weighs ways of reading by bytes plus operations times this.
+  std::size_t operation_cost_bytes = 2048;
 };
 
 }  // namespace stalelearn::transport

@@ -68,6 +68,21 @@ class SlowLogReads final : public transport::ForwardingTransport {
   PublishedGeometry g_;
 };
 
+// A NIC whose operations cost `bytes` each (Capabilities::operation_cost_bytes):
+// 0 makes a reader fetch every picked record with its own get.
+class CostPerOperation final : public transport::ForwardingTransport {
+ public:
+  CostPerOperation(transport::Transport& inner, std::size_t bytes) : ForwardingTransport(inner), bytes_(bytes) {}
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities caps = ForwardingTransport::capabilities();
+    caps.operation_cost_bytes = bytes_;
+    return caps;
+  }
+
+ private:
+  std::size_t bytes_;
+};
+
 // What a reader installed: the value of each row it was given, and how often.
 struct Installed {
   std::vector<std::int32_t> value = std::vector<std::int32_t>(kRows, -1);
@@ -92,7 +107,8 @@ TEST(PickedChanges, ReadOnlyThePickedRowsOnceEachAtTheirLatestValue) {
   SnapshotPublisher publisher(f.published_region(), g, f.layout());
   FillMaster(f.merger(), 1);
   publisher.Publish(f.merger().master(), f.poller());  // generation 1: every row, records of many rows
-  metrics::CountingTransport counting(f.transport());
+  CostPerOperation free_operations(f.transport(), 0);
+  metrics::CountingTransport counting(free_operations);
   SnapshotReader reader(counting, f.remote_published(), g, WaitOptions{});
   Installed a;
   const auto sink_a = [&](std::size_t o, std::span<const std::byte> b) { a.Sink(o, b); };
@@ -113,6 +129,7 @@ TEST(PickedChanges, ReadOnlyThePickedRowsOnceEachAtTheirLatestValue) {
 
   a = Installed{};
   std::int64_t before = counting.counters().bytes_get;
+  const std::int64_t gets_before_a = counting.counters().gets;
   Result<const SnapshotMeta*> next = reader.ReadPickedChanges(held, PickRows({3, 400}), sink_a);
   ASSERT_TRUE(next.ok() && *next != nullptr);
   EXPECT_EQ((*next)->generation, 3u);
@@ -123,6 +140,23 @@ TEST(PickedChanges, ReadOnlyThePickedRowsOnceEachAtTheirLatestValue) {
   EXPECT_EQ(a.value[400], 7);
   EXPECT_EQ(counting.counters().bytes_get - before, index + 2 * static_cast<std::int64_t>(kRowBytes) + control)
       << "not exactly the index and the two picked rows were read";
+
+  // Where a get costs more than the 800 bytes between the two rows' records
+  // (three records and a key), one get fetches both and what lies between.
+  CostPerOperation dear_operations(f.transport(), 1024);
+  metrics::CountingTransport dear(dear_operations);
+  SnapshotReader reader_c(dear, f.remote_published(), g, WaitOptions{});
+  Installed c;
+  Result<const SnapshotMeta*> coalesced = reader_c.ReadPickedChanges(
+      held, PickRows({3, 400}), [&](std::size_t o, std::span<const std::byte> bytes) { c.Sink(o, bytes); });
+  ASSERT_TRUE(coalesced.ok() && *coalesced != nullptr);
+  EXPECT_EQ(c.value[3], 5);
+  EXPECT_EQ(c.value[400], 7);
+  EXPECT_EQ(std::count(c.times.begin(), c.times.end(), 1), 2) << "only the picked rows are installed";
+  const std::int64_t between = 3 * static_cast<std::int64_t>(8 + kRowBytes) + 8;
+  EXPECT_EQ(dear.counters().bytes_get, index + 2 * static_cast<std::int64_t>(kRowBytes) + between + control);
+  EXPECT_EQ(dear.counters().gets + 1, counting.counters().gets - gets_before_a)
+      << "the two rows were not fetched with one get";
 
   // Row 100 changed in both generations: read once, at generation 3's value.
   SnapshotReader reader_b(counting, f.remote_published(), g, WaitOptions{});
@@ -206,11 +240,13 @@ TEST(PickedChanges, AdjacentRecordsLargerThanABatchArriveWholeAndInPlace) {
   EXPECT_EQ(wrong, 0u);
 }
 
-// With 8-byte rows an index entry costs half a record: a reader holding
-// every row gives the index up after a few refreshes and reads the records as
-// they are (what they cost: the log's bytes), still installing the latest
-// values; a reader holding a few rows keeps picking.
-TEST(PickedChanges, AReaderHoldingEveryChangedRowStopsReadingTheIndex) {
+// Bytes a reader of 8-byte rows got per refresh, and the log's bytes of that
+// refresh, over generations 2..9 (each changes every third row). The reader
+// holds every `every`-th row; its NIC charges `operation_cost` per get.
+struct RefreshBytes {
+  std::int64_t got, log_bytes;
+};
+std::vector<RefreshBytes> NarrowRowRefreshes(std::int64_t every, std::size_t operation_cost) {
   constexpr std::int64_t kNarrowRows = 4096;
   RingFixture f(4, 1, {{"narrow", model::ElementType::kInt32, kNarrowRows, 2}});
   const PublishedGeometry g = f.published_geometry();
@@ -218,44 +254,58 @@ TEST(PickedChanges, AReaderHoldingEveryChangedRowStopsReadingTheIndex) {
   SnapshotPublisher publisher(f.published_region(), g, f.layout());
   FillMaster(f.merger(), 1);
   publisher.Publish(f.merger().master(), f.poller());
-  metrics::CountingTransport counting(f.transport());
-  const auto picker = [&](std::int64_t every) {
-    return SnapshotReader::RecordPicker{[every](std::size_t offset, std::size_t bytes) -> std::int64_t {
-          if (bytes != 8) return SnapshotReader::kAnyRecord;
-          const auto row = static_cast<std::int64_t>(offset / 8);
-          return row % every == 0 ? row : SnapshotReader::kNotPicked;
-        }};
-  };
-  SnapshotReader all_rows(counting, f.remote_published(), g, WaitOptions{});
-  SnapshotReader few_rows(counting, f.remote_published(), g, WaitOptions{});
+  CostPerOperation nic(f.transport(), operation_cost);
+  metrics::CountingTransport counting(nic);
+  const SnapshotReader::RecordPicker picker{[every](std::size_t offset, std::size_t bytes) -> std::int64_t {
+    if (bytes != 8) return SnapshotReader::kAnyRecord;
+    const auto row = static_cast<std::int64_t>(offset / 8);
+    return row % every == 0 ? row : SnapshotReader::kNotPicked;
+  }};
+  SnapshotReader reader(counting, f.remote_published(), g, WaitOptions{});
   std::vector<std::int32_t> held(kNarrowRows, 0);
   const auto sink = [&](std::size_t offset, std::span<const std::byte> bytes) {
     for (std::size_t at = 0; at < bytes.size(); at += 8) std::memcpy(&held[(offset + at) / 8], bytes.data() + at, 4);
   };
-  const auto ignore = [](std::size_t, std::span<const std::byte>) {};
-  SnapshotMeta held_all = **all_rows.ReadPickedChanges(SnapshotMeta{}, picker(1), sink);
-  SnapshotMeta held_few = **few_rows.ReadPickedChanges(SnapshotMeta{}, picker(512), ignore);
+  SnapshotMeta since = **reader.ReadPickedChanges(SnapshotMeta{}, picker, sink);
+  std::vector<RefreshBytes> refreshes;
   for (std::int32_t v = 2; v < 10; ++v) {
     std::vector<std::int64_t> rows;
     for (std::int64_t r = v; r < kNarrowRows; r += 3) rows.push_back(r);
     for (std::int64_t r : rows) f.merger().mutable_master()[0].IntRow(r)[0] = v, changed.Mark(model::TableId{0}, r);
     publisher.Publish(f.merger().master(), f.poller(), changed);
     changed.Clear();
-    std::int64_t before = counting.counters().bytes_get;
-    Result<const SnapshotMeta*> read = all_rows.ReadPickedChanges(held_all, picker(1), sink);
-    ASSERT_TRUE(read.ok() && *read != nullptr);
-    const std::int64_t got = counting.counters().bytes_get - before;
-    const auto log_bytes = static_cast<std::int64_t>((*read)->log_end - held_all.log_end);
-    held_all = **read;
-    for (std::int64_t r : rows) ASSERT_EQ(held[static_cast<std::size_t>(r)], v) << "row " << r;
-    if (v >= 5) {
-      EXPECT_LE(got, log_bytes + 128) << "generation " << v << ": still reading the index";
+    const std::int64_t before = counting.counters().bytes_get;
+    Result<const SnapshotMeta*> read = reader.ReadPickedChanges(since, picker, sink);
+    EXPECT_TRUE(read.ok() && *read != nullptr);
+    if (!read.ok() || *read == nullptr) break;
+    refreshes.push_back({counting.counters().bytes_get - before,
+                         static_cast<std::int64_t>((*read)->log_end - since.log_end)});
+    since = **read;
+    for (std::int64_t r : rows) {
+      if (r % every == 0) EXPECT_EQ(held[static_cast<std::size_t>(r)], v) << "row " << r;
     }
-    before = counting.counters().bytes_get;
-    Result<const SnapshotMeta*> few = few_rows.ReadPickedChanges(held_few, picker(512), ignore);
-    ASSERT_TRUE(few.ok() && *few != nullptr);
-    held_few = **few;
-    EXPECT_LT(counting.counters().bytes_get - before, log_bytes * 3 / 4) << "the few-row reader stopped picking";
+  }
+  return refreshes;
+}
+
+// With 8-byte rows an index entry costs half a record: a reader holding
+// every row gives the index up after a few refreshes and reads the records as
+// they are (what they cost: the log's bytes), still installing the latest
+// values; a reader holding a few rows keeps picking, unless each get costs
+// more than the log (the weighing counts gets, not only bytes).
+TEST(PickedChanges, AReaderHoldingEveryChangedRowStopsReadingTheIndex) {
+  const std::vector<RefreshBytes> all_rows = NarrowRowRefreshes(1, 1024);
+  ASSERT_EQ(all_rows.size(), 8u);
+  for (std::size_t i = 3; i < all_rows.size(); ++i) {
+    EXPECT_LE(all_rows[i].got, all_rows[i].log_bytes + 128) << "refresh " << i << ": still reading the index";
+  }
+  for (const RefreshBytes& r : NarrowRowRefreshes(512, 1024)) {
+    EXPECT_LT(r.got, r.log_bytes * 3 / 4) << "the few-row reader stopped picking";
+  }
+  const std::vector<RefreshBytes> dear = NarrowRowRefreshes(512, std::size_t{1} << 20);
+  ASSERT_EQ(dear.size(), 8u);
+  for (std::size_t i = 3; i < dear.size(); ++i) {
+    EXPECT_GE(dear[i].got, dear[i].log_bytes) << "refresh " << i << ": still picking though a get costs a MiB";
   }
 }
 
