@@ -43,8 +43,9 @@ Result<TrainerResult> ClockLoop::Run() {
   const std::int64_t clocks_per_epoch = schedule_.clocks_per_epoch();
   TableSet eval_model;
   if (evaluator_ != nullptr) eval_model = model::MakeTableSet(env_.layout.tables());
+  std::vector<std::int64_t> order;
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    const std::vector<std::int64_t> order = schedule_.EpochOrder(epoch);
+    schedule_.EpochOrderInto(epoch, order);
     for (std::int64_t k = 0; k < clocks_per_epoch; ++k) {
       ClockRecord record;
       record.rank = info_.rank;

@@ -98,11 +98,16 @@ void SampleSchedule::SetClocks(std::int64_t largest_share) {
 }
 
 std::vector<std::int64_t> SampleSchedule::EpochOrder(int epoch) const {
-  std::vector<std::int64_t> order = mine_;
+  std::vector<std::int64_t> order;
+  EpochOrderInto(epoch, order);
+  return order;
+}
+
+void SampleSchedule::EpochOrderInto(int epoch, std::vector<std::int64_t>& order) const {
+  order.assign(mine_.begin(), mine_.end());
   std::uint64_t state = seed_ + 0x1000193ull * static_cast<std::uint64_t>(epoch + 1) +
                         0x9E37ull * static_cast<std::uint64_t>(compute_index_ + 1);
   Shuffle(order, SplitMix64(state));
-  return order;
 }
 
 std::span<const std::int64_t> SampleSchedule::ClockSamples(std::span<const std::int64_t> order,

@@ -30,6 +30,9 @@ class SampleSchedule {
   std::int64_t share() const { return static_cast<std::int64_t>(mine_.size()); }
   // This rank's samples in epoch `epoch`'s visiting order.
   std::vector<std::int64_t> EpochOrder(int epoch) const;
+  // The same order, written into `order` (its capacity reused: no fresh
+  // pages per epoch).
+  void EpochOrderInto(int epoch, std::vector<std::int64_t>& order) const;
   // The samples of clock `clock_in_epoch` within `order` (may be empty).
   std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch) const;
 

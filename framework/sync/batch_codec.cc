@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "framework/core/error.h"
 #include "framework/core/planted_defect.h"
 #include "framework/model/hash64.h"
 
@@ -20,7 +21,16 @@ std::uint64_t HeaderChecksum(const BatchHeader& h) {
 }  // namespace
 
 BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) {
-  for (const model::TableSpec& t : tables) entry_bytes_.push_back(kEntryPrefixBytes + t.row_bytes());
+  // Entry keys hold the table in 16 bits and the row in 48 (batch_codec.h).
+  if (tables.size() > kMaxBatchTables) {
+    throw Error(InvalidArgument(fmt::format("{} tables: a batch entry names at most {}", tables.size(), kMaxBatchTables)));
+  }
+  for (const model::TableSpec& t : tables) {
+    if (static_cast<std::uint64_t>(t.rows) > kEntryRowMask + 1) {  // rows 0 .. 2^48 - 1
+      throw Error(InvalidArgument(fmt::format("table {} has {} rows: a batch entry names at most 2^48", t.name, t.rows)));
+    }
+    entry_bytes_.push_back(kEntryPrefixBytes + t.row_bytes());
+  }
   used_ = sizeof(BatchHeader);
 }
 
@@ -109,13 +119,13 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
   bool increasing = true;
   while (at < payload.size()) {
     if (payload.size() - at < kEntryPrefixBytes) return DataLoss("batch entry truncated");
-    std::uint32_t table;
-    std::int64_t row;
-    std::memcpy(&table, payload.data() + at, 4);
-    std::memcpy(&row, payload.data() + at + 8, 8);
+    std::uint64_t key;
+    std::memcpy(&key, payload.data() + at, 8);
+    const std::uint32_t table = EntryTable(key).value;
+    const std::int64_t row = EntryRow(key).value;
     if (table >= tables.size()) return DataLoss(fmt::format("batch names table {} of {}", table, tables.size()));
     const model::TableSpec& spec = tables[table];
-    if (row < 0 || row >= spec.rows) {
+    if (row >= spec.rows) {
       return OutOfRange(fmt::format("batch row {} outside table '{}' ({} rows)", row, spec.name, spec.rows));
     }
     const model::TableId tid{table};

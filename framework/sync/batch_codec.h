@@ -2,8 +2,10 @@
 // its validating decoder.
 //
 //   BatchHeader (64 bytes, little-endian host layout)
-//   payload: entry_count entries of {u32 table, u32 zero, i64 global row,
+//   payload: entry_count entries of {u64 key = table << 48 | global row,
 //            row_bytes of delta in the table's element type}
+//   (8 bytes of key per ~84-byte MF row: the key was 16 bytes, a table word
+//   and a row word, and every stage a row passes through paid for it)
 //
 // Entries may come in any order, but a row at most once. Our encoders write
 // tables in increasing order and each table's rows increasing
@@ -37,7 +39,7 @@
 
 namespace stalelearn::sync {
 
-inline constexpr std::uint32_t kBatchMagic = 0x31424C53;  // "SLB1"
+inline constexpr std::uint32_t kBatchMagic = 0x32424C53;  // "SLB2" (16-byte entry keys were "SLB1")
 inline constexpr std::uint32_t kEndOfClock = 1u << 0;      // last batch of its clock
 
 struct BatchHeader {
@@ -56,7 +58,18 @@ struct BatchHeader {
 };
 static_assert(sizeof(BatchHeader) == 64);
 
-inline constexpr std::size_t kEntryPrefixBytes = 16;
+inline constexpr std::size_t kEntryPrefixBytes = 8;
+// An entry's key: the table in the top 16 bits, the global row below.
+inline constexpr int kEntryTableShift = 48;
+inline constexpr std::uint64_t kEntryRowMask = (std::uint64_t{1} << kEntryTableShift) - 1;
+inline constexpr std::size_t kMaxBatchTables = std::size_t{1} << (64 - kEntryTableShift);
+inline std::uint64_t EntryKey(model::TableId table, model::RowId row) {
+  return (std::uint64_t{table.value} << kEntryTableShift) | static_cast<std::uint64_t>(row.value);
+}
+inline model::TableId EntryTable(std::uint64_t key) {
+  return model::TableId{static_cast<std::uint32_t>(key >> kEntryTableShift)};
+}
+inline model::RowId EntryRow(std::uint64_t key) { return model::RowId{static_cast<std::int64_t>(key & kEntryRowMask)}; }
 
 class BatchEncoder {
  public:
@@ -72,9 +85,8 @@ class BatchEncoder {
     const std::size_t entry = entry_bytes_[table.value];
     if (at + entry > buffer_.size()) [[unlikely]] Reserve(at + entry);
     std::byte* out = buffer_.data() + at;
-    const std::uint64_t table_word = table.value;  // {u32 table, u32 zero}, little-endian
-    std::memcpy(out, &table_word, 8);
-    std::memcpy(out + 8, &row.value, 8);
+    const std::uint64_t key = EntryKey(table, row);
+    std::memcpy(out, &key, 8);
     open_at_ = at;
     used_ = at + entry;
     return out + kEntryPrefixBytes;
@@ -165,13 +177,12 @@ template <class Fn>
 void ForEachOwnEntry(std::span<const std::byte> bytes, const std::vector<model::TableSpec>& tables, Fn&& fn) {
   std::size_t at = sizeof(BatchHeader);
   while (at + kEntryPrefixBytes <= bytes.size()) {
-    std::uint32_t table;
-    std::int64_t row;
-    std::memcpy(&table, bytes.data() + at, 4);
-    std::memcpy(&row, bytes.data() + at + 8, 8);
+    std::uint64_t key;
+    std::memcpy(&key, bytes.data() + at, 8);
     at += kEntryPrefixBytes;
-    fn(model::TableId{table}, model::RowId{row}, bytes.data() + at);
-    at += tables[table].row_bytes();
+    const model::TableId table = EntryTable(key);
+    fn(table, EntryRow(key), bytes.data() + at);
+    at += tables[table.value].row_bytes();
   }
 }
 

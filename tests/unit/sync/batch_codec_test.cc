@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "framework/core/error.h"
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/shard_merger.h"
 #include "framework/sync/staleness_gate.h"
@@ -134,6 +135,34 @@ TEST_F(BatchCodecTest, DecodingWithAnAlreadyDecodedHeaderChecksThePayload) {
   EXPECT_TRUE(DecodeBatch(header, bytes, 7, layout_, MemoryIndex{0}).ok());
   bytes[sizeof(BatchHeader) + 20] ^= std::byte{1};
   EXPECT_EQ(DecodeBatch(header, bytes, 7, layout_, MemoryIndex{0}).status().code(), StatusCode::kDataLoss);
+}
+
+// An entry's key is 8 bytes: the table in 16 bits, the row in 48. The
+// payload is exactly entries x (8 + row bytes), the highest row a table can
+// have round-trips, and a table too large for the key is a one-line error.
+TEST_F(BatchCodecTest, EntryKeysAreEightBytesAndHoldRowsUpTo2To48) {
+  const std::vector<std::byte> batch = Encode({0, 3, 4});
+  EXPECT_EQ(batch.size(), sizeof(BatchHeader) + 3 * (8 + 3 * sizeof(float)));
+  const std::int64_t last = std::int64_t{1} << 48;  // rows 0 .. 2^48 - 1
+  const std::vector<model::TableSpec> huge = {{"a", model::ElementType::kInt32, 2, 1},
+                                              {"b", model::ElementType::kInt32, last, 1}};
+  const std::uint64_t key = EntryKey(model::TableId{1}, model::RowId{last - 1});
+  EXPECT_EQ(EntryTable(key).value, 1u);
+  EXPECT_EQ(EntryRow(key).value, last - 1);
+  BatchEncoder fits(huge);
+  std::int32_t one = 1;
+  fits.Add(model::TableId{1}, model::RowId{last - 1}, std::as_bytes(std::span(&one, 1)));
+  const std::vector<std::byte> sealed = fits.Seal(1, 0, kEndOfClock);
+  std::vector<std::pair<std::uint32_t, std::int64_t>> seen;
+  ForEachOwnEntry(sealed, huge, [&](model::TableId t, model::RowId r, const std::byte*) { seen.push_back({t.value, r.value}); });
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], std::make_pair(1u, last - 1));
+  try {
+    BatchEncoder too_many({{"c", model::ElementType::kInt32, last + 1, 1}});
+    ADD_FAILURE() << "a table of 2^48 + 1 rows was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 2^48"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StalenessBound, AllowsExactlyWhenClocksUpToTMinusSMinus1AreMerged) {
