@@ -15,6 +15,9 @@ ReplicaRefresher::ReplicaRefresher(transport::Transport& transport, const model:
   const std::size_t compute = geometry.empty() ? 0 : static_cast<std::size_t>(geometry[0].compute_ranks);
   for (std::size_t m = 0; m < published.size(); ++m) {
     readers_.push_back(std::make_unique<sync::SnapshotReader>(transport, *published[m], geometry[m], wait));
+    // Rows only this rank changed since the generation held (merged as
+    // master += delta) hold master + own pending deltas already: not read.
+    readers_.back()->set_own_writer(sync::WriterOf(me));
   }
   installed_.resize(published.size());
   installed_merged_.assign(published.size(), std::vector<std::uint64_t>(compute, 0));

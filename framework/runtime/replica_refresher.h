@@ -9,7 +9,11 @@
 // (SnapshotReader::ReadPickedChanges), installs them, and replays the
 // still-pending batches onto exactly those rows. Rows without a record keep their value: no own batch merged
 // since touched them (a merge marks every row its batch names), so they
-// already hold master + own pending deltas.
+// already hold master + own pending deltas. So do rows whose records since
+// the held generation all name this rank as their only writer, with a sum
+// merge (master += delta): the reader skips those (ChangedRows' writers).
+// By induction: the last install of such a row gave master as it was, and
+// since then only this rank's deltas went into either copy.
 //
 // Not thread-safe (the compute rank's trainer thread). The transport and
 // remote regions must outlive it.

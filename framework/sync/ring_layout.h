@@ -41,6 +41,10 @@
 //     it and gets only the rows it holds. It has room for as many records as
 //     the log can hold, so an entry outlives its record: a record still in
 //     the log (the log's oldest-valid word says so) has its entry intact.
+//   the change writers: beside the index, one u16 per record: who changed
+//     the row in that generation (changed_rows.h: compute rank c + 1, or
+//     0xFFFF for several or unknown). A reader skips a row whose records
+//     since its generation all name it alone.
 //   snapshot.h says how readers get a consistent generation from these.
 // Value type; thread-safe.
 #pragma once
@@ -116,8 +120,10 @@ struct PublishedGeometry {
   std::size_t data_offset() const { return meta_offset(meta_slots); }
   std::size_t log_offset() const { return data_offset() + RoundUp(shard_bytes, kCacheLine); }
   std::size_t index_offset() const { return log_offset() + log_capacity(); }
-  std::size_t region_bytes() const { return index_offset() + kIndexEntryBytes * index_entries(); }
+  std::size_t writers_offset() const { return index_offset() + kIndexEntryBytes * index_entries(); }
+  std::size_t region_bytes() const { return RoundUp(writers_offset() + kWriterBytes * index_entries(), 8); }
   static constexpr std::size_t kIndexEntryBytes = 8;
+  static constexpr std::size_t kWriterBytes = 2;
 
  private:
   std::size_t n() const { return static_cast<std::size_t>(compute_ranks); }

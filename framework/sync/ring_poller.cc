@@ -62,7 +62,12 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   if (merged.ok()) {
     ++counters_.batches_merged;
     if (changed_ != nullptr) {  // the rows the next snapshot must rewrite
-      for (const DecodedEntry& e : decoded->entries) changed_->Mark(e.table, e.local_row);
+      // A row only this rank changed, merged as master += delta, can be
+      // skipped by its reader (changed_rows.h).
+      const std::uint16_t writer = WriterOf(c);
+      for (const DecodedEntry& e : decoded->entries) {
+        changed_->Mark(e.table, e.local_row, merger_.adds_delta(e.table) ? writer : kManyWriters);
+      }
     }
     counters_.bytes_merged += static_cast<std::int64_t>(length);
   } else {

@@ -62,6 +62,8 @@ class ShardMerger {
   bool in_window() const { return in_window_; }
 
   const MergePolicy& policy(model::TableId table) const { return *policies_[table.value]; }
+  // The table's merge is master += delta (MergePolicy::adds_delta).
+  bool adds_delta(model::TableId table) const { return adds_inline_[table.value] != 0; }
   // Bytes of optimizer state held beside the master rows, all tables.
   std::size_t policy_state_bytes() const;
 

@@ -33,11 +33,14 @@ void SnapshotPublisher::CollectRanges(const model::TableSet& master, const Chang
     if (changed.all()) {
       const std::size_t chunk = std::max<std::size_t>(1, kMaxRecordBytes / std::max<std::size_t>(row_bytes, 1)) * row_bytes;
       for (std::size_t at = 0; at < block.size_bytes(); at += chunk) {
-        ranges_.push_back({table_offset + at, std::min(chunk, block.size_bytes() - at), block.bytes().data() + at});
+        ranges_.push_back(
+            {table_offset + at, std::min(chunk, block.size_bytes() - at), block.bytes().data() + at, kManyWriters});
       }
     } else {
-      for (std::int64_t local : changed.rows(model::TableId{static_cast<std::uint32_t>(t)})) {
-        ranges_.push_back({table_offset + static_cast<std::size_t>(local) * row_bytes, row_bytes, block.RowBytes(local)});
+      const model::TableId table{static_cast<std::uint32_t>(t)};
+      for (std::int64_t local : changed.rows(table)) {
+        ranges_.push_back({table_offset + static_cast<std::size_t>(local) * row_bytes, row_bytes, block.RowBytes(local),
+                           changed.writer(table, local)});
       }
     }
     table_offset += block.size_bytes();
@@ -92,6 +95,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   if (logged) {
     std::byte* log = base + geometry_.log_offset();
     std::byte* index = base + geometry_.index_offset();
+    std::byte* writers = base + geometry_.writers_offset();
     const std::size_t entries = geometry_.index_entries();
     std::size_t in_index = static_cast<std::size_t>(index_end_ % entries);
     std::uint64_t at = begin;
@@ -107,6 +111,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
         WriteLog(at + sizeof key, r.source, r.bytes);
       }
       std::memcpy(index + in_index * PublishedGeometry::kIndexEntryBytes, &key, sizeof key);
+      std::memcpy(writers + in_index * PublishedGeometry::kWriterBytes, &r.writer, sizeof r.writer);
       if (++in_index == entries) in_index = 0;
       at += record;
       in_log += record;

@@ -68,6 +68,7 @@ class SnapshotPublisher {
     std::size_t offset;  // in the shard bytes
     std::size_t bytes;
     const std::byte* source;
+    std::uint16_t writer = kManyWriters;  // ChangedRows::writer
   };
   void CollectRanges(const model::TableSet& master, const ChangedRows& changed);
   void WriteLog(std::uint64_t position, const void* source, std::size_t bytes);
@@ -146,13 +147,20 @@ class SnapshotReader {
       std::size_t shard_offset;
       std::size_t bytes;       // 0 while DropSuperseded drops it
       std::int64_t id;         // the picker's, or kAnyRecord
-      std::size_t staged = 0;  // where FetchPicked put its row bytes in rows
+      std::size_t staged = 0;  // where FetchPicked put its row bytes in rows (the
+                               // all-records estimate keeps the record number here)
+      std::uint16_t writer = kManyWriters;  // who changed it (read when an own writer is set)
     };
     std::vector<Picked> picked;        // the records picked, in log order
     std::vector<std::uint32_t> by_id;  // DropSuperseded: picked indices sorted by id
     std::vector<std::byte> index;      // a chunk of index entries
+    std::vector<std::uint16_t> writers;  // their writers
     std::vector<std::byte> rows;       // fetched rows
   };
+  // The reader's own writer (ChangedRows' WriterOf(compute rank)): a picked
+  // row whose records since the held generation all name it alone is not
+  // read (the reader's replica holds that value; I2). kNoWriter: read all.
+  void set_own_writer(std::uint16_t writer) { own_writer_ = writer; }
   static constexpr std::int64_t kNotPicked = -1;
   static constexpr std::int64_t kAnyRecord = -2;
   Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
@@ -212,8 +220,11 @@ class SnapshotReader {
   // What reading every record from log position `from` to `to` costs (bytes
   // plus gets, as ReadChanges reads them), in bytes.
   std::uint64_t AllRecordsCost(std::uint64_t from, std::uint64_t to) const;
-  // Keeps the latest of the picked records with one id (log order stays).
+  // Keeps the latest of the picked records with one id (log order stays);
+  // none of them when all name own_writer_.
   void DropSuperseded();
+  // Gets the writers of records [begin, end) into scratch_->writers.
+  Status ReadWriters(std::uint64_t begin, std::uint64_t end);
   // Adds a read's cost both ways and picks the way of the next read.
   void WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost);
   Result<const SnapshotMeta*> ReadAllChangesWeighingPicks(const SnapshotMeta& since, const RecordPicker& picker,
@@ -234,6 +245,7 @@ class SnapshotReader {
   bool pick_from_index_ = true;              // the next ReadPickedChanges reads the index
   double picked_cost_ = 0, all_cost_ = 0;    // cost each way, decayed sums (WeighPicking)
   std::size_t operation_cost_bytes_;         // the transport's (Capabilities)
+  std::uint16_t own_writer_ = kNoWriter;     // set_own_writer
   SnapshotMeta meta_, first_meta_;
   std::uint64_t published_at_ps_ = 0;   // of the meta last read
   std::uint64_t whole_reads_ = 0;

@@ -25,6 +25,18 @@ constexpr std::uint64_t kIndexChunkEntries = std::uint64_t{1} << 16;
 
 }  // namespace
 
+Status SnapshotReader::ReadWriters(std::uint64_t begin, std::uint64_t end) {
+  const std::uint64_t entries = geometry_.index_entries();
+  constexpr std::size_t kEntry = PublishedGeometry::kWriterBytes;
+  scratch_->writers.resize(static_cast<std::size_t>(end - begin));
+  requests_.clear();
+  STALELEARN_RETURN_IF_ERROR(GetFromRing(reinterpret_cast<std::byte*>(scratch_->writers.data()),
+                                         static_cast<std::size_t>(end - begin) * kEntry,
+                                         geometry_.writers_offset(), static_cast<std::size_t>(entries) * kEntry,
+                                         static_cast<std::size_t>(begin % entries) * kEntry));
+  return WaitForGets();
+}
+
 Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin,
                                      const RecordPicker& picker) {
   const std::uint64_t entries = geometry_.index_entries();
@@ -32,6 +44,7 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
   std::uint64_t position = log_begin;  // of record `begin`: records are contiguous
   for (std::uint64_t at = begin; at < end;) {
     const std::uint64_t n = std::min(kIndexChunkEntries, end - at);
+    if (own_writer_ != kNoWriter) STALELEARN_RETURN_IF_ERROR(ReadWriters(at, at + n));
     scratch_->index.resize(static_cast<std::size_t>(n) * kEntry);
     requests_.clear();
     STALELEARN_RETURN_IF_ERROR(GetFromRing(scratch_->index.data(), static_cast<std::size_t>(n) * kEntry,
@@ -46,7 +59,9 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
       const std::uint64_t record = position;
       position += sizeof key + bytes;
       const std::int64_t id = picker.pick(offset, bytes);
-      if (id != kNotPicked) scratch_->picked.push_back(PickScratch::Picked{record, offset, bytes, id});
+      if (id == kNotPicked) continue;
+      scratch_->picked.push_back(PickScratch::Picked{record, offset, bytes, id});
+      if (own_writer_ != kNoWriter) scratch_->picked.back().writer = scratch_->writers[i];
     }
     at += n;
   }
@@ -64,8 +79,18 @@ void SnapshotReader::DropSuperseded() {
     if (picked[i].id >= 0) by_id.push_back(static_cast<std::uint32_t>(i));
   }
   std::ranges::stable_sort(by_id, {}, [&](std::uint32_t i) { return picked[i].id; });  // log order within an id
-  for (std::size_t k = 0; k + 1 < by_id.size(); ++k) {
-    if (picked[by_id[k]].id == picked[by_id[k + 1]].id) picked[by_id[k]].bytes = 0;  // a later record follows
+  for (std::size_t k = 0; k < by_id.size();) {
+    std::size_t last = k;  // the records of one id are by_id[k..last]
+    bool all_own = own_writer_ != kNoWriter;
+    for (;; ++last) {
+      all_own = all_own && picked[by_id[last]].writer == own_writer_;
+      if (last + 1 == by_id.size() || picked[by_id[last + 1]].id != picked[by_id[k]].id) break;
+    }
+    // A later record follows: only the latest is read. None is when this
+    // reader alone changed the row since the generation it holds.
+    for (std::size_t j = k; j < last; ++j) picked[by_id[j]].bytes = 0;
+    if (all_own) picked[by_id[last]].bytes = 0;
+    k = last + 1;
   }
   std::erase_if(picked, [](const PickScratch::Picked& p) { return p.bytes == 0; });
 }
@@ -144,10 +169,13 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
             }
             scratch_->picked.clear();
             STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
-            std::uint64_t bytes_read = (meta_.index_end - since.index_end) * PublishedGeometry::kIndexEntryBytes;
+            std::uint64_t bytes_read =
+                (meta_.index_end - since.index_end) *
+                (PublishedGeometry::kIndexEntryBytes + (own_writer_ != kNoWriter ? PublishedGeometry::kWriterBytes : 0));
             // The index's bytes and gets (one per chunk), and the word read after it.
-            std::uint64_t cost = bytes_read + ((meta_.index_end - since.index_end + kIndexChunkEntries - 1) /
-                                                   kIndexChunkEntries + 1) * operation_cost_bytes_;
+            const std::uint64_t index_chunks =
+                (meta_.index_end - since.index_end + kIndexChunkEntries - 1) / kIndexChunkEntries;
+            std::uint64_t cost = bytes_read + (index_chunks * (own_writer_ != kNoWriter ? 2 : 1) + 1) * operation_cost_bytes_;
             // Also vouches for the index entries (file comment) and the
             // positions they gave (a generation too large to log moved the
             // oldest-valid word past everything before it).
@@ -189,11 +217,20 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
       const SnapshotMeta* meta, ReadChanges(since, [&](std::size_t offset, std::span<const std::byte> bytes) {
         ++records;
         const std::int64_t id = picker.pick(offset, bytes.size());
-        if (id != kNotPicked) scratch_->picked.push_back(PickScratch::Picked{position, offset, bytes.size(), id});
+        if (id != kNotPicked) {
+          scratch_->picked.push_back(PickScratch::Picked{position, offset, bytes.size(), id});
+          scratch_->picked.back().staged = static_cast<std::size_t>(records - 1);  // its record number, for the writers
+        }
         position += sizeof(std::uint64_t) + bytes.size();
         sink(offset, bytes);
       }));
   if (meta != nullptr && whole_reads_ == whole_before && since.generation != 0) {
+    // Who changed each record: what a picked read would skip (its writers
+    // are counted below; one more get).
+    if (own_writer_ != kNoWriter && meta->index_end - since.index_end <= geometry_.index_entries()) {
+      STALELEARN_RETURN_IF_ERROR(ReadWriters(since.index_end, meta->index_end));
+      for (PickScratch::Picked& p : scratch_->picked) p.writer = scratch_->writers[p.staged];
+    }
     DropSuperseded();
     // What FetchPicked would have got: runs of picked records, a run going
     // on over a gap no larger than a get's cost.
@@ -206,9 +243,10 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
       run_end = begin + p.bytes;
     }
     const std::uint64_t batches = fetched / kLogChunkBytes + 1;  // each followed by a word read
-    const std::uint64_t index_gets = records / kIndexChunkEntries + 1;
-    WeighPicking(records * PublishedGeometry::kIndexEntryBytes + fetched +
-                     (gets + batches + index_gets + 1) * operation_cost_bytes_,
+    const std::uint64_t index_gets = (records / kIndexChunkEntries + 1) * (own_writer_ != kNoWriter ? 2 : 1);
+    const std::uint64_t per_record =
+        PublishedGeometry::kIndexEntryBytes + (own_writer_ != kNoWriter ? PublishedGeometry::kWriterBytes : 0);
+    WeighPicking(records * per_record + fetched + (gets + batches + index_gets + 1) * operation_cost_bytes_,
                  AllRecordsCost(since.log_end, meta->log_end));
   }
   return meta;
