@@ -4,7 +4,7 @@
 //   BatchHeader (64 bytes, little-endian host layout)
 //   payload: entry_count entries of {u64 key = table << 48 | global row,
 //            row_bytes of delta in the table's element type}
-//   (8 bytes of key per ~84-byte MF row: the key was 16 bytes, a table word
+//   (8 bytes of key per row of, say, 84 bytes: the key was 16 bytes, a table word
 //   and a row word, and every stage a row passes through paid for it)
 //
 // Entries may come in any order, but a row at most once. Our encoders write
