@@ -118,6 +118,9 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
       if (in_log >= capacity) in_log -= capacity;
     }
     index_end_ += ranges_.size();
+    if (std::ranges::any_of(ranges_, [](const Range& r) { return r.writer != kManyWriters; })) {
+      single_writer_end_ = index_end_;
+    }
   }
   record_bytes_ += bytes;
   // 3. The meta slot, a seqlock.
@@ -128,6 +131,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   transport::StoreRelease64(base + geometry_.log_begin_offset(k), begin);
   transport::StoreRelease64(base + geometry_.log_end_offset(k), end);
   transport::StoreRelease64(base + geometry_.index_end_offset(k), index_end_);
+  transport::StoreRelease64(base + geometry_.single_writer_end_offset(k), single_writer_end_);
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.meta_merged_clock_offset(k, ci), poller.merged_clock(ci));
@@ -179,7 +183,7 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
                                                     geometry_.meta_offset(k), wait_.timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: meta before the re-check
   STALELEARN_ASSIGN_OR_RETURN(std::uint64_t after, ReadWord(geometry_.version_offset(k)));
-  std::uint64_t words[5];
+  std::uint64_t words[6];
   std::memcpy(words, meta_bytes_.data(), sizeof words);
   if (words[0] != 2 * g || after != 2 * g) return false;
   published_at_ps_ = words[1];
@@ -187,9 +191,10 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
   meta.generation = g;
   meta.log_end = words[3];
   meta.index_end = words[4];
+  meta.single_writer_end = words[5];
   const std::size_t n = meta.merged_clock.size();
-  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 40, 8 * n);
-  std::memcpy(meta.included.data(), meta_bytes_.data() + 40 + 8 * n, 8 * n);
+  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 48, 8 * n);
+  std::memcpy(meta.included.data(), meta_bytes_.data() + 48 + 8 * n, 8 * n);
   return true;
 }
 

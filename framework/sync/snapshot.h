@@ -79,6 +79,7 @@ class SnapshotPublisher {
   std::uint64_t generation_ = 0;
   std::uint64_t log_end_ = 0;     // position after the last record written
   std::uint64_t index_end_ = 0;   // number of records written (their index entries)
+  std::uint64_t single_writer_end_ = 0;  // index_end_ after the latest generation with a single-writer record
   std::uint64_t log_oldest_ = 0;  // the oldest position the log still holds
   std::uint64_t record_bytes_ = 0;
   std::vector<Range> ranges_;     // this publish's changed byte ranges (reused)
@@ -88,6 +89,7 @@ struct SnapshotMeta {
   std::uint64_t generation = 0;
   std::uint64_t log_end = 0;                // change-log position after this generation
   std::uint64_t index_end = 0;              // records written up to this generation
+  std::uint64_t single_writer_end = 0;      // records up to here include one naming a single writer
   std::vector<std::uint64_t> merged_clock;  // per compute rank
   std::vector<std::uint64_t> included;      // per compute rank: sequences 1..included are in
 };
@@ -246,6 +248,7 @@ class SnapshotReader {
   double picked_cost_ = 0, all_cost_ = 0;    // cost each way, decayed sums (WeighPicking)
   std::size_t operation_cost_bytes_;         // the transport's (Capabilities)
   std::uint16_t own_writer_ = kNoWriter;     // set_own_writer
+  bool reading_writers_ = false;             // this read gets the writers: some record in its range names one
   SnapshotMeta meta_, first_meta_;
   std::uint64_t published_at_ps_ = 0;   // of the meta last read
   std::uint64_t whole_reads_ = 0;

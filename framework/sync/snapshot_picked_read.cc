@@ -44,7 +44,7 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
   std::uint64_t position = log_begin;  // of record `begin`: records are contiguous
   for (std::uint64_t at = begin; at < end;) {
     const std::uint64_t n = std::min(kIndexChunkEntries, end - at);
-    if (own_writer_ != kNoWriter) STALELEARN_RETURN_IF_ERROR(ReadWriters(at, at + n));
+    if (reading_writers_) STALELEARN_RETURN_IF_ERROR(ReadWriters(at, at + n));
     scratch_->index.resize(static_cast<std::size_t>(n) * kEntry);
     requests_.clear();
     STALELEARN_RETURN_IF_ERROR(GetFromRing(scratch_->index.data(), static_cast<std::size_t>(n) * kEntry,
@@ -61,7 +61,7 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
       const std::int64_t id = picker.pick(offset, bytes);
       if (id == kNotPicked) continue;
       scratch_->picked.push_back(PickScratch::Picked{record, offset, bytes, id});
-      if (own_writer_ != kNoWriter) scratch_->picked.back().writer = scratch_->writers[i];
+      if (reading_writers_) scratch_->picked.back().writer = scratch_->writers[i];
     }
     at += n;
   }
@@ -168,14 +168,16 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
               return true;
             }
             scratch_->picked.clear();
+            // The writers only where some record since `since` names one.
+            reading_writers_ = own_writer_ != kNoWriter && meta_.single_writer_end > since.index_end;
             STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
             std::uint64_t bytes_read =
                 (meta_.index_end - since.index_end) *
-                (PublishedGeometry::kIndexEntryBytes + (own_writer_ != kNoWriter ? PublishedGeometry::kWriterBytes : 0));
+                (PublishedGeometry::kIndexEntryBytes + (reading_writers_ ? PublishedGeometry::kWriterBytes : 0));
             // The index's bytes and gets (one per chunk), and the word read after it.
             const std::uint64_t index_chunks =
                 (meta_.index_end - since.index_end + kIndexChunkEntries - 1) / kIndexChunkEntries;
-            std::uint64_t cost = bytes_read + (index_chunks * (own_writer_ != kNoWriter ? 2 : 1) + 1) * operation_cost_bytes_;
+            std::uint64_t cost = bytes_read + (index_chunks * (reading_writers_ ? 2 : 1) + 1) * operation_cost_bytes_;
             // Also vouches for the index entries (file comment) and the
             // positions they gave (a generation too large to log moved the
             // oldest-valid word past everything before it).
@@ -227,7 +229,8 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
   if (meta != nullptr && whole_reads_ == whole_before && since.generation != 0) {
     // Who changed each record: what a picked read would skip (its writers
     // are counted below; one more get).
-    if (own_writer_ != kNoWriter && meta->index_end - since.index_end <= geometry_.index_entries()) {
+    reading_writers_ = own_writer_ != kNoWriter && meta->single_writer_end > since.index_end;
+    if (reading_writers_ && meta->index_end - since.index_end <= geometry_.index_entries()) {
       STALELEARN_RETURN_IF_ERROR(ReadWriters(since.index_end, meta->index_end));
       for (PickScratch::Picked& p : scratch_->picked) p.writer = scratch_->writers[p.staged];
     }
@@ -243,9 +246,9 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
       run_end = begin + p.bytes;
     }
     const std::uint64_t batches = fetched / kLogChunkBytes + 1;  // each followed by a word read
-    const std::uint64_t index_gets = (records / kIndexChunkEntries + 1) * (own_writer_ != kNoWriter ? 2 : 1);
+    const std::uint64_t index_gets = (records / kIndexChunkEntries + 1) * (reading_writers_ ? 2 : 1);
     const std::uint64_t per_record =
-        PublishedGeometry::kIndexEntryBytes + (own_writer_ != kNoWriter ? PublishedGeometry::kWriterBytes : 0);
+        PublishedGeometry::kIndexEntryBytes + (reading_writers_ ? PublishedGeometry::kWriterBytes : 0);
     WeighPicking(records * per_record + fetched + (gets + batches + index_gets + 1) * operation_cost_bytes_,
                  AllRecordsCost(since.log_end, meta->log_end));
   }

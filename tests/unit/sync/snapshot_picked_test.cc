@@ -263,6 +263,46 @@ TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
   }
 }
 
+// The writers cost 2 bytes a record, and are read only where a record since
+// the reader's generation names a single writer (the meta's single-writer
+// end): under a merge that names none (average), a reader with an own
+// writer gets exactly what one without gets.
+TEST(PickedChanges, WritersAreReadOnlyWhereARecordNamesOne) {
+  RingFixture f(4, 1, WideTable());
+  const PublishedGeometry g = f.published_geometry();
+  ChangedRows changed(f.layout(), model::MemoryIndex{0});
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  FillMaster(f.merger(), 1);
+  publisher.Publish(f.merger().master(), f.poller());
+  metrics::CountingTransport with_counting(f.transport()), without_counting(f.transport());
+  SnapshotReader with(with_counting, f.remote_published(), g, WaitOptions{});
+  SnapshotReader without(without_counting, f.remote_published(), g, WaitOptions{});
+  with.set_own_writer(WriterOf(model::ComputeIndex{0}));
+  const auto ignore = [](std::size_t, std::span<const std::byte>) {};
+  SnapshotMeta held_with = **with.ReadPickedChanges(SnapshotMeta{}, PickRows({5, 6, 7}), ignore);
+  SnapshotMeta held_without = **without.ReadPickedChanges(SnapshotMeta{}, PickRows({5, 6, 7}), ignore);
+  const auto refresh = [&](std::int64_t* got_with, std::int64_t* got_without) {
+    const std::int64_t a = with_counting.counters().bytes_get, b = without_counting.counters().bytes_get;
+    held_with = **with.ReadPickedChanges(held_with, PickRows({5, 6, 7}), ignore);
+    held_without = **without.ReadPickedChanges(held_without, PickRows({5, 6, 7}), ignore);
+    *got_with = with_counting.counters().bytes_get - a;
+    *got_without = without_counting.counters().bytes_get - b;
+  };
+  SetRows(f, changed, {5, 6}, 2);  // several writers (or a merge that is not a sum)
+  publisher.Publish(f.merger().master(), f.poller(), changed);
+  changed.Clear();
+  std::int64_t got_with = 0, got_without = 0;
+  refresh(&got_with, &got_without);
+  EXPECT_EQ(got_with, got_without) << "writers read though no record names one";
+  SetRows(f, changed, {5}, 3, WriterOf(model::ComputeIndex{2}));  // another rank alone
+  SetRows(f, changed, {7}, 3);
+  publisher.Publish(f.merger().master(), f.poller(), changed);
+  changed.Clear();
+  refresh(&got_with, &got_without);
+  EXPECT_EQ(got_with, got_without + 2 * static_cast<std::int64_t>(PublishedGeometry::kWriterBytes))
+      << "the two records' writers";
+}
+
 TEST(PickedChanges, ReaderBehindTheLogReadsTheWholeShardOnce) {
   RingFixture f(4, 1, WideTable());
   const PublishedGeometry g = f.published_geometry();
