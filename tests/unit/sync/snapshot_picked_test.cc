@@ -14,6 +14,7 @@
 #include "framework/metrics/counting_transport.h"
 #include "framework/sync/snapshot.h"
 #include "framework/transport/forwarding_transport.h"
+#include "tests/unit/sync/picked_test_helpers.h"
 #include "tests/unit/sync/ring_fixture.h"
 #include "tests/unit/sync/snapshot_checks.h"
 
@@ -22,30 +23,7 @@ namespace {
 
 using testing::FillMaster;
 using testing::RingFixture;
-
-constexpr std::int64_t kRows = 512;
-constexpr std::int32_t kWidth = 64;  // 256-byte rows: a row read or skipped shows in the bytes got
-constexpr std::size_t kRowBytes = kWidth * 4;
-
-std::vector<model::TableSpec> WideTable() { return {{"w", model::ElementType::kInt32, kRows, kWidth}}; }
-
-// Picks the one-row records of `rows` (the row is the id) and every record of
-// several rows (a whole-shard publish), as a partial replica holding `rows` does.
-SnapshotReader::RecordPicker PickRows(std::set<std::int64_t> rows) {
-  return {[rows](std::size_t offset, std::size_t bytes) -> std::int64_t {
-            if (bytes != kRowBytes) return SnapshotReader::kAnyRecord;
-            const auto row = static_cast<std::int64_t>(offset / kRowBytes);
-            return rows.contains(row) ? row : SnapshotReader::kNotPicked;
-          }};
-}
-
-void SetRows(RingFixture& f, ChangedRows& changed, const std::vector<std::int64_t>& rows, std::int32_t value,
-             std::uint16_t writer = kManyWriters) {
-  for (std::int64_t r : rows) {
-    for (std::int32_t& x : f.merger().mutable_master()[0].IntRow(r)) x = value;
-    changed.Mark(model::TableId{0}, r, writer);
-  }
-}
+using namespace picked_test;
 
 // A NIC that takes its time over change-log reads: a get from the log copies
 // its first half, waits 100 us, then copies the rest, so a publisher racing
@@ -82,62 +60,6 @@ class CostPerOperation final : public transport::ForwardingTransport {
 
  private:
   std::size_t bytes_;
-};
-
-TEST(ChangedRows, KeepsTheOnlyWriterOfARowOrSaysSeveral) {
-  RingFixture f(4, 1, WideTable());
-  ChangedRows changed(f.layout(), model::MemoryIndex{0});
-  const model::TableId t{0};
-  const std::uint16_t a = WriterOf(model::ComputeIndex{0}), b = WriterOf(model::ComputeIndex{2});
-  changed.Mark(t, 1, a);
-  changed.Mark(t, 1, a);
-  changed.Mark(t, 2, a);
-  changed.Mark(t, 2, b);
-  changed.Mark(t, 3, kManyWriters);
-  changed.Mark(t, 3, a);
-  EXPECT_EQ(changed.writer(t, 1), a);
-  EXPECT_EQ(changed.writer(t, 2), kManyWriters);
-  EXPECT_EQ(changed.writer(t, 3), kManyWriters);
-  EXPECT_EQ(changed.rows(t).size(), 3u);
-  changed.Clear();
-  EXPECT_EQ(changed.writer(t, 1), kNoWriter);
-  EXPECT_NE(a, b);
-  EXPECT_EQ(WriterOf(model::ComputeIndex{kManyWriters}), kManyWriters) << "a rank too high to name is several";
-}
-
-// The memory rank names a row's only writer where its table's merge is a sum
-// (master += delta: the writer's replica then holds the merged value); with
-// any other merge (average here) the row is marked as changed by several.
-TEST(ChangedRows, TheMemoryRankNamesTheWriterOnlyWhereTheMergeIsASum) {
-  for (const std::string policy : {"sum", "average"}) {
-    MergePolicySpec spec;
-    spec.name = policy;
-    RingFixture f(4, 1, {{"w", model::ElementType::kFloat32, 16, 2}}, {spec});
-    ChangedRows changed(f.layout(), model::MemoryIndex{0});
-    f.poller().set_changed_rows(&changed);
-    ASSERT_TRUE(f.writer().Push(f.Batch({3}, 1)).ok());
-    ASSERT_EQ(f.poller().PollOnce(), 1);
-    EXPECT_EQ(changed.writer(model::TableId{0}, 3),
-              policy == "sum" ? WriterOf(model::ComputeIndex{0}) : kManyWriters)
-        << policy;
-  }
-}
-
-// What a reader installed: the value of each row it was given, and how often.
-struct Installed {
-  std::vector<std::int32_t> value = std::vector<std::int32_t>(kRows, -1);
-  std::vector<int> times = std::vector<int>(kRows, 0);
-  int mixed_rows = 0;  // rows whose elements differ: a torn row
-  void Sink(std::size_t offset, std::span<const std::byte> bytes) {
-    for (std::size_t at = 0; at < bytes.size(); at += kRowBytes) {
-      std::int32_t row[kWidth];
-      std::memcpy(row, bytes.data() + at, kRowBytes);
-      const std::size_t r = (offset + at) / kRowBytes;
-      for (std::int32_t x : row) mixed_rows += x != row[0];
-      value[r] = row[0];
-      ++times[r];
-    }
-  }
 };
 
 TEST(PickedChanges, ReadOnlyThePickedRowsOnceEachAtTheirLatestValue) {
@@ -217,90 +139,6 @@ TEST(PickedChanges, ReadOnlyThePickedRowsOnceEachAtTheirLatestValue) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, nullptr);
   EXPECT_EQ(std::count(a.times.begin(), a.times.end(), 0), kRows);
-}
-
-// A reader skips a row only it changed since the generation it holds (its
-// replica has that value); it reads a row another rank changed in any of
-// those generations, at its latest value, even when the latest change is its
-// own. Checking only the latest record's writer would skip row 30 and leave
-// the reader without rank b's change.
-TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
-  RingFixture f(4, 1, WideTable());
-  const PublishedGeometry g = f.published_geometry();
-  ChangedRows changed(f.layout(), model::MemoryIndex{0});
-  SnapshotPublisher publisher(f.published_region(), g, f.layout());
-  FillMaster(f.merger(), 1);
-  publisher.Publish(f.merger().master(), f.poller());
-  const std::uint16_t me = WriterOf(model::ComputeIndex{1}), other = WriterOf(model::ComputeIndex{3});
-  for (const bool skip_own : {true, false}) {
-    metrics::CountingTransport counting(f.transport());
-    SnapshotReader reader(counting, f.remote_published(), g, WaitOptions{});
-    if (skip_own) reader.set_own_writer(me);
-    const SnapshotMeta held = **reader.ReadPickedChanges(SnapshotMeta{}, PickRows({10, 20, 30, 40, 50}), [](auto, auto) {});
-    const std::int32_t base = skip_own ? 10 : 20;
-    SetRows(f, changed, {10, 20}, base + 2, me);  // 10: mine in both; 20: mine, then the other's
-    SetRows(f, changed, {30}, base + 2, other);   // 30: the other's, then mine
-    SetRows(f, changed, {40}, base + 2, me);      // 40: mine and the other's in one generation
-    SetRows(f, changed, {40}, base + 2, other);
-    publisher.Publish(f.merger().master(), f.poller(), changed);
-    changed.Clear();
-    SetRows(f, changed, {10, 30, 50}, base + 3, me);  // 50: mine, once
-    SetRows(f, changed, {20}, base + 3, other);
-    publisher.Publish(f.merger().master(), f.poller(), changed);
-    changed.Clear();
-    Installed got;
-    Result<const SnapshotMeta*> read = reader.ReadPickedChanges(
-        held, PickRows({10, 20, 30, 40, 50}), [&](std::size_t o, std::span<const std::byte> bytes) { got.Sink(o, bytes); });
-    ASSERT_TRUE(read.ok() && *read != nullptr);
-    EXPECT_EQ(got.times[10], skip_own ? 0 : 1) << "row 10: only mine";
-    EXPECT_EQ(got.times[50], skip_own ? 0 : 1) << "row 50: only mine";
-    EXPECT_EQ(got.times[20], 1);
-    EXPECT_EQ(got.value[20], base + 3);
-    EXPECT_EQ(got.times[30], 1) << "row 30: the other rank's change is in it";
-    EXPECT_EQ(got.value[30], base + 3);
-    EXPECT_EQ(got.times[40], 1);
-    EXPECT_EQ(got.value[40], base + 2);
-  }
-}
-
-// The writers cost 2 bytes a record, and are read only where a record since
-// the reader's generation names a single writer (the meta's single-writer
-// end): under a merge that names none (average), a reader with an own
-// writer gets exactly what one without gets.
-TEST(PickedChanges, WritersAreReadOnlyWhereARecordNamesOne) {
-  RingFixture f(4, 1, WideTable());
-  const PublishedGeometry g = f.published_geometry();
-  ChangedRows changed(f.layout(), model::MemoryIndex{0});
-  SnapshotPublisher publisher(f.published_region(), g, f.layout());
-  FillMaster(f.merger(), 1);
-  publisher.Publish(f.merger().master(), f.poller());
-  metrics::CountingTransport with_counting(f.transport()), without_counting(f.transport());
-  SnapshotReader with(with_counting, f.remote_published(), g, WaitOptions{});
-  SnapshotReader without(without_counting, f.remote_published(), g, WaitOptions{});
-  with.set_own_writer(WriterOf(model::ComputeIndex{0}));
-  const auto ignore = [](std::size_t, std::span<const std::byte>) {};
-  SnapshotMeta held_with = **with.ReadPickedChanges(SnapshotMeta{}, PickRows({5, 6, 7}), ignore);
-  SnapshotMeta held_without = **without.ReadPickedChanges(SnapshotMeta{}, PickRows({5, 6, 7}), ignore);
-  const auto refresh = [&](std::int64_t* got_with, std::int64_t* got_without) {
-    const std::int64_t a = with_counting.counters().bytes_get, b = without_counting.counters().bytes_get;
-    held_with = **with.ReadPickedChanges(held_with, PickRows({5, 6, 7}), ignore);
-    held_without = **without.ReadPickedChanges(held_without, PickRows({5, 6, 7}), ignore);
-    *got_with = with_counting.counters().bytes_get - a;
-    *got_without = without_counting.counters().bytes_get - b;
-  };
-  SetRows(f, changed, {5, 6}, 2);  // several writers (or a merge that is not a sum)
-  publisher.Publish(f.merger().master(), f.poller(), changed);
-  changed.Clear();
-  std::int64_t got_with = 0, got_without = 0;
-  refresh(&got_with, &got_without);
-  EXPECT_EQ(got_with, got_without) << "writers read though no record names one";
-  SetRows(f, changed, {5}, 3, WriterOf(model::ComputeIndex{2}));  // another rank alone
-  SetRows(f, changed, {7}, 3);
-  publisher.Publish(f.merger().master(), f.poller(), changed);
-  changed.Clear();
-  refresh(&got_with, &got_without);
-  EXPECT_EQ(got_with, got_without + 2 * static_cast<std::int64_t>(PublishedGeometry::kWriterBytes))
-      << "the two records' writers";
 }
 
 TEST(PickedChanges, ReaderBehindTheLogReadsTheWholeShardOnce) {
@@ -406,7 +244,9 @@ std::vector<RefreshBytes> NarrowRowRefreshes(std::int64_t every, std::size_t ope
                          static_cast<std::int64_t>((*read)->log_end - since.log_end)});
     since = **read;
     for (std::int64_t r : rows) {
-      if (r % every == 0) EXPECT_EQ(held[static_cast<std::size_t>(r)], v) << "row " << r;
+      if (r % every == 0) {
+        EXPECT_EQ(held[static_cast<std::size_t>(r)], v) << "row " << r;
+      }
     }
   }
   return refreshes;

@@ -1,0 +1,62 @@
+// Helpers shared by the picked-read tests (snapshot_picked_test.cc,
+// snapshot_writers_test.cc): a table of 256-byte rows, a picker of some of
+// its rows, a master update that marks the rows changed, and a sink that
+// records what a reader installed. Test-only; not thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "framework/sync/changed_rows.h"
+#include "framework/sync/snapshot.h"
+#include "tests/unit/sync/ring_fixture.h"
+
+namespace stalelearn::sync::picked_test {
+
+using testing::RingFixture;
+
+constexpr std::int64_t kRows = 512;
+constexpr std::int32_t kWidth = 64;  // 256-byte rows: a row read or skipped shows in the bytes got
+constexpr std::size_t kRowBytes = kWidth * 4;
+
+inline std::vector<model::TableSpec> WideTable() { return {{"w", model::ElementType::kInt32, kRows, kWidth}}; }
+
+// Picks the one-row records of `rows` (the row is the id) and every record of
+// several rows (a whole-shard publish), as a partial replica holding `rows` does.
+inline SnapshotReader::RecordPicker PickRows(std::set<std::int64_t> rows) {
+  return {[rows](std::size_t offset, std::size_t bytes) -> std::int64_t {
+            if (bytes != kRowBytes) return SnapshotReader::kAnyRecord;
+            const auto row = static_cast<std::int64_t>(offset / kRowBytes);
+            return rows.contains(row) ? row : SnapshotReader::kNotPicked;
+          }};
+}
+
+inline void SetRows(RingFixture& f, ChangedRows& changed, const std::vector<std::int64_t>& rows, std::int32_t value,
+             std::uint16_t writer = kManyWriters) {
+  for (std::int64_t r : rows) {
+    for (std::int32_t& x : f.merger().mutable_master()[0].IntRow(r)) x = value;
+    changed.Mark(model::TableId{0}, r, writer);
+  }
+}
+
+// What a reader installed: the value of each row it was given, and how often.
+struct Installed {
+  std::vector<std::int32_t> value = std::vector<std::int32_t>(kRows, -1);
+  std::vector<int> times = std::vector<int>(kRows, 0);
+  int mixed_rows = 0;  // rows whose elements differ: a torn row
+  void Sink(std::size_t offset, std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at < bytes.size(); at += kRowBytes) {
+      std::int32_t row[kWidth];
+      std::memcpy(row, bytes.data() + at, kRowBytes);
+      const std::size_t r = (offset + at) / kRowBytes;
+      for (std::int32_t x : row) mixed_rows += x != row[0];
+      value[r] = row[0];
+      ++times[r];
+    }
+  }
+};
+
+}  // namespace stalelearn::sync::picked_test
