@@ -64,6 +64,7 @@ class LinkModel {
   const std::string& name() const { return name_; }
   VirtualDuration overhead() const { return overhead_; }
   VirtualDuration latency() const { return latency_; }
+  double gb_per_s() const { return gb_per_s_; }
   VirtualDuration Serialization(std::uint64_t bytes) const { return BytesAt(double(bytes), gb_per_s_); }
   VirtualDuration Transfer(std::uint64_t bytes) const { return overhead_ + latency_ + Serialization(bytes); }
   VirtualDuration RoundTrip(std::uint64_t bytes) const {

@@ -70,8 +70,8 @@ transport::Capabilities TimingTransport::capabilities() const {
   transport::Capabilities caps = inner_->capabilities();
   // The bytes the link moves in one operation's overhead (at least one row's worth).
   const double per_op_seconds = std::chrono::duration<double>(model_.link.overhead()).count();
-  const double bytes_per_second = 1.0 / std::chrono::duration<double>(model_.link.Serialization(1'000'000'000)).count() * 1e9;
-  caps.operation_cost_bytes = std::max<std::size_t>(64, static_cast<std::size_t>(per_op_seconds * bytes_per_second));
+  caps.operation_cost_bytes =
+      std::max<std::size_t>(64, static_cast<std::size_t>(per_op_seconds * model_.link.gb_per_s() * 1e9));
   return caps;
 }
 

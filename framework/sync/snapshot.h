@@ -227,6 +227,16 @@ class SnapshotReader {
   void DropSuperseded();
   // Gets the writers of records [begin, end) into scratch_->writers.
   Status ReadWriters(std::uint64_t begin, std::uint64_t end);
+  // Whether a read from `since` to `meta` needs the writers: this reader has
+  // one, and some record in that range names a single writer.
+  bool WritersWorthReading(const SnapshotMeta& since, const SnapshotMeta& meta) const {
+    return own_writer_ != kNoWriter && meta.single_writer_end > since.index_end;
+  }
+  // Whether a picked record starting at log position `begin` joins the run
+  // of gets ending at `run_end`: the gap costs less than another get.
+  bool JoinsRun(std::uint64_t run_end, std::uint64_t begin) const {
+    return begin >= run_end && begin - run_end <= operation_cost_bytes_;
+  }
   // Adds a read's cost both ways and picks the way of the next read.
   void WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost);
   Result<const SnapshotMeta*> ReadAllChangesWeighingPicks(const SnapshotMeta& since, const RecordPicker& picker,

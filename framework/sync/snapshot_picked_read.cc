@@ -118,7 +118,7 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
     const std::uint64_t begin = p.position + sizeof(std::uint64_t);
     const std::uint64_t end = begin + p.bytes;
     const bool extend =
-        !spans.empty() && begin >= spans.back().end && begin - spans.back().end <= operation_cost_bytes_;
+        !spans.empty() && JoinsRun(spans.back().end, begin);
     const std::size_t adds = extend ? static_cast<std::size_t>(end - spans.back().end) : p.bytes;
     // About kLogChunkBytes at a time, coalesced or not: a whole-shard
     // publish is one run of adjacent records.
@@ -169,7 +169,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
             }
             scratch_->picked.clear();
             // The writers only where some record since `since` names one.
-            reading_writers_ = own_writer_ != kNoWriter && meta_.single_writer_end > since.index_end;
+            reading_writers_ = WritersWorthReading(since, meta_);
             STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
             std::uint64_t bytes_read =
                 (meta_.index_end - since.index_end) *
@@ -229,7 +229,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
   if (meta != nullptr && whole_reads_ == whole_before && since.generation != 0) {
     // Who changed each record: what a picked read would skip (its writers
     // are counted below; one more get).
-    reading_writers_ = own_writer_ != kNoWriter && meta->single_writer_end > since.index_end;
+    reading_writers_ = WritersWorthReading(since, *meta);
     if (reading_writers_ && meta->index_end - since.index_end <= geometry_.index_entries()) {
       STALELEARN_RETURN_IF_ERROR(ReadWriters(since.index_end, meta->index_end));
       for (PickScratch::Picked& p : scratch_->picked) p.writer = scratch_->writers[p.staged];
@@ -240,7 +240,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
     std::uint64_t fetched = 0, gets = 0, run_end = 0;
     for (const PickScratch::Picked& p : scratch_->picked) {
       const std::uint64_t begin = p.position + sizeof(std::uint64_t);
-      const bool extend = gets > 0 && begin >= run_end && begin - run_end <= operation_cost_bytes_;
+      const bool extend = gets > 0 && JoinsRun(run_end, begin);
       fetched += extend ? begin + p.bytes - run_end : p.bytes;
       gets += extend ? 0 : 1;
       run_end = begin + p.bytes;

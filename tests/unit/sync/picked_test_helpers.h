@@ -13,6 +13,7 @@
 #include "framework/sync/changed_rows.h"
 #include "framework/sync/snapshot.h"
 #include "tests/unit/sync/ring_fixture.h"
+#include "tests/unit/sync/snapshot_checks.h"
 
 namespace stalelearn::sync::picked_test {
 
@@ -56,6 +57,19 @@ struct Installed {
       value[r] = row[0];
       ++times[r];
     }
+  }
+};
+
+// The wide table published whole once (generation 1), with the changed-row
+// set and the publisher that later generations use.
+struct PublishedWideTable {
+  RingFixture f{4, 1, WideTable()};
+  PublishedGeometry g = f.published_geometry();
+  ChangedRows changed{f.layout(), model::MemoryIndex{0}};
+  SnapshotPublisher publisher{f.published_region(), g, f.layout()};
+  PublishedWideTable() {
+    testing::FillMaster(f.merger(), 1);
+    publisher.Publish(f.merger().master(), f.poller());
   }
 };
 

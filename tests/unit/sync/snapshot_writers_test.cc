@@ -17,7 +17,6 @@
 namespace stalelearn::sync {
 namespace {
 
-using testing::FillMaster;
 using testing::RingFixture;
 using namespace picked_test;
 
@@ -66,16 +65,13 @@ TEST(ChangedRows, TheMemoryRankNamesTheWriterOnlyWhereTheMergeIsASum) {
 // own. Checking only the latest record's writer would skip row 30 and leave
 // the reader without rank b's change.
 TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
-  RingFixture f(4, 1, WideTable());
-  const PublishedGeometry g = f.published_geometry();
-  ChangedRows changed(f.layout(), model::MemoryIndex{0});
-  SnapshotPublisher publisher(f.published_region(), g, f.layout());
-  FillMaster(f.merger(), 1);
-  publisher.Publish(f.merger().master(), f.poller());
+  PublishedWideTable t;
+  RingFixture& f = t.f;
+  ChangedRows& changed = t.changed;
   const std::uint16_t me = WriterOf(model::ComputeIndex{1}), other = WriterOf(model::ComputeIndex{3});
   for (const bool skip_own : {true, false}) {
     metrics::CountingTransport counting(f.transport());
-    SnapshotReader reader(counting, f.remote_published(), g, WaitOptions{});
+    SnapshotReader reader(counting, f.remote_published(), t.g, WaitOptions{});
     if (skip_own) reader.set_own_writer(me);
     const SnapshotMeta held = **reader.ReadPickedChanges(SnapshotMeta{}, PickRows({10, 20, 30, 40, 50}), [](auto, auto) {});
     const std::int32_t base = skip_own ? 10 : 20;
@@ -83,11 +79,11 @@ TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
     SetRows(f, changed, {30}, base + 2, other);   // 30: the other's, then mine
     SetRows(f, changed, {40}, base + 2, me);      // 40: mine and the other's in one generation
     SetRows(f, changed, {40}, base + 2, other);
-    publisher.Publish(f.merger().master(), f.poller(), changed);
+    t.publisher.Publish(f.merger().master(), f.poller(), changed);
     changed.Clear();
     SetRows(f, changed, {10, 30, 50}, base + 3, me);  // 50: mine, once
     SetRows(f, changed, {20}, base + 3, other);
-    publisher.Publish(f.merger().master(), f.poller(), changed);
+    t.publisher.Publish(f.merger().master(), f.poller(), changed);
     changed.Clear();
     Installed got;
     Result<const SnapshotMeta*> read = reader.ReadPickedChanges(
@@ -109,15 +105,12 @@ TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
 // end): under a merge that names none (average), a reader with an own
 // writer gets exactly what one without gets.
 TEST(PickedChanges, WritersAreReadOnlyWhereARecordNamesOne) {
-  RingFixture f(4, 1, WideTable());
-  const PublishedGeometry g = f.published_geometry();
-  ChangedRows changed(f.layout(), model::MemoryIndex{0});
-  SnapshotPublisher publisher(f.published_region(), g, f.layout());
-  FillMaster(f.merger(), 1);
-  publisher.Publish(f.merger().master(), f.poller());
+  PublishedWideTable t;
+  RingFixture& f = t.f;
+  ChangedRows& changed = t.changed;
   metrics::CountingTransport with_counting(f.transport()), without_counting(f.transport());
-  SnapshotReader with(with_counting, f.remote_published(), g, WaitOptions{});
-  SnapshotReader without(without_counting, f.remote_published(), g, WaitOptions{});
+  SnapshotReader with(with_counting, f.remote_published(), t.g, WaitOptions{});
+  SnapshotReader without(without_counting, f.remote_published(), t.g, WaitOptions{});
   with.set_own_writer(WriterOf(model::ComputeIndex{0}));
   const auto ignore = [](std::size_t, std::span<const std::byte>) {};
   SnapshotMeta held_with = **with.ReadPickedChanges(SnapshotMeta{}, PickRows({5, 6, 7}), ignore);
@@ -130,14 +123,14 @@ TEST(PickedChanges, WritersAreReadOnlyWhereARecordNamesOne) {
     *got_without = without_counting.counters().bytes_get - b;
   };
   SetRows(f, changed, {5, 6}, 2);  // several writers (or a merge that is not a sum)
-  publisher.Publish(f.merger().master(), f.poller(), changed);
+  t.publisher.Publish(f.merger().master(), f.poller(), changed);
   changed.Clear();
   std::int64_t got_with = 0, got_without = 0;
   refresh(&got_with, &got_without);
   EXPECT_EQ(got_with, got_without) << "writers read though no record names one";
   SetRows(f, changed, {5}, 3, WriterOf(model::ComputeIndex{2}));  // another rank alone
   SetRows(f, changed, {7}, 3);
-  publisher.Publish(f.merger().master(), f.poller(), changed);
+  t.publisher.Publish(f.merger().master(), f.poller(), changed);
   changed.Clear();
   refresh(&got_with, &got_without);
   EXPECT_EQ(got_with, got_without + 2 * static_cast<std::int64_t>(PublishedGeometry::kWriterBytes))
