@@ -1,6 +1,7 @@
 #include "framework/runtime/replica_refresher.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "framework/sync/batch_codec.h"
@@ -19,6 +20,25 @@ ReplicaRefresher::ReplicaRefresher(transport::Transport& transport, const model:
     // master += delta) hold master + own pending deltas already: not read.
     readers_.back()->set_own_writer(sync::WriterOf(me));
   }
+  // Each table's rows in each shard, and the exact division by its row size.
+  spans_.resize(published.size());
+  for (std::size_t m = 0; m < published.size(); ++m) {
+    const model::MemoryIndex mi{static_cast<int>(m)};
+    for (std::size_t t = 0; t < layout_.tables().size(); ++t) {
+      const model::TableId table{static_cast<std::uint32_t>(t)};
+      const model::RowPartition& partition = layout_.partition(table);
+      TableSpan span{table, layout_.TableOffset(mi, table), 0, layout_.tables()[t].row_bytes()};
+      span.last = span.first + static_cast<std::size_t>(partition.ShardRows(mi)) * span.row_bytes;
+      span.shift = std::countr_zero(span.row_bytes);
+      const std::uint64_t odd = span.row_bytes >> span.shift;
+      for (int i = 0; i < 6; ++i) span.inverse *= 2 - odd * span.inverse;  // Newton: 1, 2, 4, ... 64 bits
+      if (partition.ShardRows(mi) > 0) {
+        span.row_base = partition.GlobalRow(mi, 0).value;
+        if (partition.ShardRows(mi) > 1) span.row_stride = partition.GlobalRow(mi, 1).value - span.row_base;
+      }
+      spans_[m].push_back(span);
+    }
+  }
   installed_.resize(published.size());
   installed_merged_.assign(published.size(), std::vector<std::uint64_t>(compute, 0));
   pending_.resize(published.size());
@@ -34,35 +54,17 @@ std::size_t ReplicaRefresher::pending_batches() const {
   return n;
 }
 
-std::optional<ReplicaRefresher::TableSpan> ReplicaRefresher::TableAt(model::MemoryIndex m, std::size_t offset) const {
-  const std::vector<model::TableSpec>& tables = layout_.tables();
-  for (std::size_t t = 0; t < tables.size(); ++t) {
-    const model::TableId table{static_cast<std::uint32_t>(t)};
-    const std::size_t row_bytes = tables[t].row_bytes();
-    const std::size_t first = layout_.TableOffset(m, table);
-    const std::size_t last = first + static_cast<std::size_t>(layout_.partition(table).ShardRows(m)) * row_bytes;
-    if (offset < last) return TableSpan{table, first, last, row_bytes};
-  }
-  return std::nullopt;
-}
-
-std::int64_t ReplicaRefresher::SlotAt(model::MemoryIndex m, const TableSpan& span, std::size_t offset,
-                                      const model::Replica& replica) const {
-  const auto local = static_cast<std::int64_t>((offset - span.first) / span.row_bytes);
-  return replica.SlotOf(span.table, layout_.partition(span.table).GlobalRow(m, local));
-}
-
 void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes,
                                model::Replica& replica) {
   model::TableSet& values = replica.mutable_tables();
   const std::size_t start = offset;
   const std::size_t end = offset + bytes.size();
   while (offset < end) {
-    const std::optional<TableSpan> span = TableAt(m, offset);
-    if (!span) return;
+    const TableSpan* span = TableAt(m, offset);
+    if (span == nullptr) return;
     std::vector<std::uint32_t>& stamps = installed_in_[span->table.value];
     for (; offset < end && offset < span->last; offset += span->row_bytes) {
-      const std::int64_t slot = SlotAt(m, *span, offset, replica);
+      const std::int64_t slot = SlotAt(*span, offset, replica);
       if (slot < 0) continue;
       std::memcpy(values[span->table.value].RowBytes(slot), bytes.data() + (offset - start), span->row_bytes);
       stamps[static_cast<std::size_t>(slot)] = refresh_number_;
@@ -74,12 +76,20 @@ void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::sp
 
 std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,
                                     const model::Replica& replica) const {
-  const std::optional<TableSpan> span = TableAt(m, offset);
-  if (!span) return sync::SnapshotReader::kNotPicked;
+  const TableSpan* span = TableAt(m, offset);
+  if (span == nullptr) return sync::SnapshotReader::kNotPicked;
   if (bytes != span->row_bytes) return sync::SnapshotReader::kAnyRecord;  // several rows (a whole-shard publish)
-  const std::int64_t slot = SlotAt(m, *span, offset, replica);
-  // The row's shard offset names it: one id per row, whatever the table.
-  return slot < 0 ? sync::SnapshotReader::kNotPicked : static_cast<std::int64_t>(offset);
+  const std::int64_t slot = SlotAt(*span, offset, replica);
+  // Dense ids, one per replica slot over all tables (RecordPicker::id_count).
+  return slot < 0 ? sync::SnapshotReader::kNotPicked
+                  : static_cast<std::int64_t>(first_id_[span->table.value]) + slot;
+}
+
+void ReplicaRefresher::PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,
+                                    const model::Replica& replica) const {
+  const TableSpan* span = TableAt(m, offset);
+  if (span == nullptr || bytes != span->row_bytes) return;
+  replica.PrefetchSlotOf(span->table, model::RowId{span->GlobalRow(offset)});
 }
 
 void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& replica) const {
@@ -110,14 +120,19 @@ void ReplicaRefresher::TakeDropped(std::vector<std::vector<std::byte>>& out) {
 
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   if (installed_in_.empty()) {
-    for (const model::RowBlock& block : replica.tables()) installed_in_.emplace_back(block.rows(), 0);
+    for (const model::RowBlock& block : replica.tables()) {
+      installed_in_.emplace_back(block.rows(), 0);
+      first_id_.push_back(id_count_);
+      id_count_ += static_cast<std::size_t>(block.rows());
+    }
   }
   ++refresh_number_;
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
     const std::uint64_t whole_before = readers_[i]->whole_reads();
     const sync::SnapshotReader::RecordPicker picker{
-        [&](std::size_t offset, std::size_t bytes) { return Pick(m, offset, bytes, replica); }};
+        [&](std::size_t offset, std::size_t bytes) { return Pick(m, offset, bytes, replica); }, id_count_,
+        [&](std::size_t offset, std::size_t bytes) { PrefetchPick(m, offset, bytes, replica); }};
     STALELEARN_ASSIGN_OR_RETURN(
         const sync::SnapshotMeta* meta,
         readers_[i]->ReadPickedChanges(installed_[i], picker, [&](std::size_t offset, std::span<const std::byte> bytes) {

@@ -78,19 +78,39 @@ class ReplicaRefresher {
   // replica holds, stamping them as installed by this refresh.
   void Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes, model::Replica& replica);
   // The table of shard m whose rows hold shard byte `offset`: where its rows
-  // begin and end in the shard bytes, and its row size.
+  // begin and end in the shard bytes, its row size, and how an offset maps
+  // to a global row without dividing (one lookup per change record read;
+  // built once per memory rank).
   struct TableSpan {
     model::TableId table;
     std::size_t first, last, row_bytes;
+    int shift = 0;              // row_bytes = odd << shift
+    std::uint64_t inverse = 1;  // of odd, mod 2^64: exact division is a multiply
+    std::int64_t row_base = 0, row_stride = 1;  // global row = base + local x stride
+    // The global row at shard byte `offset` (inside this span).
+    std::int64_t GlobalRow(std::size_t offset) const {
+      const std::uint64_t bytes = offset - first;
+      std::uint64_t local = (bytes >> shift) * inverse;
+      if (local * row_bytes != bytes) local = bytes / row_bytes;  // not on a row start (a peer's bad key)
+      return row_base + static_cast<std::int64_t>(local) * row_stride;
+    }
   };
-  std::optional<TableSpan> TableAt(model::MemoryIndex m, std::size_t offset) const;
+  const TableSpan* TableAt(model::MemoryIndex m, std::size_t offset) const {
+    for (const TableSpan& span : spans_[m.value]) {
+      if (offset < span.last) return &span;
+    }
+    return nullptr;
+  }
   // The replica slot of the row at shard byte `offset` of `span`, or -1.
-  std::int64_t SlotAt(model::MemoryIndex m, const TableSpan& span, std::size_t offset,
-                      const model::Replica& replica) const;
+  static std::int64_t SlotAt(const TableSpan& span, std::size_t offset, const model::Replica& replica) {
+    return replica.SlotOf(span.table, model::RowId{span.GlobalRow(offset)});
+  }
   // Which change records of shard m the replica wants: a one-row record of a
   // row it holds by an id (the row's shard offset), a record of several rows
   // as it is.
   std::int64_t Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
+  // Asks for the cache line Pick will read for that record.
+  void PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
   void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;
 
   const model::ModelLayout& layout_;
@@ -101,6 +121,9 @@ class ReplicaRefresher {
   std::vector<std::deque<Pending>> pending_;                    // [m], by sequence
   std::vector<std::vector<std::byte>> dropped_;                 // dropped batches' memory, until taken
   std::vector<std::vector<std::uint32_t>> installed_in_;        // [table][replica slot]: refresh that wrote it
+  std::vector<std::size_t> first_id_;                           // [table]: picker id of its slot 0
+  std::size_t id_count_ = 0;                                    // replica slots over all tables
+  std::vector<std::vector<TableSpan>> spans_;                   // [m][table]
   sync::SnapshotReader::PickScratch pick_scratch_;              // shared by readers_ (one at a time)
   std::uint32_t refresh_number_ = 0;
   RefreshCounters counters_;

@@ -136,8 +136,15 @@ class SnapshotReader {
   // way (reading all records, as ReadChanges, it still asks the picker, to
   // know what picking would have cost). `sink` then also gets records the
   // picker did not pick; the caller ignores rows it does not hold. Blocking.
+  // With id_count > 0 the picker promises ids below it: superseded records
+  // are then found through an array over the ids (PickScratch::latest_of_id)
+  // instead of by sorting the picked records. `prefetch`, if set, is told
+  // about a record some records before pick is asked about it (so the
+  // picker's lookups of scattered rows overlap).
   struct RecordPicker {
     std::function<std::int64_t(std::size_t shard_offset, std::size_t bytes)> pick;
+    std::size_t id_count = 0;
+    std::function<void(std::size_t shard_offset, std::size_t bytes)> prefetch = nullptr;
   };
   // What a picked read works in (capacity reused from read to read). A
   // refresh reads its memory ranks one after another, so one set serves all
@@ -155,6 +162,9 @@ class SnapshotReader {
     };
     std::vector<Picked> picked;        // the records picked, in log order
     std::vector<std::uint32_t> by_id;  // DropSuperseded: picked indices sorted by id
+    // DropSuperseded with dense ids: per id, the latest picked record (and
+    // whether all its records name the own writer); kNoRecord between reads.
+    std::vector<std::uint32_t> latest_of_id;
     std::vector<std::byte> index;      // a chunk of index entries
     std::vector<std::uint16_t> writers;  // their writers
     std::vector<std::byte> rows;       // fetched rows
@@ -224,7 +234,7 @@ class SnapshotReader {
   std::uint64_t AllRecordsCost(std::uint64_t from, std::uint64_t to) const;
   // Keeps the latest of the picked records with one id (log order stays);
   // none of them when all name own_writer_.
-  void DropSuperseded();
+  void DropSuperseded(std::size_t id_count);
   // Gets the writers of records [begin, end) into scratch_->writers.
   Status ReadWriters(std::uint64_t begin, std::uint64_t end);
   // Whether a read from `since` to `meta` needs the writers: this reader has

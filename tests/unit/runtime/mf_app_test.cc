@@ -91,7 +91,7 @@ std::vector<Rating> InterleavedRatings() {
   std::vector<Rating> ratings;
   for (int round = 0; round < 9; ++round) {
     for (std::int64_t u = 0; u < 40; ++u) {
-      if (round <= u % 9) ratings.push_back({UserIndex{u}, ItemIndex{(u * 7 + round) % 13}, 3.0f, 0});
+      if (round <= u % 9) ratings.push_back({UserIndex{static_cast<std::uint32_t>(u)}, ItemIndex{static_cast<std::uint32_t>((u * 7 + round) % 13)}, 3.0f, 0});
     }
   }
   return ratings;

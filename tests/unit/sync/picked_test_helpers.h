@@ -27,12 +27,15 @@ inline std::vector<model::TableSpec> WideTable() { return {{"w", model::ElementT
 
 // Picks the one-row records of `rows` (the row is the id) and every record of
 // several rows (a whole-shard publish), as a partial replica holding `rows` does.
-inline SnapshotReader::RecordPicker PickRows(std::set<std::int64_t> rows) {
+// id_count = kRows promises dense ids (RecordPicker::id_count), as the
+// replica refresher does; 0 leaves the reader to sort them.
+inline SnapshotReader::RecordPicker PickRows(std::set<std::int64_t> rows, std::size_t id_count = 0) {
   return {[rows](std::size_t offset, std::size_t bytes) -> std::int64_t {
             if (bytes != kRowBytes) return SnapshotReader::kAnyRecord;
             const auto row = static_cast<std::int64_t>(offset / kRowBytes);
             return rows.contains(row) ? row : SnapshotReader::kNotPicked;
-          }};
+          },
+          id_count};
 }
 
 inline void SetRows(RingFixture& f, ChangedRows& changed, const std::vector<std::int64_t>& rows, std::int32_t value,

@@ -63,8 +63,11 @@ TEST(ChangedRows, TheMemoryRankNamesTheWriterOnlyWhereTheMergeIsASum) {
 // replica has that value); it reads a row another rank changed in any of
 // those generations, at its latest value, even when the latest change is its
 // own. Checking only the latest record's writer would skip row 30 and leave
-// the reader without rank b's change.
+// the reader without rank b's change. The same whether the reader sorts the
+// picked records by id or the picker promises dense ids (an array per id).
 TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
+  for (const std::size_t id_count : {std::size_t{0}, static_cast<std::size_t>(kRows)}) {
+  SCOPED_TRACE(id_count == 0 ? "ids sorted" : "dense ids");
   PublishedWideTable t;
   RingFixture& f = t.f;
   ChangedRows& changed = t.changed;
@@ -73,7 +76,8 @@ TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
     metrics::CountingTransport counting(f.transport());
     SnapshotReader reader(counting, f.remote_published(), t.g, WaitOptions{});
     if (skip_own) reader.set_own_writer(me);
-    const SnapshotMeta held = **reader.ReadPickedChanges(SnapshotMeta{}, PickRows({10, 20, 30, 40, 50}), [](auto, auto) {});
+    const SnapshotMeta held =
+        **reader.ReadPickedChanges(SnapshotMeta{}, PickRows({10, 20, 30, 40, 50}, id_count), [](auto, auto) {});
     const std::int32_t base = skip_own ? 10 : 20;
     SetRows(f, changed, {10, 20}, base + 2, me);  // 10: mine in both; 20: mine, then the other's
     SetRows(f, changed, {30}, base + 2, other);   // 30: the other's, then mine
@@ -87,7 +91,8 @@ TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
     changed.Clear();
     Installed got;
     Result<const SnapshotMeta*> read = reader.ReadPickedChanges(
-        held, PickRows({10, 20, 30, 40, 50}), [&](std::size_t o, std::span<const std::byte> bytes) { got.Sink(o, bytes); });
+        held, PickRows({10, 20, 30, 40, 50}, id_count),
+        [&](std::size_t o, std::span<const std::byte> bytes) { got.Sink(o, bytes); });
     ASSERT_TRUE(read.ok() && *read != nullptr);
     EXPECT_EQ(got.times[10], skip_own ? 0 : 1) << "row 10: only mine";
     EXPECT_EQ(got.times[50], skip_own ? 0 : 1) << "row 50: only mine";
@@ -97,6 +102,7 @@ TEST(PickedChanges, RowsOnlyTheReaderChangedAreNotReadBack) {
     EXPECT_EQ(got.value[30], base + 3);
     EXPECT_EQ(got.times[40], 1);
     EXPECT_EQ(got.value[40], base + 2);
+  }
   }
 }
 
