@@ -41,8 +41,9 @@ Result<TrainerResult> ClockLoop::Run() {
   const int epochs = env_.config.training().epochs();
   const int eval_every = env_.config.training().eval_every_epochs();
   const std::int64_t clocks_per_epoch = schedule_.clocks_per_epoch();
+  // A full-size model, made at the first evaluation during the run and
+  // reused for the final read: a run evaluated only at its end makes one.
   TableSet eval_model;
-  if (evaluator_ != nullptr) eval_model = model::MakeTableSet(env_.layout.tables());
   std::vector<std::int64_t> order;
   for (int epoch = 0; epoch < epochs; ++epoch) {
     schedule_.EpochOrderInto(epoch, order);
@@ -76,6 +77,7 @@ Result<TrainerResult> ClockLoop::Run() {
     const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
     const bool before_resume = clock_offset_ + (epoch + 1) * clocks_per_epoch < first_clock_;
     if (evaluator_ != nullptr && !last && !before_resume && (epoch + 1) % eval_every == 0) {
+      if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables());
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
     }
@@ -83,7 +85,7 @@ Result<TrainerResult> ClockLoop::Run() {
   STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(clock_offset_ + epochs * clocks_per_epoch)));
   if (evaluator_ != nullptr) {
     // Read while the memory ranks still progress (before any collective).
-    final_model_ = model::MakeTableSet(env_.layout.tables());
+    final_model_ = eval_model.empty() ? model::MakeTableSet(env_.layout.tables()) : std::move(eval_model);
     STALELEARN_RETURN_IF_ERROR(mode_.ReadFinalModel(final_model_));
   }
   STALELEARN_RETURN_IF_ERROR(mode_.Release());
