@@ -26,7 +26,20 @@ Result<std::string> ReadWholeFile(const std::filesystem::path& file) {
   if (!in) return Unavailable(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
   std::string bytes;
   try {
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // A regular file is read in one call into a string of its size (a
+    // character-at-a-time read grew the string ~30 times and ran at a tenth
+    // of the disk's speed on a 367 MB ratings file). Anything else, or a
+    // file that grew meanwhile, is read to its end as a stream.
+    const std::uintmax_t size = std::filesystem::is_regular_file(file, ec) ? std::filesystem::file_size(file, ec) : 0;
+    if (!ec && size > 0) {
+      bytes.resize(static_cast<std::size_t>(size));
+      in.read(bytes.data(), static_cast<std::streamsize>(size));
+      bytes.resize(static_cast<std::size_t>(in.gcount()));
+      if (in.bad()) return Unavailable(fmt::format("{}: read failed", file.string()));
+      if (static_cast<std::uintmax_t>(in.gcount()) < size) return bytes;  // shrank meanwhile: what was there
+      in.clear();
+    }
+    bytes.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   } catch (const std::ios_base::failure&) {  // a read error (EIO, ...) throws the same way
     return Unavailable(fmt::format("{}: read failed: {}", file.string(), std::strerror(errno)));
   }

@@ -1,4 +1,5 @@
 // Ratings TSV reader and the deterministic train/test split.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +32,36 @@ TEST(RatingsTsvTest, ReadsAndRemapsIdsInAscendingOrder) {
   EXPECT_EQ(table->ratings[1].user, UserIndex{0});
   EXPECT_FLOAT_EQ(table->ratings[1].value, 0.5f);  // CRLF stripped
   EXPECT_EQ(table->ratings[2].timestamp, 1002);
+}
+
+// Ids in a small range are indexed through an array over the range, others
+// (negative, or far above their count) by sorting: both give the same
+// indices. The second file is the first with every id mapped through an
+// increasing function into the sorted case.
+TEST(RatingsTsvTest, FarApartAndNegativeIdsAreRemappedAsSmallOnesAre) {
+  const auto file = [](auto user, auto item) {
+    std::string text = "userId\tmovieId\trating\n";
+    const int pairs[][2] = {{7, 300}, {3, 100}, {7, 100}, {0, 2}, {3, 300}, {12, 7}};
+    for (const auto& p : pairs) text += fmt::format("{}\t{}\t3\n", user(p[0]), item(p[1]));
+    return text;
+  };
+  const auto same = [](std::int64_t id) { return id; };
+  const auto far = [](std::int64_t id) { return id * 1'000'000'000'000 - 5; };
+  Result<RatingsTable> small = ParseRatingsTsv(file(same, same), "small.tsv");
+  Result<RatingsTable> spread = ParseRatingsTsv(file(far, far), "far.tsv");
+  ASSERT_TRUE(small.ok() && spread.ok());
+  EXPECT_EQ(small->user_ids, (std::vector<std::int64_t>{0, 3, 7, 12}));
+  EXPECT_EQ(small->item_ids, (std::vector<std::int64_t>{2, 7, 100, 300}));
+  EXPECT_EQ(spread->user_ids, (std::vector<std::int64_t>{far(0), far(3), far(7), far(12)}));
+  ASSERT_EQ(small->ratings.size(), spread->ratings.size());
+  for (std::size_t i = 0; i < small->ratings.size(); ++i) {
+    EXPECT_EQ(small->ratings[i].user, spread->ratings[i].user) << "rating " << i;
+    EXPECT_EQ(small->ratings[i].item, spread->ratings[i].item) << "rating " << i;
+    EXPECT_EQ(small->user_ids[static_cast<std::size_t>(small->ratings[i].user)] * 1'000'000'000'000 - 5,
+              spread->user_ids[static_cast<std::size_t>(spread->ratings[i].user)]);
+  }
+  EXPECT_EQ(small->ratings[5].user, UserIndex{3});  // user 12, the largest
+  EXPECT_EQ(small->ratings[3].item, ItemIndex{0});  // item 2, the smallest
 }
 
 TEST(RatingsTsvTest, TimestampColumnIsOptional) {
