@@ -85,6 +85,17 @@ std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, st
                   : static_cast<std::int64_t>(first_id_[span->table.value]) + slot;
 }
 
+void ReplicaRefresher::InstallPicked(model::MemoryIndex m, std::int64_t id, std::size_t offset,
+                                     std::span<const std::byte> bytes, model::Replica& replica) {
+  const TableSpan* span = TableAt(m, offset);
+  const std::size_t t = span->table.value;
+  const auto slot = static_cast<std::size_t>(id) - first_id_[t];  // Pick's id: that table's slot
+  std::memcpy(replica.mutable_tables()[t].RowBytes(static_cast<std::int64_t>(slot)), bytes.data(), bytes.size());
+  installed_in_[t][slot] = refresh_number_;
+  ++counters_.rows_installed;
+  counters_.bytes_installed += bytes.size();
+}
+
 void ReplicaRefresher::PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,
                                     const model::Replica& replica) const {
   const TableSpan* span = TableAt(m, offset);
@@ -132,7 +143,10 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
     const std::uint64_t whole_before = readers_[i]->whole_reads();
     const sync::SnapshotReader::RecordPicker picker{
         [&](std::size_t offset, std::size_t bytes) { return Pick(m, offset, bytes, replica); }, id_count_,
-        [&](std::size_t offset, std::size_t bytes) { PrefetchPick(m, offset, bytes, replica); }};
+        [&](std::size_t offset, std::size_t bytes) { PrefetchPick(m, offset, bytes, replica); },
+        [&](std::int64_t id, std::size_t offset, std::span<const std::byte> bytes) {
+          InstallPicked(m, id, offset, bytes, replica);
+        }};
     STALELEARN_ASSIGN_OR_RETURN(
         const sync::SnapshotMeta* meta,
         readers_[i]->ReadPickedChanges(installed_[i], picker, [&](std::size_t offset, std::span<const std::byte> bytes) {

@@ -109,6 +109,9 @@ class ReplicaRefresher {
   // row it holds by an id (the row's shard offset), a record of several rows
   // as it is.
   std::int64_t Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
+  // Install for one picked row, named by the id Pick gave it (no lookup).
+  void InstallPicked(model::MemoryIndex m, std::int64_t id, std::size_t offset, std::span<const std::byte> bytes,
+                     model::Replica& replica);
   // Asks for the cache line Pick will read for that record.
   void PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
   void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;

@@ -140,11 +140,14 @@ class SnapshotReader {
   // are then found through an array over the ids (PickScratch::latest_of_id)
   // instead of by sorting the picked records. `prefetch`, if set, is told
   // about a record some records before pick is asked about it (so the
-  // picker's lookups of scattered rows overlap).
+  // picker's lookups of scattered rows overlap). `take`, if set, gets each
+  // picked record that has an id, with its id (so the caller need not look
+  // the row up again), instead of `sink`.
   struct RecordPicker {
     std::function<std::int64_t(std::size_t shard_offset, std::size_t bytes)> pick;
     std::size_t id_count = 0;
     std::function<void(std::size_t shard_offset, std::size_t bytes)> prefetch = nullptr;
+    std::function<void(std::int64_t id, std::size_t shard_offset, std::span<const std::byte> bytes)> take = nullptr;
   };
   // What a picked read works in (capacity reused from read to read). A
   // refresh reads its memory ranks one after another, so one set serves all

@@ -234,7 +234,12 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
               if (!logged) break;
               for (; next < end; ++next) {
                 const PickScratch::Picked& p = scratch_->picked[next];
-                sink(p.shard_offset, std::span<const std::byte>(scratch_->rows.data() + p.staged, p.bytes));
+                const std::span<const std::byte> bytes(scratch_->rows.data() + p.staged, p.bytes);
+                if (picker.take && p.id >= 0) {
+                  picker.take(p.id, p.shard_offset, bytes);
+                } else {
+                  sink(p.shard_offset, bytes);
+                }
               }
             }
             if (!logged) {
