@@ -236,8 +236,12 @@ class SnapshotReader {
   // plus gets, as ReadChanges reads them), in bytes.
   std::uint64_t AllRecordsCost(std::uint64_t from, std::uint64_t to) const;
   // Keeps the latest of the picked records with one id (log order stays);
-  // none of them when all name own_writer_.
+  // none of them when all name own_writer_. Marks the others (bytes = 0)
+  // through an array over ids below id_count, or by sorting when the picker
+  // gave no id_count, then erases them.
   void DropSuperseded(std::size_t id_count);
+  void MarkSupersededByIdArray(std::size_t id_count);
+  void MarkSupersededBySorting();
   // Gets the writers of records [begin, end) into scratch_->writers.
   Status ReadWriters(std::uint64_t begin, std::uint64_t end);
   // Whether a read from `since` to `meta` needs the writers: this reader has

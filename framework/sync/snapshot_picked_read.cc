@@ -86,58 +86,68 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
 
 void SnapshotReader::DropSuperseded(std::size_t id_count) {
   std::vector<PickScratch::Picked>& picked = scratch_->picked;
-  const bool own = own_writer_ != kNoWriter;
   if (id_count > 0 && picked.size() < kLatestFlag - 1) {
-    // Dense ids: one pass in log order keeps each id's latest record (an
-    // earlier one is dropped as the next arrives), a second drops a latest
-    // record whose id's records all named the own writer, and resets the
-    // array for the next read. O(picked), no sort.
-    std::vector<std::uint32_t>& latest = scratch_->latest_of_id;
-    if (latest.size() < id_count) latest.resize(id_count, kNoRecord);
-    for (std::size_t i = 0; i < picked.size(); ++i) {
-      if (i + kPickAhead < picked.size() && picked[i + kPickAhead].id >= 0) {
-        __builtin_prefetch(latest.data() + picked[i + kPickAhead].id);
-      }
-      PickScratch::Picked& p = picked[i];
-      if (p.id < 0) continue;
-      std::uint32_t& slot = latest[static_cast<std::size_t>(p.id)];
-      bool all_own = own && p.writer == own_writer_;
-      if (slot != kNoRecord) {
-        picked[slot & ~kLatestFlag].bytes = 0;
-        all_own = all_own && (slot & kLatestFlag) != 0;
-      }
-      slot = static_cast<std::uint32_t>(i) | (all_own ? kLatestFlag : 0);
-    }
-    for (PickScratch::Picked& p : picked) {
-      if (p.id < 0 || p.bytes == 0) continue;
-      std::uint32_t& slot = latest[static_cast<std::size_t>(p.id)];
-      if ((slot & kLatestFlag) != 0) p.bytes = 0;
-      slot = kNoRecord;
-    }
+    MarkSupersededByIdArray(id_count);
   } else {
-    // Sorting the picked records by id keeps memory to what was picked (an
-    // array over every id, per memory rank read, was 1.6 GB at --ranks 64:8).
-    std::vector<std::uint32_t>& by_id = scratch_->by_id;
-    by_id.clear();
-    for (std::size_t i = 0; i < picked.size(); ++i) {
-      if (picked[i].id >= 0) by_id.push_back(static_cast<std::uint32_t>(i));
-    }
-    std::ranges::stable_sort(by_id, {}, [&](std::uint32_t i) { return picked[i].id; });  // log order within an id
-    for (std::size_t k = 0; k < by_id.size();) {
-      std::size_t last = k;  // the records of one id are by_id[k..last]
-      bool all_own = own;
-      for (;; ++last) {
-        all_own = all_own && picked[by_id[last]].writer == own_writer_;
-        if (last + 1 == by_id.size() || picked[by_id[last + 1]].id != picked[by_id[k]].id) break;
-      }
-      // A later record follows: only the latest is read. None is when this
-      // reader alone changed the row since the generation it holds.
-      for (std::size_t j = k; j < last; ++j) picked[by_id[j]].bytes = 0;
-      if (all_own) picked[by_id[last]].bytes = 0;
-      k = last + 1;
-    }
+    MarkSupersededBySorting();
   }
   std::erase_if(picked, [](const PickScratch::Picked& p) { return p.bytes == 0; });
+}
+
+void SnapshotReader::MarkSupersededByIdArray(std::size_t id_count) {
+  // One pass in log order keeps each id's latest record (an earlier one is
+  // marked as the next arrives); a second marks a latest record whose id's
+  // records all named the own writer, and resets the array for the next
+  // read. O(picked), no sort.
+  std::vector<PickScratch::Picked>& picked = scratch_->picked;
+  const bool own = own_writer_ != kNoWriter;
+  std::vector<std::uint32_t>& latest = scratch_->latest_of_id;
+  if (latest.size() < id_count) latest.resize(id_count, kNoRecord);
+  for (std::size_t i = 0; i < picked.size(); ++i) {
+    if (i + kPickAhead < picked.size() && picked[i + kPickAhead].id >= 0) {
+      __builtin_prefetch(latest.data() + picked[i + kPickAhead].id);
+    }
+    PickScratch::Picked& p = picked[i];
+    if (p.id < 0) continue;
+    std::uint32_t& slot = latest[static_cast<std::size_t>(p.id)];
+    bool all_own = own && p.writer == own_writer_;
+    if (slot != kNoRecord) {
+      picked[slot & ~kLatestFlag].bytes = 0;
+      all_own = all_own && (slot & kLatestFlag) != 0;
+    }
+    slot = static_cast<std::uint32_t>(i) | (all_own ? kLatestFlag : 0);
+  }
+  for (PickScratch::Picked& p : picked) {
+    if (p.id < 0 || p.bytes == 0) continue;  // each id's latest record, once
+    std::uint32_t& slot = latest[static_cast<std::size_t>(p.id)];
+    if ((slot & kLatestFlag) != 0) p.bytes = 0;
+    slot = kNoRecord;
+  }
+}
+
+void SnapshotReader::MarkSupersededBySorting() {
+  // Sorting the picked records by id keeps memory to what was picked (an
+  // array over every id, per memory rank read, was 1.6 GB at --ranks 64:8).
+  std::vector<PickScratch::Picked>& picked = scratch_->picked;
+  std::vector<std::uint32_t>& by_id = scratch_->by_id;
+  by_id.clear();
+  for (std::size_t i = 0; i < picked.size(); ++i) {
+    if (picked[i].id >= 0) by_id.push_back(static_cast<std::uint32_t>(i));
+  }
+  std::ranges::stable_sort(by_id, {}, [&](std::uint32_t i) { return picked[i].id; });  // log order within an id
+  for (std::size_t k = 0; k < by_id.size();) {
+    std::size_t last = k;  // the records of one id are by_id[k..last]
+    bool all_own = own_writer_ != kNoWriter;
+    for (;; ++last) {
+      all_own = all_own && picked[by_id[last]].writer == own_writer_;
+      if (last + 1 == by_id.size() || picked[by_id[last + 1]].id != picked[by_id[k]].id) break;
+    }
+    // A later record follows: only the latest is read. None is when this
+    // reader alone changed the row since the generation it holds.
+    for (std::size_t j = k; j < last; ++j) picked[by_id[j]].bytes = 0;
+    if (all_own) picked[by_id[last]].bytes = 0;
+    k = last + 1;
+  }
 }
 
 std::uint64_t SnapshotReader::AllRecordsCost(std::uint64_t from, std::uint64_t to) const {
