@@ -56,22 +56,24 @@ std::size_t ReplicaRefresher::pending_batches() const {
 
 void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes,
                                model::Replica& replica) {
-  model::TableSet& values = replica.mutable_tables();
   const std::size_t start = offset;
   const std::size_t end = offset + bytes.size();
   while (offset < end) {
     const TableSpan* span = TableAt(m, offset);
     if (span == nullptr) return;
-    std::vector<std::uint32_t>& stamps = installed_in_[span->table.value];
     for (; offset < end && offset < span->last; offset += span->row_bytes) {
       const std::int64_t slot = SlotAt(*span, offset, replica);
-      if (slot < 0) continue;
-      std::memcpy(values[span->table.value].RowBytes(slot), bytes.data() + (offset - start), span->row_bytes);
-      stamps[static_cast<std::size_t>(slot)] = refresh_number_;
-      ++counters_.rows_installed;
-      counters_.bytes_installed += span->row_bytes;
+      if (slot >= 0) InstallRow(span->table, slot, bytes.subspan(offset - start, span->row_bytes), replica);
     }
   }
+}
+
+void ReplicaRefresher::InstallRow(model::TableId table, std::int64_t slot, std::span<const std::byte> row,
+                                  model::Replica& replica) {
+  std::memcpy(replica.mutable_tables()[table.value].RowBytes(slot), row.data(), row.size());
+  installed_in_[table.value][static_cast<std::size_t>(slot)] = refresh_number_;
+  ++counters_.rows_installed;
+  counters_.bytes_installed += row.size();
 }
 
 std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,
@@ -87,13 +89,9 @@ std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, st
 
 void ReplicaRefresher::InstallPicked(model::MemoryIndex m, std::int64_t id, std::size_t offset,
                                      std::span<const std::byte> bytes, model::Replica& replica) {
-  const TableSpan* span = TableAt(m, offset);
-  const std::size_t t = span->table.value;
-  const auto slot = static_cast<std::size_t>(id) - first_id_[t];  // Pick's id: that table's slot
-  std::memcpy(replica.mutable_tables()[t].RowBytes(static_cast<std::int64_t>(slot)), bytes.data(), bytes.size());
-  installed_in_[t][slot] = refresh_number_;
-  ++counters_.rows_installed;
-  counters_.bytes_installed += bytes.size();
+  const model::TableId table = TableAt(m, offset)->table;  // Pick gave an id: the offset is inside a span
+  // Pick's id: that table's slot.
+  InstallRow(table, id - static_cast<std::int64_t>(first_id_[table.value]), bytes, replica);
 }
 
 void ReplicaRefresher::PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes,

@@ -106,9 +106,11 @@ class ReplicaRefresher {
     return replica.SlotOf(span.table, model::RowId{span.GlobalRow(offset)});
   }
   // Which change records of shard m the replica wants: a one-row record of a
-  // row it holds by an id (the row's shard offset), a record of several rows
-  // as it is.
+  // row it holds by an id (its replica slot, numbered across tables from
+  // first_id_), a record of several rows as it is.
   std::int64_t Pick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
+  // Writes one row into replica slot `slot` and stamps it as installed by this refresh.
+  void InstallRow(model::TableId table, std::int64_t slot, std::span<const std::byte> row, model::Replica& replica);
   // Install for one picked row, named by the id Pick gave it (no lookup).
   void InstallPicked(model::MemoryIndex m, std::int64_t id, std::size_t offset, std::span<const std::byte> bytes,
                      model::Replica& replica);
