@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <unistd.h>
+
 namespace stalelearn::config {
 namespace {
 
@@ -210,6 +212,11 @@ Status ResolveDefaults(proto::Config& c) {
   if (t->samples_per_clock() == 0) t->set_samples_per_clock(1024);
   if (t->threads_per_rank() == 0) t->set_threads_per_rank(1);
   if (t->eval_every_epochs() == 0) t->set_eval_every_epochs(1);
+  if (t->locality().empty()) t->set_locality("grid");
+  if (t->scratchpad_bytes() == 0) {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    t->set_scratchpad_bytes(l2 > 0 ? l2 : std::int64_t{1} << 20);
+  }
   auto* cons = c.mutable_consistency();
   // Mode names are case-insensitive; the registry holds them upper-case.
   std::string mode = cons->mode().empty() ? "SSP" : cons->mode();
@@ -236,6 +243,14 @@ Status Validate(const proto::Config& c) {
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().samples_per_clock(), "training.samples_per_clock"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().threads_per_rank(), "training.threads_per_rank"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().eval_every_epochs(), "training.eval_every_epochs"));
+  if (c.training().locality() != "grid" && c.training().locality() != "none") {
+    return InvalidArgument(
+        fmt::format("training.locality must be \"grid\" or \"none\", got \"{}\"", c.training().locality()));
+  }
+  if (c.training().scratchpad_bytes() < 4096) {
+    return InvalidArgument(fmt::format("training.scratchpad_bytes must be >= 4096 (0: the L2 size), got {}",
+                                       c.training().scratchpad_bytes()));
+  }
   const auto& straggler = c.training().straggler();
   if (straggler.slowdown() != 0 && !(straggler.slowdown() >= 1 && std::isfinite(straggler.slowdown()))) {
     return InvalidArgument(

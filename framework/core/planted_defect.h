@@ -36,6 +36,7 @@ enum class PlantedDefect : int {
   kKernelSkipsFactors,      // an app kernel updates its biases but not its latent factors
   kKernelTakesBackWrongCount,  // a counting kernel removes a count from a slot it never added to
   kResumeDropsShardRows,    // a resumed memory rank publishes its shard without the checkpoint's rows (I8)
+  kPlannerIgnoresScratchpad,  // the locality planner sizes blocks for 4x the scratchpad
 };
 
 namespace planted_defect_internal {

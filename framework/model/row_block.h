@@ -13,6 +13,10 @@
 #include <span>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "framework/core/huge_page_allocator.h"
 #include "framework/model/table_spec.h"
 
@@ -76,6 +80,45 @@ inline void CopyRows(std::byte* __restrict dst, const std::byte* __restrict src,
   } else {
     std::memcpy(dst, src, bytes);
   }
+}
+
+// dst = src with non-temporal stores (bytes and dst 4-byte aligned, as rows
+// and change-log records are): for data written once and read, if at all,
+// by another rank later (the snapshot's change log). Ordinary stores would
+// read every destination line into the cache first and push out what the
+// writer works on; these do not. Weakly ordered: call StreamFence() before
+// the store that publishes what was streamed. Other architectures: CopyRows.
+inline void StreamRows(std::byte* dst, const std::byte* src, std::size_t bytes) {
+#if defined(__SSE2__)
+  if ((reinterpret_cast<std::uintptr_t>(dst) | bytes) % 4 != 0) {
+    CopyRows(dst, src, bytes);
+    return;
+  }
+  std::size_t i = 0;
+  for (; i < bytes && reinterpret_cast<std::uintptr_t>(dst + i) % 16 != 0; i += 4) {
+    std::int32_t v;
+    std::memcpy(&v, src + i, 4);
+    _mm_stream_si32(reinterpret_cast<int*>(dst + i), v);
+  }
+  for (; i + 16 <= bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+  for (; i < bytes; i += 4) {
+    std::int32_t v;
+    std::memcpy(&v, src + i, 4);
+    _mm_stream_si32(reinterpret_cast<int*>(dst + i), v);
+  }
+#else
+  CopyRows(dst, src, bytes);
+#endif
+}
+
+// Orders earlier StreamRows stores before later stores (a release store
+// does not: non-temporal stores are weakly ordered).
+inline void StreamFence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
 }
 
 // One RowBlock per table, in table order.

@@ -1,5 +1,7 @@
 #include "framework/runtime/clock_loop.h"
 
+#include <fmt/format.h>
+
 namespace stalelearn::runtime {
 
 ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
@@ -13,6 +15,10 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
       clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {
   const int threads = env.config.training().threads_per_rank();
   if (threads > 1 && env.app.KernelRunsInChunks()) parallel_ = std::make_unique<ParallelKernel>(env.app, threads);
+  const proto::TrainingConfig& training = env.config.training();
+  if (training.locality() == "grid") {
+    plan_ = LocalityPlan::Make(env.app, schedule_.samples(), training.scratchpad_bytes(), training.samples_per_clock());
+  }
 }
 
 Status ClockLoop::Initialize() {
@@ -38,6 +44,14 @@ void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& 
 Result<TrainerResult> ClockLoop::Run() {
   if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
   TrainerResult result;
+  result.plan = plan_.stats();
+  if (info_.rank.value == 0 && plan_.planned()) {
+    const LocalityPlanStats& p = plan_.stats();
+    env_.progress.Line(fmt::format("locality plan: {}; per clock {:.0f} rows named, {:.0f} distinct ({:.0f} KiB); "
+                                   "largest sub-batch {} KiB",
+                                   p.reason, p.rows_named_per_clock, p.distinct_rows_per_clock,
+                                   p.bytes_per_clock / 1024, p.largest_subbatch_bytes / 1024));
+  }
   const int epochs = env_.config.training().epochs();
   const int eval_every = env_.config.training().eval_every_epochs();
   const std::int64_t clocks_per_epoch = schedule_.clocks_per_epoch();
@@ -46,7 +60,11 @@ Result<TrainerResult> ClockLoop::Run() {
   TableSet eval_model;
   std::vector<std::int64_t> order;
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    schedule_.EpochOrderInto(epoch, order);
+    if (plan_.planned()) {
+      plan_.EpochOrderInto(epoch, info_.seed + 0x9E37ull * static_cast<std::uint64_t>(info_.rank.value + 1), order);
+    } else {
+      schedule_.EpochOrderInto(epoch, order);
+    }
     for (std::int64_t k = 0; k < clocks_per_epoch; ++k) {
       ClockRecord record;
       record.rank = info_.rank;

@@ -17,6 +17,7 @@
 
 #include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/locality_plan.h"
 #include "framework/runtime/parallel_kernel.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/straggler.h"
@@ -53,6 +54,7 @@ class ClockLoop {
   RankInfo info_;
   ConsistencyMode& mode_;
   SampleSchedule schedule_;
+  LocalityPlan plan_;  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
   Straggler straggler_;
   std::unique_ptr<LocalState> state_;
   std::unique_ptr<ParallelKernel> parallel_;  // null: the kernel runs on the trainer thread

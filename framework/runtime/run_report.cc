@@ -23,6 +23,18 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_clocks(trainer->clocks);
     r.set_stall_seconds(trainer->stall_seconds);
     r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
+    const LocalityPlanStats& p = trainer->plan;
+    proto::LocalityPlanReport* plan = r.mutable_locality_plan();
+    plan->set_planned(p.planned);
+    plan->set_reason(p.reason);
+    plan->set_scratchpad_bytes(p.scratchpad_bytes);
+    plan->set_blocks_a(p.blocks_a);
+    plan->set_blocks_b(p.blocks_b);
+    plan->set_cells(p.cells);
+    plan->set_rows_named_per_clock(p.rows_named_per_clock);
+    plan->set_distinct_rows_per_clock(p.distinct_rows_per_clock);
+    plan->set_bytes_per_clock(p.bytes_per_clock);
+    plan->set_largest_subbatch_bytes(p.largest_subbatch_bytes);
   }
   if (merged != nullptr) {
     r.set_batches_merged(merged->batches_merged);

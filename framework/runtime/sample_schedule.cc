@@ -3,6 +3,7 @@
 #include "framework/runtime/app.h"
 
 #include <algorithm>
+#include <bit>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -51,6 +52,22 @@ std::shared_ptr<const std::vector<std::int64_t>> DealingPermutation(std::int64_t
 }
 
 }  // namespace
+
+std::vector<std::int64_t> AscendingSamples(std::span<const std::int64_t> samples) {
+  if (samples.empty()) return {};
+  // A bitmap over [0, max]: linear, where a sort of 20 M ids takes seconds.
+  const std::int64_t max = *std::ranges::max_element(samples);
+  std::vector<std::uint64_t> bits(static_cast<std::size_t>(max / 64 + 1), 0);
+  for (std::int64_t s : samples) bits[static_cast<std::size_t>(s / 64)] |= std::uint64_t{1} << (s % 64);
+  std::vector<std::int64_t> sorted;
+  sorted.reserve(samples.size());
+  for (std::size_t w = 0; w < bits.size(); ++w) {
+    for (std::uint64_t word = bits[w]; word != 0; word &= word - 1) {
+      sorted.push_back(static_cast<std::int64_t>(w * 64) + std::countr_zero(word));
+    }
+  }
+  return sorted;
+}
 
 SampleSchedule::SampleSchedule(std::int64_t total_samples, int compute_ranks, int compute_index,
                                std::int64_t samples_per_clock, std::uint64_t seed)

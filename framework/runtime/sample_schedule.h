@@ -46,6 +46,11 @@ class SampleSchedule {
   int compute_index_;
 };
 
+// `samples` (distinct, non-negative) in increasing order: start-up passes
+// over App::RowsOf read the app's sample arrays in address order instead of
+// missing the cache once per sample of a shuffled deal.
+std::vector<std::int64_t> AscendingSamples(std::span<const std::int64_t> samples);
+
 // SplitMix64 step: a small, portable PRNG for seeding and shuffles.
 std::uint64_t SplitMix64(std::uint64_t& state);
 

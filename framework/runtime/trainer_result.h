@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/proto/report.pb.h"
+#include "framework/runtime/locality_plan.h"
 #include "framework/runtime/rank_env.h"
 
 namespace stalelearn::runtime {
@@ -17,6 +18,7 @@ struct TrainerResult {
   std::int64_t max_observed_staleness = 0;
   std::vector<ClockRecord> records;
   std::vector<proto::CurvePoint> curve;  // evaluating rank only
+  LocalityPlanStats plan;                // the compute rank's locality plan
 
   void Add(const ClockRecord& record) {
     ++clocks;

@@ -16,7 +16,7 @@ model::WorkingSet FindWorkingSet(const App& app, std::span<const std::int64_t> s
     if (!tables[t].dense) named[t].assign(static_cast<std::size_t>(tables[t].rows), false);
   }
   std::vector<RowRef> rows;
-  for (std::int64_t s : samples) {
+  for (std::int64_t s : AscendingSamples(samples)) {
     rows.clear();
     app.RowsOf(s, rows);
     for (const RowRef& r : rows) {

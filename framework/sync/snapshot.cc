@@ -104,8 +104,10 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
       const std::uint64_t key = ChangeRecordKey(r.offset, r.bytes);
       const std::size_t record = sizeof key + r.bytes;
       if (in_log + record <= capacity) [[likely]] {  // the record does not wrap
-        std::memcpy(log + in_log, &key, sizeof key);
-        model::CopyRows(log + in_log + sizeof key, r.source, r.bytes);
+        // Streamed: the log is 3x the shard and cycles through memory; ordinary
+        // stores would fetch each line first and evict the master's rows.
+        model::StreamRows(log + in_log, reinterpret_cast<const std::byte*>(&key), sizeof key);
+        model::StreamRows(log + in_log + sizeof key, r.source, r.bytes);
       } else {
         WriteLog(at, &key, sizeof key);
         WriteLog(at + sizeof key, r.source, r.bytes);
@@ -117,6 +119,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
       in_log += record;
       if (in_log >= capacity) in_log -= capacity;
     }
+    model::StreamFence();  // the records before the meta that covers them
     index_end_ += ranges_.size();
     if (std::ranges::any_of(ranges_, [](const Range& r) { return r.writer != kManyWriters; })) {
       single_writer_end_ = index_end_;

@@ -1,0 +1,80 @@
+// The locality planner: orders a compute rank's samples so that every run of
+// consecutive samples in one grid cell (a sub-batch) touches a working set
+// that fits the scratchpad (`training.scratchpad_bytes`, default: the L2
+// cache the machine reports). The replica is the "DRAM", the cache the
+// scratchpad, samples the iteration space and App::RowsOf the access function.
+//
+// The plan, app-agnostic: the two largest *keyed* tables (sparse tables of
+// which every sample names exactly one row, e.g. a ratings app's users and
+// items) are cut into blocks of the rows this rank touches, sized so one
+// block of each fits the scratchpad together (a table that fits half of it
+// stays one block). A sample's cell is (block in A, block in B). An epoch
+// visits the A blocks in a seeded order and, for each, its B blocks in a
+// seeded order: the A block stays in cache while B blocks pass through.
+// Within a cell samples run in increasing B row (then A row, then sample),
+// so B rows are read in address order (prefetchable) and A rows hit the
+// cache. Apps with fewer than two keyed tables (one keyed table and dense
+// ones, or samples naming many rows), and models whose keyed tables fit the
+// scratchpad whole, are not planned: the schedule's seeded shuffle stands
+// (so small runs keep their published orders and checksums).
+//
+// The cost model (rows named, distinct rows and bytes per clock and per
+// sub-batch, over the first 256 clocks of epoch 0) is in stats() and in the report.
+//
+// Immutable after Make; thread-safe. Holds a copy of the rank's samples in
+// cell order (8 bytes a sample).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "framework/runtime/app.h"
+
+namespace stalelearn::runtime {
+
+struct LocalityPlanStats {
+  bool planned = false;
+  std::string reason;           // why this plan (or none)
+  std::int64_t scratchpad_bytes = 0;
+  int table_a = -1;             // the block held across cells
+  int table_b = -1;             // the block streamed within a cell
+  std::int64_t blocks_a = 1;
+  std::int64_t blocks_b = 1;
+  std::int64_t rows_per_block_a = 0;
+  std::int64_t rows_per_block_b = 0;
+  std::int64_t cells = 0;       // non-empty cells
+  // Over the first 256 clocks of epoch 0 (samples_per_clock each): the rows the samples
+  // name, the distinct rows among them, their bytes; and the largest
+  // sub-batch's (one cell's run within a clock) distinct-row bytes.
+  double rows_named_per_clock = 0;
+  double distinct_rows_per_clock = 0;
+  double bytes_per_clock = 0;
+  std::int64_t largest_subbatch_bytes = 0;
+};
+
+class LocalityPlan {
+ public:
+  // Plans `samples` (one rank's, in any order). `samples_per_clock` is used
+  // for the cost model only.
+  static LocalityPlan Make(const App& app, std::span<const std::int64_t> samples, std::int64_t scratchpad_bytes,
+                           std::int64_t samples_per_clock);
+  LocalityPlan() = default;
+
+  bool planned() const { return stats_.planned; }
+  const LocalityPlanStats& stats() const { return stats_; }
+  // Epoch `epoch`'s visiting order (a permutation of the samples), into
+  // `order` (its capacity reused). Only when planned().
+  void EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std::int64_t>& order) const;
+
+ private:
+  void MeasureCost(const App& app, const std::vector<TableSpec>& tables, const std::vector<std::int32_t>& block_a,
+                   const std::vector<std::int32_t>& block_b, std::int64_t samples_per_clock);
+
+  std::vector<std::int64_t> by_cell_;      // samples, cell-major (a * blocks_b + b), sorted within a cell
+  std::vector<std::int64_t> cell_start_;   // blocks_a * blocks_b + 1 offsets into by_cell_
+  LocalityPlanStats stats_;
+};
+
+}  // namespace stalelearn::runtime
