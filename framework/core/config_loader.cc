@@ -243,9 +243,10 @@ Status Validate(const proto::Config& c) {
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().samples_per_clock(), "training.samples_per_clock"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().threads_per_rank(), "training.threads_per_rank"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().eval_every_epochs(), "training.eval_every_epochs"));
-  if (c.training().locality() != "grid" && c.training().locality() != "none") {
-    return InvalidArgument(
-        fmt::format("training.locality must be \"grid\" or \"none\", got \"{}\"", c.training().locality()));
+  if (c.training().locality() != "grid" && c.training().locality() != "stratified" &&
+      c.training().locality() != "none") {
+    return InvalidArgument(fmt::format("training.locality must be \"grid\", \"stratified\" or \"none\", got \"{}\"",
+                                       c.training().locality()));
   }
   if (c.training().scratchpad_bytes() < 4096) {
     return InvalidArgument(fmt::format("training.scratchpad_bytes must be >= 4096 (0: the L2 size), got {}",

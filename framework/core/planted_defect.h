@@ -37,6 +37,7 @@ enum class PlantedDefect : int {
   kKernelTakesBackWrongCount,  // a counting kernel removes a count from a slot it never added to
   kResumeDropsShardRows,    // a resumed memory rank publishes its shard without the checkpoint's rows (I8)
   kPlannerIgnoresScratchpad,  // the locality planner sizes blocks for 4x the scratchpad
+  kStratumNotRotated,       // stratified scheduling: every rank works on the same stripe in a sub-epoch
 };
 
 namespace planted_defect_internal {

@@ -8,16 +8,16 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
     : env_(env),
       info_(info),
       mode_(mode),
-      schedule_(env.app, info.compute_ranks, info.rank.value, env.config.training().samples_per_clock(),
-                env.config.seed()),
+      schedule_(ScheduleOf(env.app, env.config, info.compute_ranks, info.rank.value)),
       straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
       state_(env.app.CreateLocalState(info, schedule_.samples())),
       clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {
   const int threads = env.config.training().threads_per_rank();
   if (threads > 1 && env.app.KernelRunsInChunks()) parallel_ = std::make_unique<ParallelKernel>(env.app, threads);
   const proto::TrainingConfig& training = env.config.training();
-  if (training.locality() == "grid") {
-    plan_ = LocalityPlan::Make(env.app, schedule_.samples(), training.scratchpad_bytes(), training.samples_per_clock());
+  if (training.locality() != "none") {
+    plan_ = LocalityPlan::Make(env.app, schedule_.samples(), training.scratchpad_bytes(), training.samples_per_clock(),
+                               Strata{StrataOf(env.config, info.compute_ranks), info.rank.value});
   }
 }
 
@@ -43,6 +43,11 @@ void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& 
 
 Result<TrainerResult> ClockLoop::Run() {
   if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
+  if (StrataOf(env_.config, info_.compute_ranks) > 1 && !plan_.planned()) {
+    return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "
+                                       "sparse tables; app '{}': {}",
+                                       env_.app.name(), plan_.stats().reason));
+  }
   TrainerResult result;
   result.plan = plan_.stats();
   if (info_.rank.value == 0 && plan_.planned()) {
@@ -70,7 +75,9 @@ Result<TrainerResult> ClockLoop::Run() {
       record.rank = info_.rank;
       record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
       if (record.clock < first_clock_) continue;  // resumed: in the checkpoint
-      const std::span<const std::int64_t> samples = schedule_.ClockSamples(order, k);
+      const std::span<const std::int64_t> samples = plan_.planned() && plan_.stratified()
+                                                        ? plan_.ClockSamples(order, k, clocks_per_epoch)
+                                                        : schedule_.ClockSamples(order, k);
       STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
       if (env_.hooks.after_refresh && mode_.replica() != nullptr) {
         // Hooks see a full-size model: the rows the replica holds, zeros elsewhere.

@@ -31,21 +31,46 @@ std::pair<std::int64_t, std::int64_t> KeyRows(const App& app, std::int64_t s, in
 }
 
 // Global row -> block (-1: not touched), cutting the touched rows in
-// increasing order into blocks of `rows_per_block`. Returns the block count.
-std::int64_t CutBlocks(const std::vector<std::uint8_t>& touched, std::int64_t rows_per_block,
-                       std::vector<std::int32_t>& block_of_row) {
+// increasing order into blocks of `rows_per_block`, a new block at each
+// stripe's first row (stripes: `strata` equal ranges of global rows);
+// `first_rows` gets each block's first global row, `stripe_of_block` its
+// stripe. Returns the block count.
+std::int64_t CutBlocks(const std::vector<std::uint8_t>& touched, std::int64_t rows_per_block, int strata,
+                       std::vector<std::int32_t>& block_of_row, std::vector<std::int64_t>& first_rows,
+                       std::vector<std::int32_t>& stripe_of_block) {
   block_of_row.assign(touched.size(), -1);
-  std::int64_t seen = 0;
-  for (std::size_t r = 0; r < touched.size(); ++r) {
-    if (touched[r] != 0) block_of_row[r] = static_cast<std::int32_t>(seen++ / rows_per_block);
+  first_rows.clear();
+  stripe_of_block.clear();
+  const auto rows = static_cast<std::int64_t>(touched.size());
+  std::int64_t in_block = 0;
+  int stripe = -1;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (touched[static_cast<std::size_t>(r)] == 0) continue;
+    const int stripe_of_row = StripeOf(r, rows, strata);
+    if (stripe_of_row != stripe || in_block == rows_per_block) {
+      first_rows.push_back(r);
+      stripe_of_block.push_back(stripe_of_row);
+      stripe = stripe_of_row;
+      in_block = 0;
+    }
+    block_of_row[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(first_rows.size() - 1);
+    ++in_block;
   }
-  return std::max<std::int64_t>(1, (seen + rows_per_block - 1) / rows_per_block);
+  if (first_rows.empty()) {
+    first_rows.push_back(0);
+    stripe_of_block.push_back(0);
+  }
+  return static_cast<std::int64_t>(first_rows.size());
 }
 
 }  // namespace
 
+int StripeOf(std::int64_t row, std::int64_t rows, int strata) {
+  return static_cast<int>(row * strata / std::max<std::int64_t>(1, rows));
+}
+
 LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> dealt, std::int64_t scratchpad_bytes,
-                                std::int64_t samples_per_clock) {
+                                std::int64_t samples_per_clock, Strata strata) {
   // Every pass reads the app's samples in address order (the plan is a
   // function of the set of samples, not of the deal's order).
   const std::vector<std::int64_t> ascending = AscendingSamples(dealt);
@@ -53,6 +78,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   LocalityPlan plan;
   LocalityPlanStats& st = plan.stats_;
   st.scratchpad_bytes = scratchpad_bytes;
+  plan.strata_ = strata;
   const std::vector<TableSpec> tables = app.Tables();
   const auto n = tables.size();
   // Pass 1: which sparse tables every sample names exactly once, and the rows touched.
@@ -97,7 +123,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   const auto [bytes_a, a] = candidates[1];
   st.table_a = a;
   st.table_b = b;
-  if (bytes_a + bytes_b <= scratchpad_bytes) {
+  if (bytes_a + bytes_b <= scratchpad_bytes && strata.count == 1) {
     st.reason = fmt::format("tables '{}' and '{}' ({} B touched) fit the scratchpad ({} B)", tables[a].name,
                             tables[b].name, bytes_a + bytes_b, scratchpad_bytes);
     return plan;
@@ -120,8 +146,10 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   st.rows_per_block_b = std::max<std::int64_t>(1, budget_b / row_b);
   std::vector<std::int32_t> block_a;
   std::vector<std::int32_t> block_b;
-  st.blocks_a = CutBlocks(touched[a], st.rows_per_block_a, block_a);
-  st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, block_b);
+  std::vector<std::int32_t> no_stripes;
+  st.blocks_a = CutBlocks(touched[a], st.rows_per_block_a, 1, block_a, plan.first_row_a_, no_stripes);
+  st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.count, block_b, plan.first_row_b_,
+                          plan.stripe_of_block_b_);
   touched.clear();
   // Pass 2 (address order): each sample's cell and its key within the cell
   // (B row, then A row); then a counting sort by cell, and a sort by key
@@ -159,16 +187,34 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   for (std::size_t i = 0; i < keyed_samples.size(); ++i) plan.by_cell_[i] = keyed_samples[i].second;
   keyed_samples = {};
   st.planned = true;
+  // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
+  plan.stripe_samples_.assign(static_cast<std::size_t>(strata.count), 0);
+  for (std::int64_t c = 0; c < cells; ++c) {
+    const auto stripe = static_cast<std::size_t>(plan.stripe_of_block_b_[static_cast<std::size_t>(c % st.blocks_b)]);
+    plan.stripe_samples_[stripe] += plan.cell_start_[static_cast<std::size_t>(c + 1)] - plan.cell_start_[static_cast<std::size_t>(c)];
+  }
   st.reason = fmt::format("grid of {} x {} blocks of '{}' ({} rows) x '{}' ({} rows) for a {} B scratchpad",
                           st.blocks_a, st.blocks_b, tables[a].name, st.rows_per_block_a, tables[b].name,
                           st.rows_per_block_b, scratchpad_bytes);
-  plan.MeasureCost(app, tables, block_a, block_b, samples_per_clock);
+  if (strata.count > 1) {
+    st.reason = fmt::format("stratified over {} stripes of '{}' (compute rank {} starts at stripe {}), {}",
+                            strata.count, tables[b].name, strata.index, strata.index, st.reason);
+  }
+  plan.MeasureCost(app, tables, samples_per_clock);
   return plan;
 }
 
-void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tables,
-                               const std::vector<std::int32_t>& block_a, const std::vector<std::int32_t>& block_b,
-                               std::int64_t samples_per_clock) {
+std::int64_t LocalityPlan::CellOf(const App& app, std::int64_t sample) const {
+  if (!planned()) return 0;
+  std::vector<RowRef> rows;
+  const auto [ra, rb] = KeyRows(app, sample, stats_.table_a, stats_.table_b, rows);
+  const auto block = [](const std::vector<std::int64_t>& first, std::int64_t row) {
+    return static_cast<std::int64_t>(std::ranges::upper_bound(first, row) - first.begin()) - 1;
+  };
+  return block(first_row_a_, ra) * stats_.blocks_b + block(first_row_b_, rb);
+}
+
+void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tables, std::int64_t samples_per_clock) {
   LocalityPlanStats& st = stats_;
   std::vector<std::int64_t> order;
   EpochOrderInto(0, 0, order);
@@ -194,9 +240,9 @@ void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tab
   for (std::size_t i = 0; i < measured; ++i) {
     const auto clock = static_cast<std::int64_t>(i) / samples_per_clock;
     if (clock + 1 > clocks) clocks = clock + 1;
-    const auto [ra, rb] = KeyRows(app, order[i], st.table_a, st.table_b, rows);
-    const std::int64_t cell =
-        std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b + block_b[static_cast<std::size_t>(rb)];
+    const std::int64_t cell = CellOf(app, order[i]);
+    rows.clear();
+    app.RowsOf(order[i], rows);
     if (cell != previous_cell || static_cast<std::int64_t>(i) % samples_per_clock == 0) {
       ++run;
       run_bytes = 0;
@@ -233,15 +279,43 @@ void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std
   std::vector<std::int64_t> a_order(static_cast<std::size_t>(stats_.blocks_a));
   std::iota(a_order.begin(), a_order.end(), 0);
   ShuffleSmall(a_order, SplitMix64(state));
-  std::vector<std::int64_t> b_order(static_cast<std::size_t>(stats_.blocks_b));
-  for (std::int64_t ba : a_order) {
-    std::iota(b_order.begin(), b_order.end(), 0);
-    ShuffleSmall(b_order, SplitMix64(state));
-    for (std::int64_t bb : b_order) {
-      const auto cell = static_cast<std::size_t>(ba * stats_.blocks_b + bb);
-      order.insert(order.end(), by_cell_.begin() + cell_start_[cell], by_cell_.begin() + cell_start_[cell + 1]);
+  std::vector<std::int64_t> b_order;
+  // Stratified: sub-epoch t visits only stripe (index + t) mod count of B.
+  for (int t = 0; t < strata_.count; ++t) {
+    const int stripe = VisitedStripe(t);
+    for (std::int64_t ba : a_order) {
+      b_order.clear();
+      for (std::int64_t bb = 0; bb < stats_.blocks_b; ++bb) {
+        if (stripe_of_block_b_[static_cast<std::size_t>(bb)] == stripe) b_order.push_back(bb);
+      }
+      ShuffleSmall(b_order, SplitMix64(state));
+      for (std::int64_t bb : b_order) {
+        const auto cell = static_cast<std::size_t>(ba * stats_.blocks_b + bb);
+        order.insert(order.end(), by_cell_.begin() + cell_start_[cell], by_cell_.begin() + cell_start_[cell + 1]);
+      }
     }
   }
+}
+
+std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch,
+                                                         std::int64_t clocks_per_epoch) const {
+  // Sub-epoch t is clocks [t K, (t + 1) K), K = clocks_per_epoch / count;
+  // its samples are cut evenly over them (a clock may hold more or fewer than
+  // samples_per_clock: the stripes' sizes differ).
+  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.count);
+  const auto t = static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.count - 1));
+  const std::int64_t j = clock_in_epoch - t * k;
+  std::int64_t begin = 0;
+  for (int u = 0; u < t; ++u) begin += stripe_samples_[static_cast<std::size_t>(VisitedStripe(u))];
+  const std::int64_t n = stripe_samples_[static_cast<std::size_t>(VisitedStripe(t))];
+  const std::int64_t first = begin + n * j / k;
+  const std::int64_t last = j >= k ? first : begin + n * (j + 1) / k;
+  return order.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(std::max<std::int64_t>(0, last - first)));
+}
+
+int LocalityPlan::VisitedStripe(int t) const {
+  if (DefectPlanted(PlantedDefect::kStratumNotRotated)) return t;  // every rank on the same stripe
+  return (strata_.index + t) % strata_.count;
 }
 
 }  // namespace stalelearn::runtime

@@ -34,6 +34,19 @@
 
 namespace stalelearn::runtime {
 
+// Stratified scheduling (training.locality = "stratified"): table B's
+// global rows are cut into `count` equal stripes (one per compute rank);
+// an epoch is `count` sub-epochs of equal clock ranges, and in sub-epoch t
+// compute rank `index` works only on its samples in stripe (index + t) mod
+// count. In any clock no two ranks write the same row of B (DSGD's strata,
+// Gemulla et al. 2011); the grid plan orders each sub-epoch's samples.
+struct Strata {
+  int count = 1;
+  int index = 0;
+};
+// The stripe of global row `row` of a table of `rows` rows.
+int StripeOf(std::int64_t row, std::int64_t rows, int strata);
+
 struct LocalityPlanStats {
   bool planned = false;
   std::string reason;           // why this plan (or none)
@@ -59,7 +72,7 @@ class LocalityPlan {
   // Plans `samples` (one rank's, in any order). `samples_per_clock` is used
   // for the cost model only.
   static LocalityPlan Make(const App& app, std::span<const std::int64_t> samples, std::int64_t scratchpad_bytes,
-                           std::int64_t samples_per_clock);
+                           std::int64_t samples_per_clock, Strata strata = {});
   LocalityPlan() = default;
 
   bool planned() const { return stats_.planned; }
@@ -67,13 +80,26 @@ class LocalityPlan {
   // Epoch `epoch`'s visiting order (a permutation of the samples), into
   // `order` (its capacity reused). Only when planned().
   void EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std::int64_t>& order) const;
+  // The grid cell of `sample` (0 when not planned). A clock's sub-batches
+  // are its runs of consecutive samples in one cell.
+  std::int64_t CellOf(const App& app, std::int64_t sample) const;
+  bool stratified() const { return strata_.count > 1; }
+  // Stratified: the samples of clock `clock_in_epoch` within `order`
+  // (clocks_per_epoch: a multiple of the strata, SampleSchedule's).
+  std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch,
+                                             std::int64_t clocks_per_epoch) const;
 
  private:
-  void MeasureCost(const App& app, const std::vector<TableSpec>& tables, const std::vector<std::int32_t>& block_a,
-                   const std::vector<std::int32_t>& block_b, std::int64_t samples_per_clock);
+  int VisitedStripe(int sub_epoch) const;
+  void MeasureCost(const App& app, const std::vector<TableSpec>& tables, std::int64_t samples_per_clock);
 
   std::vector<std::int64_t> by_cell_;      // samples, cell-major (a * blocks_b + b), sorted within a cell
   std::vector<std::int64_t> cell_start_;   // blocks_a * blocks_b + 1 offsets into by_cell_
+  std::vector<std::int64_t> first_row_a_;  // each A block's first global row (blocks_a)
+  std::vector<std::int64_t> first_row_b_;
+  std::vector<std::int32_t> stripe_of_block_b_;  // blocks_b
+  std::vector<std::int64_t> stripe_samples_;     // samples per stripe of B
+  Strata strata_;
   LocalityPlanStats stats_;
 };
 

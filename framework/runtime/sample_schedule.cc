@@ -84,12 +84,13 @@ SampleSchedule::SampleSchedule(std::int64_t total_samples, int compute_ranks, in
 }
 
 SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
-                               std::uint64_t seed)
+                               std::uint64_t seed, int strata)
     : samples_per_clock_(samples_per_clock), seed_(seed), compute_index_(compute_index) {
   const std::int64_t total = app.TrainingSamples();
   const std::int64_t groups = app.SampleGroups();
   if (groups == total) {  // every sample its own group: the plain deal
     *this = SampleSchedule(total, compute_ranks, compute_index, samples_per_clock, seed);
+    if (strata > 1) SetClocks(clocks_per_epoch_ * samples_per_clock, strata);
     return;
   }
   std::vector<std::int64_t> order(static_cast<std::size_t>(groups));
@@ -107,11 +108,21 @@ SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_in
     }
     dealt += range.end - range.begin;
   }
-  SetClocks(*std::ranges::max_element(shares));
+  SetClocks(*std::ranges::max_element(shares), strata);
 }
 
-void SampleSchedule::SetClocks(std::int64_t largest_share) {
+void SampleSchedule::SetClocks(std::int64_t largest_share, int strata) {
   clocks_per_epoch_ = std::max<std::int64_t>(1, (largest_share + samples_per_clock_ - 1) / samples_per_clock_);
+  clocks_per_epoch_ = (clocks_per_epoch_ + strata - 1) / strata * strata;
+}
+
+int StrataOf(const proto::Config& config, int compute_ranks) {
+  return config.training().locality() == "stratified" ? std::max(1, compute_ranks) : 1;
+}
+
+SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index) {
+  return SampleSchedule(app, compute_ranks, compute_index, config.training().samples_per_clock(), config.seed(),
+                        StrataOf(config, compute_ranks));
 }
 
 std::vector<std::int64_t> SampleSchedule::EpochOrder(int epoch) const {

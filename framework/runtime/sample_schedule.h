@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "framework/proto/config.pb.h"
+
 namespace stalelearn::runtime {
 
 class App;
@@ -21,8 +23,10 @@ class SampleSchedule {
   // The app's samples; when the app groups samples (App::SampleGroups), whole
   // groups are dealt (a seeded permutation of the groups, cut where the
   // running sample count crosses each rank's even share).
+  // `strata` > 1 (stratified scheduling, locality_plan.h): clocks per epoch
+  // are rounded up to a multiple of it, so sub-epochs line up across ranks.
   SampleSchedule(const App& app, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
-                 std::uint64_t seed);
+                 std::uint64_t seed, int strata = 1);
   // This rank's samples (in dealing order).
   std::span<const std::int64_t> samples() const { return mine_; }
 
@@ -37,7 +41,7 @@ class SampleSchedule {
   std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch) const;
 
  private:
-  void SetClocks(std::int64_t largest_share);
+  void SetClocks(std::int64_t largest_share, int strata = 1);
 
   std::vector<std::int64_t> mine_;
   std::int64_t samples_per_clock_;
@@ -45,6 +49,12 @@ class SampleSchedule {
   std::uint64_t seed_;
   int compute_index_;
 };
+
+// The schedule of compute rank `compute_index` under `config` (its samples
+// per clock, seed and locality: stratified rounds the clocks).
+SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index);
+// The strata of training.locality: compute_ranks when "stratified", else 1.
+int StrataOf(const proto::Config& config, int compute_ranks);
 
 // `samples` (distinct, non-negative) in increasing order: start-up passes
 // over App::RowsOf read the app's sample arrays in address order instead of

@@ -101,10 +101,10 @@ class RankRunner {
 
   bool survives_deaths() const { return config().faults().dead_after_seconds() > 0; }
 
-  // The samples compute rank c had left after `merged_clock` protocol clocks.
+  // The samples compute rank c had left after `merged_clock` protocol clocks
+  // (stratified scheduling cuts clocks unevenly: there, an estimate).
   std::int64_t SamplesLeft(model::ComputeIndex c, std::uint64_t merged_clock) const {
-    const SampleSchedule schedule(env_.app, env_.roles.compute_ranks(), c.value,
-                                  config().training().samples_per_clock(), config().seed());
+    const SampleSchedule schedule = ScheduleOf(env_.app, config(), env_.roles.compute_ranks(), c.value);
     const std::int64_t offset = env_.app.HasDataInitialization() ? 1 : 0;
     const std::int64_t spc = config().training().samples_per_clock();
     std::int64_t left = 0;
@@ -138,8 +138,7 @@ class RankRunner {
 
   // Protocol clocks of the whole run (clock_loop.h).
   std::int64_t TotalClocks() const {
-    const SampleSchedule schedule(env_.app, std::max(1, env_.roles.compute_ranks()), 0,
-                                  config().training().samples_per_clock(), config().seed());
+    const SampleSchedule schedule = ScheduleOf(env_.app, config(), std::max(1, env_.roles.compute_ranks()), 0);
     return (env_.app.HasDataInitialization() ? 1 : 0) + config().training().epochs() * schedule.clocks_per_epoch();
   }
 

@@ -35,8 +35,7 @@ model::WorkingSet FindWorkingSet(const App& app, std::span<const std::int64_t> s
 
 model::WorkingSet WorkingSetOfRank(const RankEnv& env, model::ComputeIndex me) {
   const proto::Config& config = env.config;
-  const SampleSchedule schedule(env.app, env.roles.compute_ranks(), me.value, config.training().samples_per_clock(),
-                                config.seed());
+  const SampleSchedule schedule = ScheduleOf(env.app, config, env.roles.compute_ranks(), me.value);
   return FindWorkingSet(env.app, schedule.samples(), config.training().full_replicas());
 }
 

@@ -16,6 +16,7 @@
 #include "framework/core/planted_defect.h"
 #include "tests/integration/invariant_checks.h"
 #include "tests/integration/lda_checks.h"
+#include "tests/unit/runtime/locality_checks.h"
 #include "tests/unit/sync/snapshot_checks.h"
 
 namespace stalelearn::testing {
@@ -102,7 +103,13 @@ INSTANTIATE_TEST_SUITE_P(
                     kFactorsIdleMessage, /*needs_movielens=*/true},
         PlantedCase{"lda_count_taken_back_wrong", PlantedDefect::kKernelTakesBackWrongCount,
                     "EveryMode/LdaInvariants.CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative/ssp2_3x1",
-                    [] { CheckLdaCountsExact({"ssp2_3x1", "SSP", 2, 3, 1}); }, kLdaNegativeCountMessage}),
+                    [] { CheckLdaCountsExact({"ssp2_3x1", "SSP", 2, 3, 1}); }, kLdaNegativeCountMessage},
+        PlantedCase{"planner_ignores_scratchpad", PlantedDefect::kPlannerIgnoresScratchpad,
+                    "LocalityPlan.EverySubBatchFitsTheScratchpad", [] { CheckPlannedSubBatchesFitTheScratchpad(); },
+                    kSubBatchOverflowMessage},
+        PlantedCase{"stratum_not_rotated", PlantedDefect::kStratumNotRotated,
+                    "LocalityPlan.StratifiedRanksNeverWriteTheSameRowInAClock",
+                    [] { CheckStratifiedRanksWriteDisjointRows(); }, kSharedStripeMessage}),
     [](const ::testing::TestParamInfo<PlantedCase>& info) { return std::string(info.param.label); });
 
 }  // namespace

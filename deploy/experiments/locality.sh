@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Locality at scale (the locality planner, framework/README.md "Locality"):
+# SGD updates per second of the MF app on the 20 M-rating synthetic set
+# against the same build's rate on MovieLens (model in cache), measured in
+# the same run, with ranks as threads on the local backend:
+#   movielens  --ranks 1:1, 200 epochs, one evaluation at the end
+#   synth      --ranks 1:1, 3 epochs, one evaluation at the end (locality grid, and none)
+#   synth 3:1  one epoch: bytes got / bytes put over the compute ranks
+# Writes OUT/locality.csv (run, samples, wall seconds, updates/s, ratio to
+# MovieLens, bytes_get/bytes_put) and prints it.
+#
+#   deploy/experiments/locality.sh [--out DIR]
+# The synthetic set is generated once (stalelearn data synth, ~15 s, 367 MB).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${STALELEARN_BUILD_DIR:-build}/bin/stalelearn
+OUT=${STALELEARN_BUILD_DIR:-build}/experiments/locality
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=$2; shift 2 ;;
+    *) echo "locality.sh: unknown argument '$1' (only --out DIR)" >&2; exit 2 ;;
+  esac
+done
+[ -x "$BIN" ] || { echo "locality.sh: $BIN not built; run ./deploy/build.sh" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "locality.sh: needs python3 to read the reports" >&2; exit 1; }
+mkdir -p "$OUT"
+./deploy/fetch-data.sh movielens >/dev/null
+DATA_DIR=${STALELEARN_DATA:-${HOME:-.}/.cache/stalelearn}
+if [ ! -f "$DATA_DIR/synth/ratings.tsv" ]; then
+  "$BIN" data synth ratings --users 200000 --items 1000000 --ratings 20000000 --rank 20 --seed 1 --out "$DATA_DIR/synth"
+fi
+
+run() {  # run NAME ARGS...: one training run, report to $OUT/NAME.json
+  local name=$1; shift
+  echo "locality.sh: $name" >&2
+  "$BIN" train --set output.quiet=true --report "$OUT/$name.json" "$@" >/dev/null
+}
+run movielens_1x1 --config apps/mf/movielens.pbtxt --ranks 1:1 --set training.epochs=200 --set training.eval_every_epochs=200
+run synth_1x1 --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 1:1 --set training.epochs=3 \
+  --set training.eval_every_epochs=3
+run synth_1x1_unplanned --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 1:1 --set training.epochs=3 \
+  --set training.eval_every_epochs=3 --set training.locality=none
+run synth_3x1 --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 3:1 --set training.epochs=1
+
+python3 - "$OUT" <<'PY' | tee "$OUT/locality.csv"
+import json, sys
+out = sys.argv[1]
+def load(name):
+    r = json.load(open(f"{out}/{name}.json"))
+    compute = [x for x in r["ranks"] if x.get("role") == "compute"]
+    samples = sum(int(x.get("samples", 0)) for x in compute)
+    got = sum(int(x.get("bytesGet", x.get("bytes_get", 0))) for x in compute)
+    put = sum(int(x.get("bytesPut", x.get("bytes_put", 0))) for x in compute)
+    return samples, r["wall_seconds"], got, put, r["final"]["value"]
+base = None
+print("run,samples,wall_seconds,updates_per_second,ratio_to_movielens,bytes_get_over_put,test_rmse")
+for name in ["movielens_1x1", "synth_1x1", "synth_1x1_unplanned", "synth_3x1"]:
+    samples, wall, got, put, rmse = load(name)
+    rate = samples / wall
+    base = base or rate
+    print(f"{name},{samples},{wall:.3f},{rate:.0f},{rate / base:.3f},{got / put if put else 0:.3f},{rmse:.4f}")
+PY

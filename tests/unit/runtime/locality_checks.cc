@@ -1,0 +1,110 @@
+#include "tests/unit/runtime/locality_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "framework/runtime/locality_plan.h"
+#include "framework/runtime/sample_schedule.h"
+
+namespace stalelearn::testing {
+
+TwoTableApp::TwoTableApp(std::int64_t users, std::int64_t items, std::int64_t samples, std::uint64_t seed)
+    : users_(users), items_(items) {
+  std::uint64_t state = seed;
+  for (std::int64_t s = 0; s < samples; ++s) {
+    const auto u = static_cast<std::int64_t>(runtime::SplitMix64(state) % static_cast<std::uint64_t>(users));
+    const auto i = static_cast<std::int64_t>(runtime::SplitMix64(state) % static_cast<std::uint64_t>(items));
+    pairs_.emplace_back(u, i);
+  }
+}
+
+std::vector<runtime::TableSpec> TwoTableApp::Tables() const {
+  return {{"user", runtime::ElementType::kFloat32, users_, 21}, {"item", runtime::ElementType::kFloat32, items_, 21}};
+}
+
+void TwoTableApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const {
+  const auto& [u, i] = pairs_[static_cast<std::size_t>(sample)];
+  rows.push_back({runtime::TableId{0}, runtime::RowId{u}});
+  rows.push_back({runtime::TableId{1}, runtime::RowId{i}});
+}
+
+void CheckPlannedSubBatchesFitTheScratchpad() {
+  constexpr std::int64_t kScratchpad = 64 << 10;
+  constexpr std::int64_t kSamplesPerClock = 1024;
+  const TwoTableApp app(3000, 8000, 60000, 5);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(app.TrainingSamples()));
+  std::iota(all.begin(), all.end(), 0);
+  const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, all, kScratchpad, kSamplesPerClock);
+  ASSERT_TRUE(plan.planned()) << plan.stats().reason;
+  std::vector<std::int64_t> order;
+  std::vector<runtime::RowRef> rows;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    plan.EpochOrderInto(epoch, 11, order);
+    ASSERT_EQ(order.size(), all.size());
+    std::int64_t worst = 0;
+    std::unordered_set<std::int64_t> run_rows;  // table << 40 | row
+    std::int64_t run_cell = -1;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const std::int64_t cell = plan.CellOf(app, order[i]);
+      if (cell != run_cell || static_cast<std::int64_t>(i) % kSamplesPerClock == 0) {
+        run_rows.clear();
+        run_cell = cell;
+      }
+      rows.clear();
+      app.RowsOf(order[i], rows);
+      for (const runtime::RowRef& r : rows) run_rows.insert((std::int64_t{r.table.value} << 40) | r.row.value);
+      // Every row of this app is 84 bytes.
+      worst = std::max(worst, static_cast<std::int64_t>(run_rows.size()) * 84);
+    }
+    EXPECT_LE(worst, kScratchpad) << kSubBatchOverflowMessage << " in epoch " << epoch << ": " << worst << " B > "
+                                  << kScratchpad << " B (" << plan.stats().reason << ")";
+  }
+}
+
+void CheckStratifiedRanksWriteDisjointRows() {
+  constexpr int kRanks = 4;
+  constexpr std::int64_t kSamplesPerClock = 512;
+  const TwoTableApp app(3000, 8000, 60000, 9);
+  std::vector<runtime::SampleSchedule> schedules;
+  std::vector<runtime::LocalityPlan> plans;
+  for (int c = 0; c < kRanks; ++c) {
+    schedules.emplace_back(app, kRanks, c, kSamplesPerClock, 3, kRanks);
+    plans.push_back(runtime::LocalityPlan::Make(app, schedules.back().samples(), 64 << 10, kSamplesPerClock,
+                                                runtime::Strata{kRanks, c}));
+    ASSERT_TRUE(plans.back().planned() && plans.back().stratified()) << plans.back().stats().reason;
+    ASSERT_EQ(schedules.back().clocks_per_epoch(), schedules.front().clocks_per_epoch());
+  }
+  const std::int64_t clocks = schedules.front().clocks_per_epoch();
+  ASSERT_EQ(clocks % kRanks, 0) << "sub-epochs must line up";
+  std::vector<runtime::RowRef> rows;
+  std::int64_t shared = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::vector<std::int64_t>> orders(kRanks);
+    for (int c = 0; c < kRanks; ++c) plans[static_cast<std::size_t>(c)].EpochOrderInto(epoch, 17 + c, orders[static_cast<std::size_t>(c)]);
+    std::vector<std::int64_t> covered(kRanks, 0);
+    for (std::int64_t k = 0; k < clocks; ++k) {
+      std::unordered_map<std::int64_t, int> writer_of_item;
+      for (int c = 0; c < kRanks; ++c) {
+        const auto samples = plans[static_cast<std::size_t>(c)].ClockSamples(orders[static_cast<std::size_t>(c)], k, clocks);
+        covered[static_cast<std::size_t>(c)] += static_cast<std::int64_t>(samples.size());
+        for (std::int64_t s : samples) {
+          rows.clear();
+          app.RowsOf(s, rows);
+          const std::int64_t item = rows[1].row.value;
+          const auto [it, inserted] = writer_of_item.emplace(item, c);
+          if (!inserted && it->second != c) ++shared;
+        }
+      }
+    }
+    for (int c = 0; c < kRanks; ++c) {
+      EXPECT_EQ(covered[static_cast<std::size_t>(c)], schedules[static_cast<std::size_t>(c)].share())
+          << "rank " << c << "'s clocks must cover its share once";
+    }
+  }
+  EXPECT_EQ(shared, 0) << kSharedStripeMessage << " (" << shared << " times over two epochs)";
+}
+
+}  // namespace stalelearn::testing
