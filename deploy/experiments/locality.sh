@@ -4,7 +4,10 @@
 # against the same build's rate on MovieLens (model in cache), measured in
 # the same run, with ranks as threads on the local backend:
 #   movielens  --ranks 1:1, 200 epochs, one evaluation at the end
-#   synth      --ranks 1:1, 3 epochs, one evaluation at the end (locality grid, and none)
+#   synth      --ranks 1:1, 3 epochs, one evaluation at the end (locality grid, and none);
+#              steady_updates_per_second: the same with an evaluation every epoch,
+#              epochs 2-3 over (wall at epoch 3 - wall at epoch 1): no start-up
+#              (working set, replica fill, plan) in it
 #   synth 3:1  one epoch: bytes got / bytes put over the compute ranks
 # Writes OUT/locality.csv (run, samples, wall seconds, updates/s, ratio to
 # MovieLens, bytes_get/bytes_put) and prints it.
@@ -40,6 +43,7 @@ run synth_1x1 --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 1:1
   --set training.eval_every_epochs=3
 run synth_1x1_unplanned --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 1:1 --set training.epochs=3 \
   --set training.eval_every_epochs=3 --set training.locality=none
+run synth_1x1_steady --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 1:1 --set training.epochs=3
 run synth_3x1 --config apps/mf/movielens.pbtxt --set data.name=synth --ranks 3:1 --set training.epochs=1
 
 python3 - "$OUT" <<'PY' | tee "$OUT/locality.csv"
@@ -51,12 +55,18 @@ def load(name):
     samples = sum(int(x.get("samples", 0)) for x in compute)
     got = sum(int(x.get("bytesGet", x.get("bytes_get", 0))) for x in compute)
     put = sum(int(x.get("bytesPut", x.get("bytes_put", 0))) for x in compute)
-    return samples, r["wall_seconds"], got, put, r["final"]["value"]
+    curve = r.get("curve", [])
+    steady = ""
+    if len(curve) >= 3:  # epochs 2..3 of an epoch-evaluated run
+        steady = samples * 2 / 3 / (curve[2]["wall_seconds"] - curve[0]["wall_seconds"])
+    return samples, r["wall_seconds"], got, put, r["final"]["value"], steady
 base = None
-print("run,samples,wall_seconds,updates_per_second,ratio_to_movielens,bytes_get_over_put,test_rmse")
-for name in ["movielens_1x1", "synth_1x1", "synth_1x1_unplanned", "synth_3x1"]:
-    samples, wall, got, put, rmse = load(name)
+print("run,samples,wall_seconds,updates_per_second,ratio_to_movielens,steady_updates_per_second,steady_ratio,"
+      "bytes_get_over_put,test_rmse")
+for name in ["movielens_1x1", "synth_1x1", "synth_1x1_unplanned", "synth_1x1_steady", "synth_3x1"]:
+    samples, wall, got, put, rmse, steady = load(name)
     rate = samples / wall
     base = base or rate
-    print(f"{name},{samples},{wall:.3f},{rate:.0f},{rate / base:.3f},{got / put if put else 0:.3f},{rmse:.4f}")
+    steady_cols = f"{steady:.0f},{steady / base:.3f}" if steady else ","
+    print(f"{name},{samples},{wall:.3f},{rate:.0f},{rate / base:.3f},{steady_cols},{got / put if put else 0:.3f},{rmse:.4f}")
 PY

@@ -47,6 +47,9 @@ struct RatingsTable {
 struct RatingsReadOptions {
   double min_rating = 0.5;
   double max_rating = 5.0;
+  // Pieces the data lines are parsed in, on as many threads (0: one per
+  // core, at most 8, for text of 16 MiB or more; else 1).
+  int parse_pieces = 0;
 };
 
 Result<RatingsTable> ReadRatingsTsv(const std::filesystem::path& file, const RatingsReadOptions& options = {});

@@ -34,6 +34,42 @@ TEST(RatingsTsvTest, ReadsAndRemapsIdsInAscendingOrder) {
   EXPECT_EQ(table->ratings[2].timestamp, 1002);
 }
 
+// Parsed in pieces on several threads, a file gives what one piece gives,
+// and the error named is the first by line, wherever the pieces are cut.
+TEST(RatingsTsvTest, PiecesParseAsOneAndNameTheFirstBadLine) {
+  std::string text = "userId\tmovieId\trating\ttimestamp\n";
+  for (int i = 0; i < 997; ++i) text += fmt::format("{}\t{}\t{}\t{}\n", i % 37, i, 0.5 + (i % 10) * 0.5, i);
+  text += "5\t5000\t3";  // no timestamp and no final newline: the last piece's last line
+  RatingsReadOptions one;
+  one.parse_pieces = 1;
+  const Result<RatingsTable> serial = ParseRatingsTsv(text, "p.tsv", one);
+  ASSERT_FALSE(serial.ok());  // 3 fields where the header has 4
+  EXPECT_NE(serial.status().message().find("p.tsv:999:"), std::string::npos) << serial.status().message();
+  text.back() = '3';
+  text += "\t7\n";
+  for (int pieces : {1, 2, 3, 7, 64}) {
+    RatingsReadOptions options;
+    options.parse_pieces = pieces;
+    const Result<RatingsTable> table = ParseRatingsTsv(text, "p.tsv", options);
+    ASSERT_TRUE(table.ok()) << pieces << ": " << table.status().ToString();
+    ASSERT_EQ(table->ratings.size(), 998u) << pieces;
+    const Result<RatingsTable> reference = ParseRatingsTsv(text, "p.tsv", one);
+    for (std::size_t i = 0; i < 998; ++i) {
+      ASSERT_EQ(table->ratings[i].user, reference->ratings[i].user) << pieces << " rating " << i;
+      ASSERT_EQ(table->ratings[i].item, reference->ratings[i].item) << pieces << " rating " << i;
+      ASSERT_EQ(table->ratings[i].timestamp, static_cast<std::int64_t>(i < 997 ? i : 7)) << pieces;
+    }
+    // Two bad lines: the earlier one is named, whichever piece holds it.
+    std::string bad = text;
+    // Rating i (item i) is on line i + 2: spoil the lines of items 300 and 800.
+    bad.insert(bad.rfind('\n', bad.find("\t300\t")) + 1, "x");
+    bad.insert(bad.rfind('\n', bad.find("\t800\t")) + 1, "y");
+    const Result<RatingsTable> failed = ParseRatingsTsv(bad, "p.tsv", options);
+    ASSERT_FALSE(failed.ok()) << pieces;
+    EXPECT_NE(failed.status().message().find("p.tsv:302:"), std::string::npos) << pieces << ": " << failed.status().message();
+  }
+}
+
 // Ids in a small range are indexed through an array over the range, others
 // (negative, or far above their count) by sorting: both give the same
 // indices. The second file is the first with every id mapped through an
