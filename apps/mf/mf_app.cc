@@ -103,6 +103,10 @@ STALELEARN_TARGET_CLONES_AVX2 void SgdSteps(
   float* item_rows[kBlock];
   for (std::size_t start = 0; start < samples.size(); start += kBlock) {
     const std::size_t n = std::min(kBlock, samples.size() - start);
+    // The next block's ratings: in a planned (cache-blocked) order sample ids
+    // are scattered over the whole training set, whose records miss the cache.
+    const std::size_t ahead_end = std::min(samples.size(), start + 2 * kBlock);
+    for (std::size_t i = start + kBlock; i < ahead_end; ++i) __builtin_prefetch(train + samples[i]);
     for (std::size_t i = 0; i < n; ++i) {
       const MfApp::Sample& s = train[samples[start + i]];
       users[i] = runtime::RowId{static_cast<std::int64_t>(s.user)};

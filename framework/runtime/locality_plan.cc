@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <thread>
 
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/sample_schedule.h"
@@ -151,40 +152,53 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.count, block_b, plan.first_row_b_,
                           plan.stripe_of_block_b_);
   touched.clear();
-  // Pass 2 (address order): each sample's cell and its key within the cell
-  // (B row, then A row); then a counting sort by cell, and a sort by key
-  // within each cell (ties by sample: a pure function of the data).
+  // Pass 2 (address order) counts the samples of each cell; pass 3 puts
+  // each sample with its key within the cell (B row, then A row) at its
+  // cell's next place; then each cell is sorted by key (ties by sample: a
+  // pure function of the data), on two threads (the memory rank's is idle
+  // before training).
   const std::int64_t cells = st.blocks_a * st.blocks_b;
-  std::vector<std::uint32_t> cell_of(samples.size());
-  std::vector<std::uint64_t> key_of(samples.size());
+  const auto cell_of = [&](std::int64_t ra, std::int64_t rb) {
+    return static_cast<std::size_t>(std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +
+                                    block_b[static_cast<std::size_t>(rb)]);
+  };
   plan.cell_start_.assign(static_cast<std::size_t>(cells + 1), 0);
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
-    const std::int64_t cell = std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +
-                              block_b[static_cast<std::size_t>(rb)];
-    cell_of[i] = static_cast<std::uint32_t>(cell);
-    key_of[i] = (static_cast<std::uint64_t>(rb) << 32) | static_cast<std::uint64_t>(ra);
-    ++plan.cell_start_[static_cast<std::size_t>(cell + 1)];
+  for (std::int64_t s : samples) {
+    const auto [ra, rb] = KeyRows(app, s, a, b, rows);
+    ++plan.cell_start_[cell_of(ra, rb) + 1];
   }
   std::partial_sum(plan.cell_start_.begin(), plan.cell_start_.end(), plan.cell_start_.begin());
   std::vector<std::pair<std::uint64_t, std::int64_t>> keyed_samples(samples.size());
   {
     std::vector<std::int64_t> next(plan.cell_start_.begin(), plan.cell_start_.end() - 1);
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      keyed_samples[static_cast<std::size_t>(next[cell_of[i]]++)] = {key_of[i], samples[i]};
+    for (std::int64_t s : samples) {
+      const auto [ra, rb] = KeyRows(app, s, a, b, rows);
+      const std::uint64_t key = (static_cast<std::uint64_t>(rb) << 32) | static_cast<std::uint64_t>(ra);
+      keyed_samples[static_cast<std::size_t>(next[cell_of(ra, rb)]++)] = {key, s};
     }
   }
-  cell_of = {};
-  key_of = {};
   plan.by_cell_.resize(samples.size());
-  for (std::int64_t c = 0; c < cells; ++c) {
-    const auto begin = keyed_samples.begin() + plan.cell_start_[static_cast<std::size_t>(c)];
-    const auto end = keyed_samples.begin() + plan.cell_start_[static_cast<std::size_t>(c + 1)];
-    if (begin == end) continue;
-    ++st.cells;
-    std::sort(begin, end);
+  const auto sort_cells = [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t c = first; c < last; ++c) {
+      const auto begin = static_cast<std::size_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
+      const auto end = static_cast<std::size_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
+      std::sort(keyed_samples.begin() + static_cast<std::ptrdiff_t>(begin),
+                keyed_samples.begin() + static_cast<std::ptrdiff_t>(end));
+      for (std::size_t i = begin; i < end; ++i) plan.by_cell_[i] = keyed_samples[i].second;
+    }
+  };
+  // The second thread takes the cells after the one holding the middle sample.
+  const auto middle = static_cast<std::int64_t>(
+      std::ranges::upper_bound(plan.cell_start_, static_cast<std::int64_t>(samples.size() / 2)) - plan.cell_start_.begin());
+  const std::int64_t split = std::clamp<std::int64_t>(middle, 0, cells);
+  {
+    std::thread second(sort_cells, split, cells);
+    sort_cells(0, split);
+    second.join();
   }
-  for (std::size_t i = 0; i < keyed_samples.size(); ++i) plan.by_cell_[i] = keyed_samples[i].second;
+  for (std::int64_t c = 0; c < cells; ++c) {
+    if (plan.cell_start_[static_cast<std::size_t>(c + 1)] > plan.cell_start_[static_cast<std::size_t>(c)]) ++st.cells;
+  }
   keyed_samples = {};
   st.planned = true;
   // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
@@ -205,8 +219,12 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
 }
 
 std::int64_t LocalityPlan::CellOf(const App& app, std::int64_t sample) const {
-  if (!planned()) return 0;
   std::vector<RowRef> rows;
+  return CellOf(app, sample, rows);
+}
+
+std::int64_t LocalityPlan::CellOf(const App& app, std::int64_t sample, std::vector<RowRef>& rows) const {
+  if (!planned()) return 0;
   const auto [ra, rb] = KeyRows(app, sample, stats_.table_a, stats_.table_b, rows);
   const auto block = [](const std::vector<std::int64_t>& first, std::int64_t row) {
     return static_cast<std::int64_t>(std::ranges::upper_bound(first, row) - first.begin()) - 1;
@@ -216,59 +234,62 @@ std::int64_t LocalityPlan::CellOf(const App& app, std::int64_t sample) const {
 
 void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tables, std::int64_t samples_per_clock) {
   LocalityPlanStats& st = stats_;
-  std::vector<std::int64_t> order;
-  EpochOrderInto(0, 0, order);
-  // Stamps per table row: the last clock / sub-batch that counted the row.
-  std::vector<std::vector<std::int64_t>> clock_stamp(tables.size());
-  std::vector<std::vector<std::int64_t>> run_stamp(tables.size());
-  for (std::size_t t = 0; t < tables.size(); ++t) {
-    if (tables[t].dense) continue;
-    clock_stamp[t].assign(static_cast<std::size_t>(tables[t].rows), -1);
-    run_stamp[t].assign(static_cast<std::size_t>(tables[t].rows), -1);
-  }
+  // The first kCostClocks clocks of the cells in stored order (an epoch's
+  // order but for the seeded shuffles of blocks): a sample of the plan.
+  constexpr std::int64_t kCostClocks = 256;
+  const auto measured = std::min<std::size_t>(by_cell_.size(), static_cast<std::size_t>(kCostClocks * samples_per_clock));
   std::vector<RowRef> rows;
+  std::vector<std::pair<std::int64_t, std::int64_t>> clock_rows;  // (table << 40 | row, row bytes)
+  std::vector<std::int64_t> run_rows;
+  const auto distinct = [](auto& v) {
+    std::ranges::sort(v);
+    return static_cast<std::int64_t>(std::unique(v.begin(), v.end()) - v.begin());
+  };
   std::int64_t clocks = 0;
   std::int64_t named = 0;
-  std::int64_t distinct = 0;
+  std::int64_t distinct_rows = 0;
   double bytes = 0;
-  std::int64_t run = -1;
-  std::int64_t run_bytes = 0;
-  std::int64_t previous_cell = -1;
-  // The first kCostClocks clocks: a sample of the plan, not a second pass over the epoch.
-  constexpr std::int64_t kCostClocks = 256;
-  const auto measured = std::min<std::size_t>(order.size(), static_cast<std::size_t>(kCostClocks * samples_per_clock));
+  const auto end_run = [&] {
+    const std::int64_t n = distinct(run_rows);
+    // Keyed tables' rows are the run's working set; every row of one table has one size.
+    std::int64_t run_bytes = 0;
+    for (std::int64_t i = 0; i < n; ++i) run_bytes += static_cast<std::int64_t>(tables[static_cast<std::size_t>(run_rows[static_cast<std::size_t>(i)] >> 40)].row_bytes());
+    st.largest_subbatch_bytes = std::max(st.largest_subbatch_bytes, run_bytes);
+    run_rows.clear();
+  };
+  const auto end_clock = [&] {
+    std::ranges::sort(clock_rows);
+    const auto last = std::unique(clock_rows.begin(), clock_rows.end());
+    distinct_rows += last - clock_rows.begin();
+    for (auto it = clock_rows.begin(); it != last; ++it) bytes += static_cast<double>(it->second);
+    clock_rows.clear();
+    ++clocks;
+  };
+  std::int64_t run_cell = -1;
   for (std::size_t i = 0; i < measured; ++i) {
-    const auto clock = static_cast<std::int64_t>(i) / samples_per_clock;
-    if (clock + 1 > clocks) clocks = clock + 1;
-    const std::int64_t cell = CellOf(app, order[i]);
-    rows.clear();
-    app.RowsOf(order[i], rows);
-    if (cell != previous_cell || static_cast<std::int64_t>(i) % samples_per_clock == 0) {
-      ++run;
-      run_bytes = 0;
-      previous_cell = cell;
+    const bool clock_start = static_cast<std::int64_t>(i) % samples_per_clock == 0;
+    if (clock_start && i > 0) end_clock();
+    const std::int64_t cell = CellOf(app, by_cell_[i], rows);
+    if (cell != run_cell || clock_start) {
+      if (i > 0) end_run();
+      run_cell = cell;
     }
     for (const RowRef& r : rows) {
       const auto t = static_cast<std::size_t>(r.table.value);
       if (tables[t].dense) continue;
       ++named;
-      const auto row = static_cast<std::size_t>(r.row.value);
-      const auto row_bytes = static_cast<std::int64_t>(tables[t].row_bytes());
-      if (clock_stamp[t][row] != clock) {
-        clock_stamp[t][row] = clock;
-        ++distinct;
-        bytes += static_cast<double>(row_bytes);
-      }
-      if (run_stamp[t][row] != run) {
-        run_stamp[t][row] = run;
-        run_bytes += row_bytes;
-        st.largest_subbatch_bytes = std::max(st.largest_subbatch_bytes, run_bytes);
-      }
+      const std::int64_t key = (static_cast<std::int64_t>(t) << 40) | r.row.value;
+      clock_rows.emplace_back(key, static_cast<std::int64_t>(tables[t].row_bytes()));
+      run_rows.push_back(key);
     }
+  }
+  if (measured > 0) {
+    end_clock();
+    end_run();
   }
   const double c = static_cast<double>(std::max<std::int64_t>(1, clocks));
   st.rows_named_per_clock = static_cast<double>(named) / c;
-  st.distinct_rows_per_clock = static_cast<double>(distinct) / c;
+  st.distinct_rows_per_clock = static_cast<double>(distinct_rows) / c;
   st.bytes_per_clock = bytes / c;
 }
 

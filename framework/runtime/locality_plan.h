@@ -19,7 +19,7 @@
 // (so small runs keep their published orders and checksums).
 //
 // The cost model (rows named, distinct rows and bytes per clock and per
-// sub-batch, over the first 256 clocks of epoch 0) is in stats() and in the report.
+// sub-batch, over the plan's first 256 clocks) is in stats() and in the report.
 //
 // Immutable after Make; thread-safe. Holds a copy of the rank's samples in
 // cell order (8 bytes a sample).
@@ -58,7 +58,7 @@ struct LocalityPlanStats {
   std::int64_t rows_per_block_a = 0;
   std::int64_t rows_per_block_b = 0;
   std::int64_t cells = 0;       // non-empty cells
-  // Over the first 256 clocks of epoch 0 (samples_per_clock each): the rows the samples
+  // Over the plan's first 256 clocks (samples_per_clock each): the rows the samples
   // name, the distinct rows among them, their bytes; and the largest
   // sub-batch's (one cell's run within a clock) distinct-row bytes.
   double rows_named_per_clock = 0;
@@ -91,6 +91,8 @@ class LocalityPlan {
 
  private:
   int VisitedStripe(int sub_epoch) const;
+  // CellOf with the caller's scratch; leaves the sample's rows in `rows`.
+  std::int64_t CellOf(const App& app, std::int64_t sample, std::vector<RowRef>& rows) const;
   void MeasureCost(const App& app, const std::vector<TableSpec>& tables, std::int64_t samples_per_clock);
 
   std::vector<std::int64_t> by_cell_;      // samples, cell-major (a * blocks_b + b), sorted within a cell
