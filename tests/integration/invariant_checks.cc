@@ -202,6 +202,7 @@ void CheckMfBeatsBiasesOnly(const ModeCase& c, const std::filesystem::path& rati
   config.mutable_cluster()->set_partitioning(c.partitioning);
   config.mutable_cluster()->set_slot_bytes(1 << 20);
   config.mutable_data()->set_name("movielens");
+  if (!c.locality.empty()) config.mutable_training()->set_locality(c.locality);
   if (c.mode == "ASP" || c.mode == "DIRECT") {
     // No staleness bound: how stale reads get is up to the OS scheduler, so
     // on a loaded machine one rank can run far ahead and the margin becomes

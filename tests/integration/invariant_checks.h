@@ -33,6 +33,7 @@ struct ModeCase {
   int compute;
   int memory;
   proto::Partitioning partitioning;
+  std::string locality = "";  // training.locality when set (MF convergence)
 };
 // gtest would print the raw bytes, padding included.
 inline void PrintTo(const ModeCase& c, std::ostream* os) { *os << c.label; }

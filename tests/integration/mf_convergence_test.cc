@@ -23,6 +23,8 @@ TEST_P(MfConverges, FactorsBeatTheBiasesOnlyModel) {
 INSTANTIATE_TEST_SUITE_P(Modes, MfConverges,
                          ::testing::Values(ModeCase{"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE},
                                            ModeCase{"ssp1_2x2_hash", "SSP", 1, 2, 2, proto::HASH},
+                                           // Each compute rank on its own stripe of items per clock.
+                                           ModeCase{"ssp2_3x1_stratified", "SSP", 2, 3, 1, proto::RANGE, "stratified"},
                                            ModeCase{"bsp_3x1", "BSP", 0, 3, 1, proto::RANGE},
                                            ModeCase{"asp_3x1", "ASP", 0, 3, 1, proto::RANGE},
                                            ModeCase{"direct_3x1", "DIRECT", 0, 3, 1, proto::RANGE},
