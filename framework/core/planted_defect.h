@@ -38,6 +38,7 @@ enum class PlantedDefect : int {
   kResumeDropsShardRows,    // a resumed memory rank publishes its shard without the checkpoint's rows (I8)
   kPlannerIgnoresScratchpad,  // the locality planner sizes blocks for 4x the scratchpad
   kStratumNotRotated,       // stratified scheduling: every rank works on the same stripe in a sub-epoch
+  kFocusLoadsNothing,       // a replica moving its focus to a new stripe does not load the stripe's rows
 };
 
 namespace planted_defect_internal {

@@ -75,6 +75,15 @@ Result<TrainerResult> ClockLoop::Run() {
       record.rank = info_.rank;
       record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
       if (record.clock < first_clock_) continue;  // resumed: in the checkpoint
+      if (plan_.planned() && plan_.stratified()) {
+        // A new sub-epoch: the replica keeps only its stripe of B fresh.
+        const LocalityPlan::Focus focus = plan_.FocusOf(k, clocks_per_epoch);
+        if (!(focus == focus_)) {
+          STALELEARN_RETURN_IF_ERROR(mode_.FocusRows(
+              model::TableId{static_cast<std::uint32_t>(focus.table)}, focus.first, focus.last, record));
+          focus_ = focus;
+        }
+      }
       const std::span<const std::int64_t> samples = plan_.planned() && plan_.stratified()
                                                         ? plan_.ClockSamples(order, k, clocks_per_epoch)
                                                         : schedule_.ClockSamples(order, k);

@@ -54,7 +54,8 @@ class ClockLoop {
   RankInfo info_;
   ConsistencyMode& mode_;
   SampleSchedule schedule_;
-  LocalityPlan plan_;  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
+  LocalityPlan plan_;
+  LocalityPlan::Focus focus_;  // the stripe the mode was last told about (stratified)  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
   Straggler straggler_;
   std::unique_ptr<LocalState> state_;
   std::unique_ptr<ParallelKernel> parallel_;  // null: the kernel runs on the trainer thread

@@ -48,6 +48,15 @@ class ConsistencyMode {
   // Before clock `clock`, whose samples are `samples`. Fills record's
   // min_merged_of_others, observed_staleness, and adds to stall_seconds.
   virtual Status BeforeClock(std::int64_t clock, std::span<const std::int64_t> samples, ClockRecord& record) = 0;
+  // Stratified scheduling (locality_plan.h): until the next call, the
+  // kernel reads only rows [first, last) of `table` (and any row of other
+  // tables). A mode with a replica may stop refreshing that table's other
+  // rows and must make the range fresh before returning; adds its wait to
+  // stall_seconds. Default: nothing (every row stays fresh).
+  virtual Status FocusRows(model::TableId /*table*/, std::int64_t /*first*/, std::int64_t /*last*/,
+                           ClockRecord& /*record*/) {
+    return Status::Ok();
+  }
   // After the kernel ran: ships the clock's changes; adds to stall_seconds.
   virtual Status AfterClock(std::int64_t clock, ClockRecord& record) = 0;
   // The merged model for an evaluation during the run.

@@ -124,6 +124,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   const auto [bytes_a, a] = candidates[1];
   st.table_a = a;
   st.table_b = b;
+  plan.rows_b_ = tables[b].rows;
   if (bytes_a + bytes_b <= scratchpad_bytes && strata.count == 1) {
     st.reason = fmt::format("tables '{}' and '{}' ({} B touched) fit the scratchpad ({} B)", tables[a].name,
                             tables[b].name, bytes_a + bytes_b, scratchpad_bytes);
@@ -332,6 +333,15 @@ std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::in
   const std::int64_t first = begin + n * j / k;
   const std::int64_t last = j >= k ? first : begin + n * (j + 1) / k;
   return order.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(std::max<std::int64_t>(0, last - first)));
+}
+
+LocalityPlan::Focus LocalityPlan::FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const {
+  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.count);
+  const auto t = static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.count - 1));
+  const std::int64_t stripe = VisitedStripe(t);
+  const std::int64_t c = strata_.count;
+  // Row r is in stripe s iff s <= r c / rows < s + 1 (StripeOf).
+  return {stats_.table_b, (stripe * rows_b_ + c - 1) / c, ((stripe + 1) * rows_b_ + c - 1) / c};
 }
 
 int LocalityPlan::VisitedStripe(int t) const {

@@ -84,6 +84,15 @@ class LocalityPlan {
   // are its runs of consecutive samples in one cell.
   std::int64_t CellOf(const App& app, std::int64_t sample) const;
   bool stratified() const { return strata_.count > 1; }
+  // Stratified: the rows of B the samples of clock `clock_in_epoch` name
+  // lie in [first, last) (its sub-epoch's stripe).
+  struct Focus {
+    int table = -1;
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+    bool operator==(const Focus&) const = default;
+  };
+  Focus FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const;
   // Stratified: the samples of clock `clock_in_epoch` within `order`
   // (clocks_per_epoch: a multiple of the strata, SampleSchedule's).
   std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch,
@@ -102,6 +111,7 @@ class LocalityPlan {
   std::vector<std::int32_t> stripe_of_block_b_;  // blocks_b
   std::vector<std::int64_t> stripe_samples_;     // samples per stripe of B
   Strata strata_;
+  std::int64_t rows_b_ = 0;  // table B's rows (all of them, not only the touched)
   LocalityPlanStats stats_;
 };
 

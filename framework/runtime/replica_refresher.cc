@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "framework/core/planted_defect.h"
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/clock_table.h"
 
@@ -81,6 +82,10 @@ std::int64_t ReplicaRefresher::Pick(model::MemoryIndex m, std::size_t offset, st
   const TableSpan* span = TableAt(m, offset);
   if (span == nullptr) return sync::SnapshotReader::kNotPicked;
   if (bytes != span->row_bytes) return sync::SnapshotReader::kAnyRecord;  // several rows (a whole-shard publish)
+  if (focus_first_ >= 0 && span->table == focus_table_) {
+    const std::int64_t row = span->GlobalRow(offset);
+    if (row < focus_first_ || row >= focus_last_) return sync::SnapshotReader::kNotPicked;  // out of focus
+  }
   const std::int64_t slot = SlotAt(*span, offset, replica);
   // Dense ids, one per replica slot over all tables (RecordPicker::id_count).
   return slot < 0 ? sync::SnapshotReader::kNotPicked
@@ -160,6 +165,56 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
     installed_merged_[i].assign(meta->merged_clock.begin(), meta->merged_clock.end());
   }
   return sync::MinMergedClockOfOthers(installed_merged_, me_);
+}
+
+Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last,
+                                   model::Replica& replica) {
+  if (pending_batches() != 0) return FailedPrecondition("FocusRows with own batches not yet merged");
+  if (installed_in_.empty()) {
+    for (const model::RowBlock& block : replica.tables()) {
+      installed_in_.emplace_back(block.rows(), 0);
+      first_id_.push_back(id_count_);
+      id_count_ += static_cast<std::size_t>(block.rows());
+    }
+  }
+  const model::RowPartition& partition = layout_.partition(table);
+  const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
+  // The range's rows of each shard are contiguous there (range and hash
+  // partitions keep rows in order): one read per memory rank, into one buffer.
+  const auto shards = static_cast<std::size_t>(layout_.memory_ranks());
+  std::vector<std::size_t> begin(shards, SIZE_MAX), end(shards, 0);
+  for (std::int64_t r = first; r < last; ++r) {
+    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
+    const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
+    begin[m] = std::min(begin[m], offset);
+    end[m] = std::max(end[m], offset + row_bytes);
+  }
+  std::vector<std::size_t> at(shards, 0);
+  std::size_t total = 0;
+  for (std::size_t m = 0; m < shards; ++m) {
+    at[m] = total;
+    if (end[m] > begin[m]) total += end[m] - begin[m];
+  }
+  focus_buffer_.resize(total);
+  for (std::size_t m = 0; m < shards; ++m) {
+    if (end[m] <= begin[m]) continue;
+    const sync::SnapshotReader::RowRead read{begin[m], focus_buffer_.data() + at[m], end[m] - begin[m]};
+    STALELEARN_RETURN_IF_ERROR(readers_[m]->ReadRows(std::span(&read, 1)).status());
+  }
+  // Install the held ones (their slots ascend with their rows).
+  const std::int64_t held = replica.tables()[table.value].rows();
+  for (std::int64_t slot = 0; slot < held; ++slot) {
+    const std::int64_t r = replica.RowOfSlot(table, slot);
+    if (r < first || r >= last) continue;
+    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
+    const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
+    if (DefectPlanted(PlantedDefect::kFocusLoadsNothing)) continue;
+    InstallRow(table, slot, std::span(focus_buffer_.data() + at[m] + (offset - begin[m]), row_bytes), replica);
+  }
+  focus_table_ = table;
+  focus_first_ = first;
+  focus_last_ = last;
+  return Status::Ok();
 }
 
 Status ReplicaRefresher::ReadMergedModel(model::TableSet& model) {

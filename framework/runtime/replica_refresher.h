@@ -62,6 +62,17 @@ class ReplicaRefresher {
   Result<std::uint64_t> Refresh(model::Replica& replica);
   const RefreshCounters& counters() const { return counters_; }
 
+  // Stratified scheduling (locality_plan.h): the kernel reads only rows
+  // [first, last) of `table` until the focus moves, so refreshes skip
+  // records of the table's other rows (they go stale in the replica, unread).
+  // Moving the focus loads the new range's held rows from the latest
+  // snapshots first (LoadRows): call it with no pending batches (every own
+  // batch included in a published snapshot), so the loaded values hold all
+  // own deltas (I2); later refreshes install records since the held
+  // generation over them, newer or equal. table < 0: every row (default).
+  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, model::Replica& replica);
+  bool focused() const { return focus_first_ >= 0; }
+
   // Reads the latest snapshots of all memory ranks into `model` (no own
   // deltas): the merged model, for evaluation. Blocking.
   Status ReadMergedModel(model::TableSet& model);
@@ -133,6 +144,11 @@ class ReplicaRefresher {
   std::uint32_t refresh_number_ = 0;
   RefreshCounters counters_;
   std::vector<std::byte> shard_buffer_;  // ReadMergedModel only
+  // FocusRows: the focused table and rows (focus_first_ < 0: none).
+  model::TableId focus_table_{0};
+  std::int64_t focus_first_ = -1;
+  std::int64_t focus_last_ = -1;
+  std::vector<std::byte> focus_buffer_;
 };
 
 }  // namespace stalelearn::runtime

@@ -386,12 +386,18 @@ Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
   by_offset_.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) by_offset_[i] = i;
   std::ranges::sort(by_offset_, {}, [&](std::size_t i) { return rows[i].offset; });
-  // A record covers whole rows: copy the part of it each requested row overlaps.
+  // A record covers whole rows, a read whole rows (one, or a range of
+  // them): copy into each read the part of the record it overlaps. Reads are
+  // disjoint or identical, so those ending at or before the record's start
+  // come first in offset order.
   const auto patch = [&](std::size_t offset, std::span<const std::byte> bytes) {
-    auto it = std::ranges::lower_bound(by_offset_, offset, {}, [&](std::size_t i) { return rows[i].offset; });
-    for (; it != by_offset_.end() && rows[*it].offset < offset + bytes.size(); ++it) {
+    const std::size_t end = offset + bytes.size();
+    auto it = std::ranges::partition_point(by_offset_, [&](std::size_t i) { return rows[i].offset + rows[i].bytes <= offset; });
+    for (; it != by_offset_.end() && rows[*it].offset < end; ++it) {
       const RowRead& r = rows[*it];
-      if (r.offset + r.bytes <= offset + bytes.size()) std::memcpy(r.destination, bytes.data() + (r.offset - offset), r.bytes);
+      const std::size_t from = std::max(r.offset, offset);
+      const std::size_t to = std::min(r.offset + r.bytes, end);
+      std::memcpy(r.destination + (from - r.offset), bytes.data() + (from - offset), to - from);
     }
   };
   std::uint64_t bytes = 0;

@@ -181,9 +181,11 @@ class SnapshotReader {
   Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
                                                 const RangeSink& sink, PickScratch* scratch = nullptr);
 
-  // A consistent read of some rows of the latest snapshot (DIRECT mode): each
-  // (offset inside shard bytes, destination, length) is fetched with its own
-  // get. Returns the generation read. Blocking.
+  // A consistent read of some rows of the latest snapshot (DIRECT mode; a
+  // stratified rank's next stripe): each (offset inside shard bytes,
+  // destination, length: one row or a run of whole rows; reads disjoint or
+  // identical) is fetched with its own get. Returns the generation read.
+  // Blocking.
   struct RowRead {
     std::size_t offset;
     std::byte* destination;

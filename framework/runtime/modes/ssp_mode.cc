@@ -53,6 +53,32 @@ class SspConsistency final : public ConsistencyMode {
     return DropMergedPending();
   }
 
+  // Waits until every batch this rank pushed is in a published snapshot
+  // (ReplicaRefresher::FocusRows' precondition: the range it loads then
+  // holds all own deltas), then loads the range.
+  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, ClockRecord& record) override {
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
+    STALELEARN_ASSIGN_OR_RETURN(
+        std::chrono::nanoseconds waited,
+        sync::WaitUntil(
+            env_.wait, env_.transport,
+            [&]() -> Result<bool> {
+              STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
+              for (int m = 0; m < links_.clocks.memory_ranks(); ++m) {
+                const model::MemoryIndex mi{m};
+                links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
+              }
+              return links_.refresher.pending_batches() == 0;
+            },
+            [&] {
+              return fmt::format("compute rank {}: its batches merged, before it reads rows {}..{} of table {}",
+                                 me_.value, first, last, table.value);
+            }));
+    record.stall_seconds += std::chrono::duration<double>(waited).count();
+    STALELEARN_RETURN_IF_ERROR(links_.refresher.FocusRows(table, first, last, replica_));
+    replica_.Rebase();
+    return Status::Ok();
+  }
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;

@@ -1,0 +1,129 @@
+// Stratified scheduling end to end (training.locality = "stratified",
+// framework/README.md "Locality"): a compute rank's replica keeps only its
+// current stripe of items fresh (ReplicaRefresher::FocusRows). A counting
+// app checks, at every read of an item row in clock t, that the replica
+// holds every increment any rank made to it in clocks <= t - s - 1 (the
+// staleness bound, I1, on the rows the kernel reads) and all of its own
+// (read-your-writes, I2); the final model holds each increment once (I4).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+
+#include "framework/core/error.h"
+#include "framework/core/planted_defect.h"
+#include "framework/runtime/sample_schedule.h"
+#include "tests/integration/train_support.h"
+
+namespace stalelearn::testing {
+namespace {
+
+constexpr std::int64_t kUsers = 60;
+constexpr std::int64_t kItems = 400;
+constexpr std::int64_t kSamples = 6000;
+constexpr int kStaleness = 1;
+constexpr int kMaxClocks = 4096;
+
+// Samples are (user, item) pairs; the kernel counts both rows.
+class ItemCountingApp final : public runtime::App {
+ public:
+  ItemCountingApp() : increments_(static_cast<std::size_t>(kMaxClocks * kItems)) {
+    std::uint64_t state = 21;
+    for (std::int64_t s = 0; s < kSamples; ++s) {
+      const auto u = static_cast<std::int64_t>(runtime::SplitMix64(state) % kUsers);
+      const auto i = static_cast<std::int64_t>(runtime::SplitMix64(state) % kItems);
+      pairs_.emplace_back(u, i);
+    }
+  }
+  std::string name() const override { return "item-counting"; }
+  std::string dataset() const override { return "synthetic"; }
+  std::vector<runtime::TableSpec> Tables() const override {
+    return {{"user", runtime::ElementType::kInt32, kUsers, 1}, {"item", runtime::ElementType::kInt32, kItems, 1}};
+  }
+  std::int64_t TrainingSamples() const override { return kSamples; }
+  void RowsOf(std::int64_t s, std::vector<runtime::RowRef>& rows) const override {
+    rows.push_back({runtime::TableId{0}, runtime::RowId{pairs_[static_cast<std::size_t>(s)].first}});
+    rows.push_back({runtime::TableId{1}, runtime::RowId{pairs_[static_cast<std::size_t>(s)].second}});
+  }
+  struct Own final : runtime::LocalState {
+    std::vector<std::int64_t> item_counts = std::vector<std::int64_t>(kItems, 0);
+  };
+  std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo&,
+                                                        std::span<const std::int64_t>) const override {
+    return std::make_unique<Own>();
+  }
+  void Update(std::int64_t s, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
+    const auto [user, item] = pairs_[static_cast<std::size_t>(s)];
+    auto& own = static_cast<Own&>(*ctx.state);
+    std::int32_t& count = model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0];
+    // Every increment of clocks <= t - s - 1 (all ranks' kernels for them have
+    // ended: SSP let this clock start), and every own one.
+    std::int64_t required = 0;
+    for (std::int64_t c = 0; c <= ctx.clock - kStaleness - 1; ++c) required += increments_[Index(c, item)].load();
+    if (count < required) stale_reads_.fetch_add(1);
+    if (count < own.item_counts[static_cast<std::size_t>(item)]) lost_own_.fetch_add(1);
+    count += 1;
+    ++own.item_counts[static_cast<std::size_t>(item)];
+    increments_[Index(ctx.clock, item)].fetch_add(1);
+    model.IntRow(runtime::TableId{0}, runtime::RowId{user})[0] += 1;
+    ctx.work.random_row_accesses += 2;
+  }
+  runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
+    double users = 0, items = 0;
+    for (std::int64_t r = 0; r < kUsers; ++r) users += model[0].IntRow(r)[0];
+    for (std::int64_t r = 0; r < kItems; ++r) items += model[1].IntRow(r)[0];
+    return {"items", items, {{"users", users}}};
+  }
+  int stale_reads() const { return stale_reads_.load(); }
+  int lost_own() const { return lost_own_.load(); }
+
+ private:
+  static std::size_t Index(std::int64_t clock, std::int64_t item) {
+    if (clock >= kMaxClocks) throw Error(Internal("ItemCountingApp: clock beyond kMaxClocks"));
+    return static_cast<std::size_t>(clock * kItems + item);
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs_;
+  mutable std::vector<std::atomic<std::int64_t>> increments_;
+  mutable std::atomic<int> stale_reads_{0};
+  mutable std::atomic<int> lost_own_{0};
+};
+
+void CheckStratifiedReadsAreFreshAndExact(bool timing) {
+  constexpr int kEpochs = 3;
+  ItemCountingApp app;
+  proto::Config config = TestConfig("SSP", kStaleness, /*memory_ranks=*/1, kEpochs, /*samples_per_clock=*/64);
+  config.mutable_training()->set_locality("stratified");
+  if (timing) UseStaleLearnTiming(config);
+  const LocalRun run = RunLocal(config, app, /*world_size=*/5);
+  const proto::Report& report = run.report();
+  EXPECT_EQ(report.final().value(), static_cast<double>(kSamples * kEpochs)) << "item increments lost or doubled";
+  EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs));
+  EXPECT_EQ(app.stale_reads(), 0) << "an item row was read staler than the bound allows";
+  EXPECT_EQ(app.lost_own(), 0) << "an item row was read without this rank's own increments";
+  int planned = 0;
+  for (const proto::RankReport& r : report.ranks()) {
+    if (r.role() != "compute") continue;
+    EXPECT_NE(r.locality_plan().reason().find("stratified over 4 stripes"), std::string::npos) << r.locality_plan().reason();
+    planned += r.locality_plan().planned() ? 1 : 0;
+  }
+  EXPECT_EQ(planned, 4);
+}
+
+TEST(StratifiedTraining, FocusedReadsAreFreshOwnWritesVisibleAndCountsExact) {
+  CheckStratifiedReadsAreFreshAndExact(/*timing=*/false);
+}
+
+TEST(StratifiedTraining, TheSameUnderDeterministicTiming) { CheckStratifiedReadsAreFreshAndExact(/*timing=*/true); }
+
+TEST(StratifiedTraining, AFocusThatLoadsNothingIsCaught) {
+  ScopedPlantedDefect planted(PlantedDefect::kFocusLoadsNothing);
+  ItemCountingApp app;
+  proto::Config config = TestConfig("SSP", kStaleness, 1, 3, 64);
+  config.mutable_training()->set_locality("stratified");
+  UseStaleLearnTiming(config);
+  RunLocal(config, app, 5);
+  EXPECT_GT(app.stale_reads(), 0) << "the staleness check did not see rows left stale by the focus";
+}
+
+}  // namespace
+}  // namespace stalelearn::testing
