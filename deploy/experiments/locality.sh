@@ -14,19 +14,11 @@
 #
 #   deploy/experiments/locality.sh [--out DIR]
 # The synthetic set is generated once (stalelearn data synth, ~15 s, 367 MB).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-BIN=${STALELEARN_BUILD_DIR:-build}/bin/stalelearn
-OUT=${STALELEARN_BUILD_DIR:-build}/experiments/locality
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) OUT=$2; shift 2 ;;
-    *) echo "locality.sh: unknown argument '$1' (only --out DIR)" >&2; exit 2 ;;
-  esac
-done
-[ -x "$BIN" ] || { echo "locality.sh: $BIN not built; run ./deploy/build.sh" >&2; exit 1; }
+# Wall-clock rates, unlike the timing-backend presets: compare the rows of
+# one run, not runs on different days.
+source "$(dirname "$0")/lib.sh"
+experiment_init locality "$@"
 command -v python3 >/dev/null || { echo "locality.sh: needs python3 to read the reports" >&2; exit 1; }
-mkdir -p "$OUT"
 ./deploy/fetch-data.sh movielens >/dev/null
 DATA_DIR=${STALELEARN_DATA:-${HOME:-.}/.cache/stalelearn}
 if [ ! -f "$DATA_DIR/synth/ratings.tsv" ]; then
