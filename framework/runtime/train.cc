@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "framework/metrics/counting_transport.h"
 #include "framework/model/hash64.h"
 #include "framework/runtime/checkpointer.h"
 #include "framework/runtime/clock_loop.h"
+#include "framework/runtime/locality_plan.h"
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/peer_liveness.h"
@@ -40,6 +42,7 @@ class RankRunner {
       : env_(env), mode_(mode), counting_(counting) {}
 
   Result<RankRun> Run() {
+    STALELEARN_RETURN_IF_ERROR(CheckStrata());
     STALELEARN_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Make(env_, TotalClocks()));
     if (survives_deaths()) {
       if (!mode_.uses_memory_ranks || env_.wait.sim != nullptr) {
@@ -97,6 +100,22 @@ class RankRunner {
   Status StartSchedule() { return env_.wait.sim != nullptr ? env_.wait.sim->StartSchedule() : Status::Ok(); }
   void LeaveSchedule() {
     if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
+  }
+
+  // Stratified scheduling needs two keyed tables: every rank finds out
+  // before the start barrier (one compute rank failing later would leave the
+  // memory ranks waiting out the wait limit). The first samples tell.
+  Status CheckStrata() const {
+    const int strata = StrataOf(config(), env_.roles.compute_ranks());
+    if (strata <= 1) return Status::Ok();
+    std::vector<std::int64_t> first(static_cast<std::size_t>(std::min<std::int64_t>(env_.app.TrainingSamples(), 4096)));
+    std::iota(first.begin(), first.end(), 0);
+    const LocalityPlan plan = LocalityPlan::Make(env_.app, first, config().training().scratchpad_bytes(),
+                                                 config().training().samples_per_clock(), Strata{strata, 0});
+    if (plan.planned()) return Status::Ok();
+    return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "
+                                       "sparse tables; app '{}': {}",
+                                       env_.app.name(), plan.stats().reason));
   }
 
   bool survives_deaths() const { return config().faults().dead_after_seconds() > 0; }

@@ -115,6 +115,36 @@ TEST(StratifiedTraining, FocusedReadsAreFreshOwnWritesVisibleAndCountsExact) {
 
 TEST(StratifiedTraining, TheSameUnderDeterministicTiming) { CheckStratifiedReadsAreFreshAndExact(/*timing=*/true); }
 
+// Each sample names one row of one table: nothing to stratify.
+class OneTableApp final : public runtime::App {
+ public:
+  std::string name() const override { return "one-table"; }
+  std::string dataset() const override { return "synthetic"; }
+  std::vector<runtime::TableSpec> Tables() const override {
+    return {{"w", runtime::ElementType::kInt32, 100, 1}};
+  }
+  std::int64_t TrainingSamples() const override { return 1000; }
+  void RowsOf(std::int64_t s, std::vector<runtime::RowRef>& rows) const override {
+    rows.push_back({runtime::TableId{0}, runtime::RowId{s % 100}});
+  }
+  void Update(std::int64_t s, runtime::ModelView& model, runtime::KernelContext&) const override {
+    model.IntRow(runtime::TableId{0}, runtime::RowId{s % 100})[0] += 1;
+  }
+};
+
+TEST(StratifiedTraining, AnAppWithoutTwoKeyedTablesIsRefusedAtOnce) {
+  const OneTableApp app;
+  proto::Config config = TestConfig("SSP", kStaleness, 1, 1, 64);
+  config.mutable_training()->set_locality("stratified");
+  config.mutable_wait()->set_timeout_seconds(600);  // a rank left waiting would fail the test's deadline
+  try {
+    RunLocal(config, app, 4);
+    ADD_FAILURE() << "a stratified run of an app without two keyed tables ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("training.locality=stratified needs"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StratifiedTraining, AFocusThatLoadsNothingIsCaught) {
   ScopedPlantedDefect planted(PlantedDefect::kFocusLoadsNothing);
   ItemCountingApp app;
