@@ -12,11 +12,6 @@
 namespace stalelearn::runtime {
 namespace {
 
-void ShuffleSmall(std::vector<std::int64_t>& v, std::uint64_t seed) {
-  std::uint64_t state = seed;
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[SplitMix64(state) % i]);
-}
-
 // The row sample `s` names in tables a and b (keyed: exactly one each).
 std::pair<std::int64_t, std::int64_t> KeyRows(const App& app, std::int64_t s, int a, int b,
                                               std::vector<RowRef>& rows) {
@@ -300,7 +295,7 @@ void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std
   std::uint64_t state = seed ^ (0xA0761D6478BD642Full * static_cast<std::uint64_t>(epoch + 1));
   std::vector<std::int64_t> a_order(static_cast<std::size_t>(stats_.blocks_a));
   std::iota(a_order.begin(), a_order.end(), 0);
-  ShuffleSmall(a_order, SplitMix64(state));
+  Shuffle(a_order, SplitMix64(state));
   std::vector<std::int64_t> b_order;
   // Stratified: sub-epoch t visits only stripe (index + t) mod count of B.
   for (int t = 0; t < strata_.count; ++t) {
@@ -310,7 +305,7 @@ void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std
       for (std::int64_t bb = 0; bb < stats_.blocks_b; ++bb) {
         if (stripe_of_block_b_[static_cast<std::size_t>(bb)] == stripe) b_order.push_back(bb);
       }
-      ShuffleSmall(b_order, SplitMix64(state));
+      Shuffle(b_order, SplitMix64(state));
       for (std::int64_t bb : b_order) {
         const auto cell = static_cast<std::size_t>(ba * stats_.blocks_b + bb);
         order.insert(order.end(), by_cell_.begin() + cell_start_[cell], by_cell_.begin() + cell_start_[cell + 1]);

@@ -132,14 +132,17 @@ void ReplicaRefresher::TakeDropped(std::vector<std::vector<std::byte>>& out) {
   dropped_.clear();
 }
 
-Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
-  if (installed_in_.empty()) {
-    for (const model::RowBlock& block : replica.tables()) {
-      installed_in_.emplace_back(block.rows(), 0);
-      first_id_.push_back(id_count_);
-      id_count_ += static_cast<std::size_t>(block.rows());
-    }
+void ReplicaRefresher::NumberSlots(const model::Replica& replica) {
+  if (!installed_in_.empty()) return;
+  for (const model::RowBlock& block : replica.tables()) {
+    installed_in_.emplace_back(block.rows(), 0);
+    first_id_.push_back(id_count_);
+    id_count_ += static_cast<std::size_t>(block.rows());
   }
+}
+
+Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
+  NumberSlots(replica);
   ++refresh_number_;
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
@@ -170,13 +173,7 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
 Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last,
                                    model::Replica& replica) {
   if (pending_batches() != 0) return FailedPrecondition("FocusRows with own batches not yet merged");
-  if (installed_in_.empty()) {
-    for (const model::RowBlock& block : replica.tables()) {
-      installed_in_.emplace_back(block.rows(), 0);
-      first_id_.push_back(id_count_);
-      id_count_ += static_cast<std::size_t>(block.rows());
-    }
-  }
+  NumberSlots(replica);
   const model::RowPartition& partition = layout_.partition(table);
   const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
   // The range's rows of each shard are contiguous there (range and hash

@@ -128,6 +128,8 @@ class ReplicaRefresher {
   // Asks for the cache line Pick will read for that record.
   void PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
   void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;
+  // Sizes installed_in_ and numbers the picker ids on first use (the replica's shape is fixed).
+  void NumberSlots(const model::Replica& replica);
 
   const model::ModelLayout& layout_;
   model::ComputeIndex me_;

@@ -18,8 +18,6 @@ std::uint64_t SplitMix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-namespace {
-
 void Shuffle(std::vector<std::int64_t>& v, std::uint64_t seed) {
   std::uint64_t state = seed;
   for (std::size_t i = v.size(); i > 1; --i) {
@@ -27,6 +25,8 @@ void Shuffle(std::vector<std::int64_t>& v, std::uint64_t seed) {
     std::swap(v[i - 1], v[j]);
   }
 }
+
+namespace {
 
 // The dealing permutation of `total` samples, built once per process and
 // kept for the most recent (total, seed): with --ranks C:M every rank is a

@@ -63,5 +63,7 @@ std::vector<std::int64_t> AscendingSamples(std::span<const std::int64_t> samples
 
 // SplitMix64 step: a small, portable PRNG for seeding and shuffles.
 std::uint64_t SplitMix64(std::uint64_t& state);
+// A seeded Fisher-Yates shuffle of `v` (SplitMix64 draws).
+void Shuffle(std::vector<std::int64_t>& v, std::uint64_t seed);
 
 }  // namespace stalelearn::runtime
