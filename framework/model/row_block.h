@@ -17,7 +17,6 @@
 #include <emmintrin.h>
 #endif
 
-#include "framework/core/huge_page_allocator.h"
 #include "framework/model/table_spec.h"
 
 namespace stalelearn::model {
@@ -55,9 +54,10 @@ class RowBlock {
   std::int64_t rows_;
   std::int32_t width_;
   // Exactly one of the two is used, so typed access never aliases. Large
-  // blocks sit on huge pages (rows are read and written at random).
-  std::vector<float, HugePageAllocator<float>> floats_;
-  std::vector<std::int32_t, HugePageAllocator<std::int32_t>> ints_;
+  // blocks sit on huge pages (framework/core/huge_page_new.cc: rows are
+  // read and written at random).
+  std::vector<float> floats_;
+  std::vector<std::int32_t> ints_;
 };
 
 // dst = src for one row (bytes: a multiple of 4, the element size), inline:
