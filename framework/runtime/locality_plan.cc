@@ -4,13 +4,35 @@
 
 #include <algorithm>
 #include <numeric>
-#include <thread>
+#include <atomic>
+#include <utility>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
 namespace {
+
+// The passes over a rank's samples run on all cores, one contiguous part of
+// the samples each. Every pass's result is independent of the number of
+// parts (verdicts are and-ed, marks or-ed, counts summed, and a part's
+// samples go after the parts' before it), so the plan does not depend on
+// the thread count.
+int Parts() { return std::max(1, tbb::this_task_arena::max_concurrency()); }
+
+// fn(part, begin, end) for the `parts` contiguous parts of [0, n), in parallel.
+template <class Fn>
+void ForEachPart(int parts, std::size_t n, const Fn& fn) {
+  tbb::parallel_for(0, parts, [&](int part) {
+    const auto p = static_cast<std::size_t>(part);
+    const auto count = static_cast<std::size_t>(parts);
+    fn(part, n * p / count, n * (p + 1) / count);
+  });
+}
 
 // The row sample `s` names in tables a and b (keyed: exactly one each).
 std::pair<std::int64_t, std::int64_t> KeyRows(const App& app, std::int64_t s, int a, int b,
@@ -77,7 +99,9 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   plan.strata_ = strata;
   const std::vector<TableSpec> tables = app.Tables();
   const auto n = tables.size();
-  // Pass 1: which sparse tables every sample names exactly once, and the rows touched.
+  // Pass 1: which sparse tables every sample names exactly once, and the
+  // rows touched; on all cores, over fixed parts of the samples (each part
+  // its own verdicts; a touched row is marked by whichever part sees it).
   std::vector<char> keyed(n, 0);
   std::vector<std::vector<std::uint8_t>> touched(n);
   for (std::size_t t = 0; t < n; ++t) {
@@ -86,21 +110,31 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
       touched[t].assign(static_cast<std::size_t>(tables[t].rows), 0);
     }
   }
-  std::vector<RowRef> rows;
-  std::vector<int> named(n, 0);
-  for (std::int64_t s : samples) {
-    rows.clear();
-    app.RowsOf(s, rows);
-    std::ranges::fill(named, 0);
-    for (const RowRef& r : rows) {
-      const auto t = static_cast<std::size_t>(r.table.value);
-      if (keyed[t] == 0) continue;
-      ++named[t];
-      touched[t][static_cast<std::size_t>(r.row.value)] = 1;
+  const int parts = Parts();
+  std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts), keyed);
+  ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+    std::vector<char>& verdict = keyed_in_part[static_cast<std::size_t>(part)];
+    std::vector<RowRef> rows;
+    std::vector<int> named(n, 0);
+    for (std::size_t i = begin; i < end; ++i) {
+      rows.clear();
+      app.RowsOf(samples[i], rows);
+      std::ranges::fill(named, 0);
+      for (const RowRef& r : rows) {
+        const auto t = static_cast<std::size_t>(r.table.value);
+        if (verdict[t] == 0) continue;
+        ++named[t];
+        // Read first: a row named again (most are) leaves its cache line shared.
+        std::atomic_ref<std::uint8_t> mark(touched[t][static_cast<std::size_t>(r.row.value)]);
+        if (mark.load(std::memory_order_relaxed) == 0) mark.store(1, std::memory_order_relaxed);
+      }
+      for (std::size_t t = 0; t < n; ++t) {
+        if (verdict[t] != 0 && named[t] != 1) verdict[t] = 0;
+      }
     }
-    for (std::size_t t = 0; t < n; ++t) {
-      if (keyed[t] != 0 && named[t] != 1) keyed[t] = 0;
-    }
+  });
+  for (const std::vector<char>& verdict : keyed_in_part) {
+    for (std::size_t t = 0; t < n; ++t) keyed[t] = static_cast<char>(keyed[t] & verdict[t]);
   }
   // The two keyed tables of most touched bytes; A is the smaller of them.
   std::vector<std::pair<std::int64_t, int>> candidates;  // (touched bytes, table)
@@ -120,6 +154,10 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   st.table_a = a;
   st.table_b = b;
   plan.rows_b_ = tables[b].rows;
+  if (tables[b].rows > std::int64_t{UINT32_MAX} || std::ssize(samples) > std::int64_t{UINT32_MAX}) {
+    st.reason = fmt::format("table '{}' or this rank's samples number 2^32 or more", tables[b].name);
+    return plan;
+  }
   if (bytes_a + bytes_b <= scratchpad_bytes && strata.count == 1) {
     st.reason = fmt::format("tables '{}' and '{}' ({} B touched) fit the scratchpad ({} B)", tables[a].name,
                             tables[b].name, bytes_a + bytes_b, scratchpad_bytes);
@@ -148,54 +186,58 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.count, block_b, plan.first_row_b_,
                           plan.stripe_of_block_b_);
   touched.clear();
-  // Pass 2 (address order) counts the samples of each cell; pass 3 puts
-  // each sample with its key within the cell (B row, then A row) at its
-  // cell's next place; then each cell is sorted by key (ties by sample: a
-  // pure function of the data), on two threads (the memory rank's is idle
-  // before training).
+  // Pass 2 counts each part's samples of each cell; pass 3 puts every sample
+  // at its cell's next place (a part after the parts before it: address
+  // order within a cell, whatever the thread count) with its B row; then
+  // each cell is ordered by B row, ties in address order (a pure function
+  // of the data). All on all cores.
   const std::int64_t cells = st.blocks_a * st.blocks_b;
   const auto cell_of = [&](std::int64_t ra, std::int64_t rb) {
     return static_cast<std::size_t>(std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +
                                     block_b[static_cast<std::size_t>(rb)]);
   };
+  std::vector<std::vector<std::int64_t>> next(static_cast<std::size_t>(parts), std::vector<std::int64_t>(static_cast<std::size_t>(cells), 0));
+  ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+    std::vector<std::int64_t>& count = next[static_cast<std::size_t>(part)];
+    std::vector<RowRef> rows;
+    for (std::size_t i = begin; i < end; ++i) {
+      const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
+      ++count[cell_of(ra, rb)];
+    }
+  });
   plan.cell_start_.assign(static_cast<std::size_t>(cells + 1), 0);
-  for (std::int64_t s : samples) {
-    const auto [ra, rb] = KeyRows(app, s, a, b, rows);
-    ++plan.cell_start_[cell_of(ra, rb) + 1];
-  }
-  std::partial_sum(plan.cell_start_.begin(), plan.cell_start_.end(), plan.cell_start_.begin());
-  std::vector<std::pair<std::uint64_t, std::int64_t>> keyed_samples(samples.size());
-  {
-    std::vector<std::int64_t> next(plan.cell_start_.begin(), plan.cell_start_.end() - 1);
-    for (std::int64_t s : samples) {
-      const auto [ra, rb] = KeyRows(app, s, a, b, rows);
-      const std::uint64_t key = (static_cast<std::uint64_t>(rb) << 32) | static_cast<std::uint64_t>(ra);
-      keyed_samples[static_cast<std::size_t>(next[cell_of(ra, rb)]++)] = {key, s};
+  for (std::size_t c = 0; c < static_cast<std::size_t>(cells); ++c) {
+    std::int64_t at = plan.cell_start_[c];
+    for (std::vector<std::int64_t>& count : next) {  // a part's count becomes its first place
+      const std::int64_t k = count[c];
+      count[c] = at;
+      at += k;
     }
+    plan.cell_start_[c + 1] = at;
   }
+  // (B row, index in `samples`) at each place: sorting a cell's keys orders
+  // it by B row, ties in address order.
+  std::vector<std::uint64_t> keys(samples.size());
+  ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+    std::vector<std::int64_t>& at = next[static_cast<std::size_t>(part)];
+    std::vector<RowRef> rows;
+    for (std::size_t i = begin; i < end; ++i) {
+      const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
+      keys[static_cast<std::size_t>(at[cell_of(ra, rb)]++)] = (static_cast<std::uint64_t>(rb) << 32) | i;
+    }
+  });
+  next = {};
   plan.by_cell_.resize(samples.size());
-  const auto sort_cells = [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t c = first; c < last; ++c) {
-      const auto begin = static_cast<std::size_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
-      const auto end = static_cast<std::size_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
-      std::sort(keyed_samples.begin() + static_cast<std::ptrdiff_t>(begin),
-                keyed_samples.begin() + static_cast<std::ptrdiff_t>(end));
-      for (std::size_t i = begin; i < end; ++i) plan.by_cell_[i] = keyed_samples[i].second;
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, cells), [&](const tbb::blocked_range<std::int64_t>& range) {
+    for (std::int64_t c = range.begin(); c < range.end(); ++c) {
+      const auto begin = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
+      const auto end = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
+      std::sort(keys.begin() + begin, keys.begin() + end);
+      for (std::ptrdiff_t i = begin; i < end; ++i) {
+        plan.by_cell_[static_cast<std::size_t>(i)] = samples[keys[static_cast<std::size_t>(i)] & 0xffffffffu];
+      }
     }
-  };
-  // The second thread takes the cells after the one holding the middle sample.
-  const auto middle = static_cast<std::int64_t>(
-      std::ranges::upper_bound(plan.cell_start_, static_cast<std::int64_t>(samples.size() / 2)) - plan.cell_start_.begin());
-  const std::int64_t split = std::clamp<std::int64_t>(middle, 0, cells);
-  {
-    std::thread second(sort_cells, split, cells);
-    sort_cells(0, split);
-    second.join();
-  }
-  for (std::int64_t c = 0; c < cells; ++c) {
-    if (plan.cell_start_[static_cast<std::size_t>(c + 1)] > plan.cell_start_[static_cast<std::size_t>(c)]) ++st.cells;
-  }
-  keyed_samples = {};
+  });
   st.planned = true;
   // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
   plan.stripe_samples_.assign(static_cast<std::size_t>(strata.count), 0);

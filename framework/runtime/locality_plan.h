@@ -11,8 +11,8 @@
 // stays one block). A sample's cell is (block in A, block in B). An epoch
 // visits the A blocks in a seeded order and, for each, its B blocks in a
 // seeded order: the A block stays in cache while B blocks pass through.
-// Within a cell samples run in increasing B row (then A row, then sample),
-// so B rows are read in address order (prefetchable) and A rows hit the
+// Within a cell samples run in increasing B row (ties in the data set's
+// order), so B rows are read in address order (prefetchable) and A rows hit the
 // cache. Apps with fewer than two keyed tables (one keyed table and dense
 // ones, or samples naming many rows), and models whose keyed tables fit the
 // scratchpad whole, are not planned: the schedule's seeded shuffle stands
@@ -21,7 +21,9 @@
 // The cost model (rows named, distinct rows and bytes per clock and per
 // sub-batch, over the plan's first 256 clocks) is in stats() and in the report.
 //
-// Immutable after Make; thread-safe. Holds a copy of the rank's samples in
+// Make runs its passes on all cores (oneTBB; App::RowsOf is called
+// concurrently, as the app contract allows); the plan does not depend on
+// the thread count. Immutable after Make; thread-safe. Holds a copy of the rank's samples in
 // cell order (8 bytes a sample).
 #pragma once
 

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include <tbb/task_arena.h>
+
 #include "framework/core/config_loader.h"
 #include "framework/runtime/locality_plan.h"
 #include "framework/runtime/sample_schedule.h"
@@ -74,6 +76,24 @@ TEST(LocalityPlan, AnEpochIsASeededPermutationThatChangesPerEpoch) {
   std::vector<std::int64_t> expected(share);
   std::ranges::sort(expected);
   EXPECT_EQ(sorted, expected) << "an epoch must visit each of the rank's samples exactly once";
+}
+
+TEST(LocalityPlan, ThePlanDoesNotDependOnTheThreadCount) {
+  // Make's passes run one part of the samples per thread: the parts' results
+  // must combine into the same plan on 1, 2 or 5 threads.
+  const TwoTableApp app(3000, 8000, 60000, 5);
+  const std::vector<std::int64_t> all = AllSamples(app);
+  std::vector<std::vector<std::int64_t>> orders;
+  for (const int threads : {1, 2, 5}) {
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, all, 64 << 10, 1024);
+      ASSERT_TRUE(plan.planned());
+      plan.EpochOrderInto(2, 11, orders.emplace_back());
+    });
+  }
+  EXPECT_EQ(orders[0], orders[1]);
+  EXPECT_EQ(orders[0], orders[2]);
 }
 
 TEST(LocalityPlan, PlannedClocksNameFewerDistinctRowsThanTheShuffle) {
