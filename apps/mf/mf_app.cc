@@ -37,22 +37,29 @@ MfApp::MfApp(std::string dataset, std::size_t users, std::size_t items, std::vec
       items_(items),
       test_(std::move(test)),
       params_(params) {
-  train_.reserve(train.size());
   double sum = 0;
-  for (const data::Rating& r : train) {
-    train_.push_back({static_cast<std::uint32_t>(r.user), static_cast<std::uint32_t>(r.item), r.value});
-    sum += r.value;
+  for (const data::Rating& r : train) sum += r.value;
+  mean_ = train.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(train.size()));
+  const auto sample_of = [](const data::Rating& r) {
+    return Sample{static_cast<std::uint32_t>(r.user), static_cast<std::uint32_t>(r.item), r.value};
+  };
+  if (!params_.deal_by_user) {
+    train_.reserve(train.size());
+    for (const data::Rating& r : train) train_.push_back(sample_of(r));
+    return;
   }
-  mean_ = train_.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(train_.size()));
-  if (params_.deal_by_user) {
-    // Stable: a user's ratings keep their order, so the deal is a function
-    // of the data and the seed alone.
-    std::ranges::stable_sort(train_, {}, &Sample::user);
-    for (std::size_t i = 0; i < train_.size(); ++i) {
-      if (i == 0 || train_[i].user != train_[i - 1].user) user_starts_.push_back(static_cast<std::int64_t>(i));
-    }
-    user_starts_.push_back(static_cast<std::int64_t>(train_.size()));
+  // Grouped by user, a user's ratings in their order (a counting sort: the
+  // deal is a function of the data and the seed alone, found in linear time).
+  std::vector<std::int64_t> next(users_ + 1, 0);
+  for (const data::Rating& r : train) ++next[static_cast<std::size_t>(r.user) + 1];
+  for (std::size_t u = 0; u < users_; ++u) next[u + 1] += next[u];
+  user_starts_.reserve(users_ + 1);
+  for (std::size_t u = 0; u < users_; ++u) {
+    if (next[u + 1] > next[u]) user_starts_.push_back(next[u]);
   }
+  user_starts_.push_back(static_cast<std::int64_t>(train.size()));
+  train_.resize(train.size());
+  for (const data::Rating& r : train) train_[static_cast<std::size_t>(next[static_cast<std::size_t>(r.user)]++)] = sample_of(r);
 }
 
 std::int64_t MfApp::SampleGroups() const {

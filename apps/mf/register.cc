@@ -15,7 +15,7 @@ Status ResolveConfig(MfConfig& mf, proto::Config& config) {
   if (mf.learning_rate() == 0) mf.set_learning_rate(0.01f);
   if (mf.regularization() == 0) mf.set_regularization(0.05f);
   if (mf.init_scale() == 0) mf.set_init_scale(0.1f);
-  if (mf.deal().empty()) mf.set_deal("rating");
+  if (mf.deal().empty()) mf.set_deal("user");
   if (config.data().name().empty() && config.data().path().empty()) config.mutable_data()->set_name("movielens");
   // Every row of both factor tables holds `rank` floats; past this a typo is
   // a failed terabyte allocation on every rank instead of a config error.
