@@ -25,7 +25,7 @@ step "fetching MovieLens"
 step "training: mpirun -np 4 (3 compute + 1 memory rank), config $CONFIG"
 MPIRUN_ARGS=(-np 4 --oversubscribe --bind-to none --timeout 1800)
 if [ "$(id -u)" -eq 0 ]; then MPIRUN_ARGS+=(--allow-run-as-root); fi
-rm -f /dev/shm/vader_segment.* 2>/dev/null || true
+./deploy/clean-stale-shm.sh
 UCX_WARN_UNUSED_ENV_VARS=n mpirun "${MPIRUN_ARGS[@]}" \
   "$BIN" train --config "$CONFIG" --report "$REPORT" "$@" </dev/null
 

@@ -13,7 +13,8 @@ if [ "$(id -u)" -eq 0 ]; then ./deploy/install-deps.sh --cluster; else ./deploy/
 # network once cached.
 ./deploy/fetch-data.sh movielens heart_scale spam brown mnist
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
-# Stray shared-memory segments from an earlier killed run make vader fail.
-rm -f /dev/shm/vader_segment.* 2>/dev/null || true
+# Stray shared-memory segments of this user's earlier killed runs make vader
+# fail; other jobs' segments are left alone.
+./deploy/clean-stale-shm.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 UCX_WARN_UNUSED_ENV_VARS=n
 ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "${STALELEARN_TEST_JOBS:-2}" "$@"

@@ -87,7 +87,18 @@ void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& boot
                   const std::string& report_path) {
   runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, bootstrap));
   if (!run.writes_report) return;
-  if (!report_path.empty()) ThrowIfError(metrics::WriteReportFile(run.report, report_path));
+  if (!report_path.empty()) {
+    if (Status written = metrics::WriteReportFile(run.report, report_path); !written.ok()) {
+      // Checked before training, and failed anyway (a full disk, a removed
+      // directory): the result of the run must not be lost with it.
+      Result<std::string> saved = metrics::WriteReportToTemporaryFile(run.report);
+      std::fprintf(stderr, "stalelearn: %s; final %s %.6g, model checksum %s; %s\n", written.message().c_str(),
+                   run.report.final().metric().c_str(), run.report.final().value(), run.report.model_checksum().c_str(),
+                   saved.ok() ? fmt::format("the report is in {}", *saved).c_str()
+                              : saved.status().message().c_str());
+      throw Error(std::move(written));
+    }
+  }
   if (const std::string& trace = inputs.config.output().trace(); !trace.empty()) {
     std::ofstream out(trace, std::ios::trunc);
     if (!(out << run.trace_csv)) throw Error(InvalidArgument(fmt::format("{}: cannot write the trace", trace)));
@@ -118,6 +129,10 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   backends::ApplyTimingConfig(config);
   if (options.quiet) config.mutable_output()->set_quiet(true);
   const std::string report_path = options.report_path.empty() ? config.output().report() : options.report_path;
+  // Before any data is read or rank started: a report or trace that cannot
+  // be written fails now, not after the run (one line, exit 2).
+  if (!report_path.empty()) ThrowIfError(metrics::CheckWritable(report_path, "--report"));
+  if (!config.output().trace().empty()) ThrowIfError(metrics::CheckWritable(config.output().trace(), "output.trace"));
   if (emulated && emulated->memory == 0 && mode.uses_memory_ranks) {
     throw Error(InvalidArgument(fmt::format("--ranks C:0 runs no memory rank, which consistency.mode={} needs "
                                             "(use a mode without memory ranks, e.g. ALLREDUCE)",

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +95,44 @@ Status WriteReportFile(const proto::Report& report, const std::string& path) {
   std::filesystem::rename(temp, path, ec);
   if (ec) return InvalidArgument(fmt::format("{}: cannot write report: {}", path, ec.message()));
   return Status::Ok();
+}
+
+Status CheckWritable(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(fmt::format("{} {}: is a directory, expected a file name", what, path));
+  }
+  // A name of its own per process: ranks on one host probe the same path at once.
+  const std::string probe = fmt::format("{}.probe.{}", path, ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return InvalidArgument(fmt::format("{} {}: cannot write there: {}", what, path, std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::Ok();
+}
+
+Result<std::string> WriteReportToTemporaryFile(const proto::Report& report) {
+  STALELEARN_ASSIGN_OR_RETURN(std::string json, ReportToJson(report));
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string name = fmt::format("{}/stalelearn-report-XXXXXX.json", tmpdir != nullptr && *tmpdir ? tmpdir : "/tmp");
+  const int fd = ::mkstemps(name.data(), 5);
+  if (fd < 0) return Internal(fmt::format("{}: cannot create a temporary report: {}", name, std::strerror(errno)));
+  json += '\n';
+  std::size_t done = 0;
+  while (done < json.size()) {
+    const ssize_t n = ::write(fd, json.data() + done, json.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      return Internal(fmt::format("{}: cannot write the temporary report: {}", name, std::strerror(error)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) return Internal(fmt::format("{}: cannot write the temporary report: {}", name, std::strerror(errno)));
+  return name;
 }
 
 Result<proto::Report> ReportFromJson(const std::string& json) {

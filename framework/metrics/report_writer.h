@@ -13,6 +13,15 @@ namespace stalelearn::metrics {
 Result<std::string> ReportToJson(const proto::Report& report);
 // Writes ReportToJson to `path` (replaced atomically: temp file + rename).
 Status WriteReportFile(const proto::Report& report, const std::string& path);
+// Whether a file can be written at `path` without writing it: creates and
+// removes a probe file beside it (a file already at `path` is left as it
+// is). Checked before a run trains, so a report that cannot be written fails
+// in a second instead of after the run. `what` names the path in the error
+// ("--report", "output.trace").
+Status CheckWritable(const std::string& path, const std::string& what);
+// When WriteReportFile fails at the end of a run: writes the report to a new
+// file in $TMPDIR (or /tmp) and returns its path, so the result survives.
+Result<std::string> WriteReportToTemporaryFile(const proto::Report& report);
 // Parses a report written by WriteReportFile (tests, sweep tools).
 Result<proto::Report> ReportFromJson(const std::string& json);
 

@@ -49,6 +49,35 @@ TEST(Cli, BenchRmaLatencyIsAMeasuredMedianRoundTripNotOneOverTheRate) {
   EXPECT_NE(text.out.find("(median of 50 fetch-add round trips)"), std::string::npos) << text.out;
 }
 
+// A report (or trace) that cannot be written is found before any data is
+// read: one line, exit 2, nothing trained, and a report already at a
+// writable path is left as it was (issue 31).
+TEST(Cli, AReportThatCannotBeWrittenFailsBeforeTraining) {
+  const fs::path dir = ScratchDir("stalelearn_cli_report");
+  fs::create_directories(dir);
+  const std::string train = "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 1:1 ";
+  const fs::path missing = dir / "no-such-dir" / "r.json";
+  const CommandRun run = Stalelearn(train + "--report '" + missing.string() + "'");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err, "stalelearn: error: --report " + missing.string() + ": cannot write there: No such file or directory\n");
+  const CommandRun into_dir = Stalelearn(train + "--report '" + dir.string() + "'");
+  EXPECT_EQ(into_dir.exit_code, 2);
+  EXPECT_EQ(into_dir.err, "stalelearn: error: --report " + dir.string() + ": is a directory, expected a file name\n");
+  const fs::path trace = dir / "gone" / "t.csv";
+  const CommandRun bad_trace = Stalelearn(train + "--set output.trace='" + trace.string() + "'");
+  EXPECT_EQ(bad_trace.exit_code, 2);
+  EXPECT_EQ(bad_trace.err, "stalelearn: error: output.trace " + trace.string() + ": cannot write there: No such file or directory\n");
+  // The check writes nothing at a good path: an earlier report stays, and no probe file is left.
+  const fs::path earlier = dir / "earlier.json";
+  std::ofstream(earlier) << "{\"earlier\": true}\n";
+  const CommandRun bad_config = Stalelearn(train + "--report '" + earlier.string() + "' --set app.mf.rank=-1");
+  EXPECT_EQ(bad_config.exit_code, 2) << bad_config.err;
+  EXPECT_EQ(ReadAll(earlier), "{\"earlier\": true}\n");
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".probe."), std::string::npos) << e.path();
+  }
+}
+
 // Every backend rejects an unknown option with one line naming the backend
 // once, and exit code 2 (bad input).
 TEST(Cli, UnknownBackendOptionIsOneCleanLine) {

@@ -161,6 +161,16 @@ TEST(ReportWriter, WritesSnakeCaseJsonWithEveryField) {
   std::filesystem::remove(path);
 
   EXPECT_EQ(metrics::WriteReportFile(report, "/nonexistent-dir/r.json").code(), StatusCode::kInvalidArgument);
+  // Where the report could not go at the end of a run, it survives in a temporary file.
+  const std::string saved = ValueOrThrow(metrics::WriteReportToTemporaryFile(report));
+  EXPECT_NE(saved.find("stalelearn-report-"), std::string::npos) << saved;
+  std::ifstream saved_in(saved);
+  const std::string saved_json((std::istreambuf_iterator<char>(saved_in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(ValueOrThrow(metrics::ReportFromJson(saved_json)).ranks(0).bytes_merged(), 123);
+  std::filesystem::remove(saved);
+  EXPECT_TRUE(metrics::CheckWritable(path.string(), "--report").ok());
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the check must not create the report";
+  EXPECT_EQ(metrics::CheckWritable("/nonexistent-dir/r.json", "--report").code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CountingTransport, CountsWhatTheRankSendsAndFetches) {
