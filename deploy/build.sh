@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures (once) and builds stalelearn into ${STALELEARN_BUILD_DIR:-build}.
 # Incremental: fast when nothing changed. Extra arguments go to cmake configure.
+# STALELEARN_TARGETS="t1 t2": build only those targets and what they link
+# (quickstart.sh builds the program alone; test.sh builds everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
@@ -15,4 +17,5 @@ fi
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || [ $# -gt 0 ]; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${STALELEARN_BUILD_TYPE:-RelWithDebInfo} "${LAUNCHER[@]}" "$@" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$JOBS"
+read -r -a TARGETS <<<"${STALELEARN_TARGETS:-}"
+cmake --build "$BUILD_DIR" -j "$JOBS" ${TARGETS[@]+--target "${TARGETS[@]}"}

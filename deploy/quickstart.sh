@@ -16,8 +16,8 @@ step() { echo; echo "== quickstart: $*"; }
 
 step "installing missing packages"
 ./deploy/install-deps.sh
-step "building ($STALELEARN_BUILD_DIR)"
-./deploy/build.sh
+step "building the stalelearn program ($STALELEARN_BUILD_DIR; deploy/test.sh builds the tests)"
+STALELEARN_TARGETS=stalelearn_cli ./deploy/build.sh
 step "fetching MovieLens"
 ./deploy/fetch-data.sh movielens
 "$BIN" data info movielens
