@@ -5,7 +5,9 @@
 #   deploy/run.sh --hostfile hosts -np 8 [options] -- --config apps/mf/movielens.pbtxt --report r.json
 #
 # Everything after "--" goes to `stalelearn train`. Options:
-#   --hostfile F          OpenMPI hostfile ("host slots=K" lines)
+#   --hostfile F          OpenMPI hostfile ("host slots=K" lines); without
+#                         it every rank runs on this machine (localhost,
+#                         -np slots, --oversubscribe)
 #   -np N                 ranks in all
 #   --memory-hosts H,...  dedicated memory hosts: the last M ranks go to these
 #                         hosts (round-robin), the others fill the remaining
@@ -77,17 +79,25 @@ while [ $# -gt 0 ]; do
 done
 train_args=("$@")
 
-[ -n "$hostfile" ] || die "--hostfile is required"
-[ -r "$hostfile" ] || die "cannot read hostfile '$hostfile'"
 [[ "$np" =~ ^[1-9][0-9]*$ ]] || die "-np must be a positive number, got '${np}'"
+one_machine=0
+if [ -z "$hostfile" ]; then
+  [ -z "$memory_hosts" ] || die "--memory-hosts needs --hostfile (the hosts it names are in it)"
+  one_machine=1
+else
+  [ -r "$hostfile" ] || die "cannot read hostfile '$hostfile'"
+fi
 [ -x "$bin" ] || die "no stalelearn program at '$bin' (./deploy/build.sh, or --bin)"
 [ -z "$timeout" ] || [[ "$timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be seconds, got '$timeout'"
 [[ "$restarts" =~ ^[0-9]+$ ]] || die "--restart must be a number, got '$restarts'"
 [ -z "$survive" ] || [[ "$survive" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--survive must be seconds, got '$survive'"
 
 # Hostfile entries: "name slots=K" (slots default 1), comments and blanks skipped.
-mapfile -t host_lines < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$hostfile")
-[ ${#host_lines[@]} -gt 0 ] || die "hostfile '$hostfile' names no host"
+host_lines=()
+if [ "$one_machine" -eq 0 ]; then
+  mapfile -t host_lines < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$hostfile")
+  [ ${#host_lines[@]} -gt 0 ] || die "hostfile '$hostfile' names no host"
+fi
 
 mpirun_args=(--bind-to none -np "$np")
 [ "$(id -u)" -ne 0 ] || mpirun_args+=(--allow-run-as-root)
@@ -121,6 +131,9 @@ if [ -n "$memory_hosts" ]; then
   for i in $(seq 0 $((memory_ranks - 1))); do echo "${mem_hosts[$((i % ${#mem_hosts[@]}))]}"; done >>"$tmp_hostfile"
   mpirun_args+=(--hostfile "$tmp_hostfile" --mca rmaps seq --oversubscribe)
   train_args+=(--set cluster.placement=MEMORY_LAST --set "cluster.memory_ranks=$memory_ranks")
+elif [ "$one_machine" -eq 1 ]; then
+  # This machine only; more ranks than cores is the usual emulation.
+  mpirun_args+=(--host "localhost:$np" --oversubscribe)
 else
   mpirun_args+=(--hostfile "$hostfile")
 fi

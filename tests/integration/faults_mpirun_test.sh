@@ -11,7 +11,7 @@
 #            evaluates the whole model and world rank 0 writes the report,
 #            so compute rank 1 takes over the final evaluation and world
 #            rank 1 writes the report (its curve: the final point only);
-#   compute  compute rank 1, and
+#   compute  compute rank 1 (deploy/run.sh without a hostfile: this machine), and
 #   memory   the memory rank 3, with a checkpoint every 40 clocks: plain
 #            mpirun ends the job and deploy/run.sh --restart 1 relaunches it
 #            from the newest complete checkpoint.
@@ -48,8 +48,10 @@ if [ "$case" = inplace ] || [ "$case" = rank0 ]; then
   "$mpiexec" -n 4 --allow-run-as-root --oversubscribe --bind-to none --stdin none --timeout 90 --continuous --mca async_mpi_finalize 1 \
     "$bin" train "${train[@]}" --set faults.dead_after_seconds=2 2>"$work/err.txt"
 else
-"$source_dir/deploy/run.sh" --hostfile "$work/hosts" -np 4 --timeout 90 --restart 1 --bin "$bin" \
-  --mpirun-arg --oversubscribe -- \
+# compute: run.sh on this machine without a hostfile; memory: with one.
+hosts=(--hostfile "$work/hosts" --mpirun-arg --oversubscribe)
+[ "$case" = compute ] && hosts=()
+"$source_dir/deploy/run.sh" "${hosts[@]}" -np 4 --timeout 90 --restart 1 --bin "$bin" -- \
   --config "$source_dir/apps/mf/movielens.pbtxt" --set training.epochs=8 --set output.quiet=true \
   --set training.checkpoint.every_clocks=$every --set training.checkpoint.dir="$work/checkpoints" \
   --set debug.kill_rank=$rank --set debug.kill_at_clock=$kill_at --report "$work/report.json" 2>"$work/err.txt"
