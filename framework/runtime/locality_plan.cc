@@ -238,6 +238,9 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
       }
     }
   });
+  for (std::int64_t c = 0; c < cells; ++c) {
+    if (plan.cell_start_[static_cast<std::size_t>(c + 1)] > plan.cell_start_[static_cast<std::size_t>(c)]) ++st.cells;
+  }
   st.planned = true;
   // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
   plan.stripe_samples_.assign(static_cast<std::size_t>(strata.count), 0);

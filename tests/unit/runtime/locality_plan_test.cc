@@ -76,6 +76,10 @@ TEST(LocalityPlan, AnEpochIsASeededPermutationThatChangesPerEpoch) {
   std::vector<std::int64_t> expected(share);
   std::ranges::sort(expected);
   EXPECT_EQ(sorted, expected) << "an epoch must visit each of the rank's samples exactly once";
+  // The cost model's cell count is the number of cells the samples fall in.
+  std::unordered_set<std::int64_t> cells;
+  for (std::int64_t s : share) cells.insert(plan.CellOf(app, s));
+  EXPECT_EQ(plan.stats().cells, static_cast<std::int64_t>(cells.size()));
 }
 
 TEST(LocalityPlan, ThePlanDoesNotDependOnTheThreadCount) {
