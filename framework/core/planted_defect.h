@@ -39,6 +39,7 @@ enum class PlantedDefect : int {
   kPlannerIgnoresScratchpad,  // the locality planner sizes blocks for 4x the scratchpad
   kStratumNotRotated,       // stratified scheduling: every rank works on the same stripe in a sub-epoch
   kFocusLoadsNothing,       // a replica moving its focus to a new stripe does not load the stripe's rows
+  kOwnClocksNotCounted,     // under adam/adagrad/average the gate ignores the rank's own clocks (I1)
 };
 
 namespace planted_defect_internal {

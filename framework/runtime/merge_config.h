@@ -22,4 +22,12 @@ Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& con
                                                         const std::vector<model::TableSpec>& tables,
                                                         bool uses_memory_ranks);
 
+// Whether every table's merge is master += delta (MergePolicy::adds_delta:
+// `sum`). Then a compute rank's own deltas in its replica are exactly what
+// the master made of them, and its own clocks need not be waited for (I2
+// covers them); under any other policy (adam, adagrad, average) the master's
+// version of an own batch differs from the raw delta, and the staleness
+// bound must count the rank's own clocks too.
+Result<bool> MergesAddDeltas(const proto::Config& config, const std::vector<model::TableSpec>& tables);
+
 }  // namespace stalelearn::runtime

@@ -58,9 +58,13 @@ class ReplicaRefresher {
   // Installs what changed in every snapshot newer than the installed one,
   // plus own pending deltas, into `replica` (which must have no touched
   // rows). Returns the merged clock of the slowest other compute rank over
-  // installed snapshots.
+  // installed snapshots (of the slowest compute rank, this one included,
+  // after set_counts_own_clocks(true)).
   Result<std::uint64_t> Refresh(model::Replica& replica);
   const RefreshCounters& counters() const { return counters_; }
+  // Whether Refresh's merged clock counts this rank's own clocks (a merge
+  // that is not master += delta: runtime/merge_config.h MergesAddDeltas).
+  void set_counts_own_clocks(bool counts) { counts_own_clocks_ = counts; }
 
   // Stratified scheduling (locality_plan.h): the kernel reads only rows
   // [first, last) of `table` until the focus moves, so refreshes skip
@@ -133,6 +137,7 @@ class ReplicaRefresher {
 
   const model::ModelLayout& layout_;
   model::ComputeIndex me_;
+  bool counts_own_clocks_ = false;
   std::vector<std::unique_ptr<sync::SnapshotReader>> readers_;  // [m]
   std::vector<sync::SnapshotMeta> installed_;                   // [m]: generation, log end, merged clocks
   std::vector<std::vector<std::uint64_t>> installed_merged_;    // [m][c]

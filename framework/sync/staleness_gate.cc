@@ -7,8 +7,13 @@
 namespace stalelearn::sync {
 
 StalenessGate::StalenessGate(ClockTable& clocks, model::ComputeIndex me, StalenessBound bound,
-                             transport::Transport& transport, WaitOptions wait)
-    : clocks_(clocks), me_(me), bound_(bound), transport_(transport), wait_(wait) {}
+                             transport::Transport& transport, WaitOptions wait, bool counts_own_clocks)
+    : clocks_(clocks),
+      me_(me),
+      except_(counts_own_clocks ? model::ComputeIndex{-1} : me),
+      bound_(bound),
+      transport_(transport),
+      wait_(wait) {}
 
 Result<std::chrono::nanoseconds> StalenessGate::WaitUntilAllowed(std::uint64_t clock) {
   if (!bound_.bounded()) return std::chrono::nanoseconds(0);
@@ -16,14 +21,14 @@ Result<std::chrono::nanoseconds> StalenessGate::WaitUntilAllowed(std::uint64_t c
       wait_, transport_,
       [&]() -> Result<bool> {
         STALELEARN_RETURN_IF_ERROR(clocks_.Refresh());
-        return bound_.Allows(clock, clocks_.SlowestOther(me_).merged_clock);
+        return bound_.Allows(clock, clocks_.SlowestOther(except_).merged_clock);
       },
       [&] {
         const std::uint64_t s = static_cast<std::uint64_t>(bound_.value());
         const std::uint64_t needed = clock > s ? clock - s : 0;
         return fmt::format("merged clock: compute rank {} may start clock {} under bound {} once every other compute "
                            "rank has merged clock {}; behind: {}",
-                           me_.value, clock, bound_.value(), needed, DescribeLaggards(clocks_, me_, needed));
+                           me_.value, clock, bound_.value(), needed, DescribeLaggards(clocks_, except_, needed));
       });
 }
 

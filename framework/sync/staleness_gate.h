@@ -1,6 +1,9 @@
 // The SSP rule (I1): a compute rank may start clock t only when every other
 // compute rank's clocks 0..t-s-1 are merged, i.e. each merged clock (count of
-// merged clocks) is >= t - s. s = 0 is BSP; an unbounded gate is ASP.
+// merged clocks) is >= t - s. s = 0 is BSP; an unbounded gate is ASP. With
+// `counts_own_clocks` the rank's own clocks count too (a merge that is not
+// master += delta: the replica's raw own deltas are not what the master made
+// of them, runtime/merge_config.h MergesAddDeltas).
 //
 //   StalenessGate gate(clocks, me, StalenessBound::Of(2), transport, wait);
 //   STALELEARN_ASSIGN_OR_RETURN(auto stalled, gate.WaitUntilAllowed(t));
@@ -41,7 +44,7 @@ class StalenessBound {
 class StalenessGate {
  public:
   StalenessGate(ClockTable& clocks, model::ComputeIndex me, StalenessBound bound, transport::Transport& transport,
-                WaitOptions wait);
+                WaitOptions wait, bool counts_own_clocks = false);
 
   StalenessBound bound() const { return bound_; }
   // Blocks (reading control blocks one-sided, progressing, backing off) until
@@ -52,6 +55,7 @@ class StalenessGate {
  private:
   ClockTable& clocks_;
   model::ComputeIndex me_;
+  model::ComputeIndex except_;  // the rank not waited for: me_, or none (-1) when own clocks count
   StalenessBound bound_;
   transport::Transport& transport_;
   WaitOptions wait_;

@@ -227,4 +227,64 @@ void CheckMfBeatsBiasesOnly(const ModeCase& c, const std::filesystem::path& rati
   std::printf("  %s: test RMSE %.4f, biases only %.4f\n", c.label, trained, baseline);
 }
 
+namespace {
+
+constexpr runtime::TableId kOnlyTable{0};
+
+// One row, one sample a clock adding 1 to it; records what the kernel read
+// at each clock.
+class ReadRecordingApp final : public runtime::App {
+ public:
+  explicit ReadRecordingApp(std::int64_t clocks) : reads_(static_cast<std::size_t>(clocks), -1.0f) {}
+  std::string name() const override { return "reads"; }
+  std::string dataset() const override { return "synthetic"; }
+  std::vector<runtime::TableSpec> Tables() const override { return {{"w", runtime::ElementType::kFloat32, 1, 1}}; }
+  std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(reads_.size()); }
+  void RowsOf(std::int64_t, std::vector<runtime::RowRef>& rows) const override { rows.push_back({kOnlyTable, runtime::RowId{0}}); }
+  void Update(std::int64_t, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
+    float& w = model.FloatRow(kOnlyTable, runtime::RowId{0})[0];
+    reads_[static_cast<std::size_t>(ctx.clock)] = w;
+    w += 1.0f;
+  }
+  runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
+    return {"w", model[kOnlyTable.value].FloatRow(0)[0]};
+  }
+  const std::vector<float>& reads() const { return reads_; }
+
+ private:
+  mutable std::vector<float> reads_;  // [clock]; one compute rank writes it
+};
+
+}  // namespace
+
+// The master turns each own delta of +1 into an Adam step of about 0.01, so
+// the value read at clock t may hold at most s clocks of raw own deltas on
+// top of the master's. A replica never refreshed (the gate counted other
+// ranks only, and there are none) reads t: it trains on plain local SGD
+// while the master runs Adam. With sum the read is exactly t.
+void CheckOwnClocksCountUnderAdam() {
+  constexpr std::int64_t kClocks = 60;
+  constexpr int kStaleness = 2;
+  for (const char* policy : {"adam", "sum"}) {
+    const ReadRecordingApp app(kClocks);
+    proto::Config config = TestConfig("SSP", kStaleness, 1, /*epochs=*/1, /*samples_per_clock=*/1);
+    proto::MergeConfig& merge = (*config.mutable_merge())["*"];
+    merge.set_policy(policy);
+    merge.set_learning_rate(0.01f);
+    RunLocal(config, app, 2);
+    for (std::int64_t t = 1; t < kClocks; ++t) {
+      const float read = app.reads()[static_cast<std::size_t>(t)];
+      if (std::string_view(policy) == "sum") {
+        EXPECT_EQ(read, static_cast<float>(t)) << "sum, clock " << t << " (read-your-writes, I2)";
+      } else {
+        EXPECT_GT(read, 0.0f) << "adam, clock " << t;
+        if (read > static_cast<float>(kStaleness + 1)) {
+          ADD_FAILURE() << "adam, clock " << t << " read " << read << ": " << kRawOwnDeltasMessage;
+          break;  // the first is enough
+        }
+      }
+    }
+  }
+}
+
 }  // namespace stalelearn::testing

@@ -56,6 +56,13 @@ void CheckBoundedStalenessWithStraggler(int s);
 // own updates.
 void CheckReadYourWritesWithoutABound();
 
+// I1 with one compute rank under a merge that is not master += delta (adam):
+// the value a kernel reads at clock t holds at most s clocks of raw own
+// deltas (those not yet merged) over the master's version of the rest; with
+// sum it is exactly t (I2). Guards kOwnClocksNotCounted.
+inline constexpr const char* kRawOwnDeltasMessage = "raw own deltas beyond the bound";
+void CheckOwnClocksCountUnderAdam();
+
 // The MovieLens ratings file, if deploy/fetch-data.sh fetched it.
 std::optional<std::filesystem::path> FetchedMovieLens();
 

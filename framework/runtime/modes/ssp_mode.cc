@@ -1,14 +1,20 @@
 // SSP (BSP with s = 0, ASP unbounded): the StaleLearn path. Before clock t:
 // if the replica lacks some other rank's clocks 0..t-s-1, wait until they are
 // merged (I1) and refresh the replica: newer snapshots + own unmerged deltas
-// (I2); otherwise keep computing on the replica. After the clock: push the
+// (I2); otherwise keep computing on the replica. Under a merge that is not
+// master += delta (adam, adagrad, average) the rank's own clocks 0..t-s-1
+// must be in the installed snapshot too: its raw own deltas are not what the
+// master made of them (with one compute rank the replica was otherwise never
+// refreshed, and trained on plain local SGD while the master ran Adam). After the clock: push the
 // deltas of touched rows through the rings (backpressure, I5).
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "framework/core/planted_defect.h"
 #include "framework/model/replica.h"
 #include "framework/runtime/compute_links.h"
+#include "framework/runtime/merge_config.h"
 #include "framework/runtime/modes/builtin_modes.h"
 #include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
@@ -22,6 +28,14 @@ std::int64_t ObservedStaleness(std::uint64_t clock, std::uint64_t min_merged_of_
   return clock > min_merged_of_others ? static_cast<std::int64_t>(clock - min_merged_of_others) : 0;
 }
 
+// A merge that is not master += delta on some table: own clocks count (a
+// config the memory ranks reject fails there; here the safe side is taken).
+bool CountsOwnClocks(const RankEnv& env) {
+  if (DefectPlanted(PlantedDefect::kOwnClocksNotCounted)) return false;
+  Result<bool> adds = MergesAddDeltas(env.config, env.layout.tables());
+  return !adds.ok() || !*adds;
+}
+
 class SspConsistency final : public ConsistencyMode {
  public:
   SspConsistency(ModeContext& context, sync::StalenessBound bound)
@@ -29,7 +43,10 @@ class SspConsistency final : public ConsistencyMode {
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/true),
         bound_(bound),
-        replica_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)) {}
+        replica_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)),
+        counts_own_clocks_(CountsOwnClocks(context.env)) {
+    links_.refresher.set_counts_own_clocks(counts_own_clocks_);
+  }
 
   model::ModelView& view() override { return replica_; }
   const model::Replica* replica() const override { return &replica_; }
@@ -106,7 +123,7 @@ class SspConsistency final : public ConsistencyMode {
     }
     // A refresh may drop pending batches: their puts must be complete.
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
-    sync::StalenessGate gate(links_.clocks, me_, bound, env_.transport, env_.wait);
+    sync::StalenessGate gate(links_.clocks, me_, bound, env_.transport, env_.wait, counts_own_clocks_);
     std::chrono::nanoseconds refreshing{0};
     std::uint64_t min_merged = 0;
     // The control block can run ahead of the snapshot we install: the
@@ -129,7 +146,8 @@ class SspConsistency final : public ConsistencyMode {
               return fmt::format("snapshot: one that lets compute rank {} start clock {} under bound {} (the last "
                                  "held the slowest other rank's clocks below {}); behind: {}",
                                  me_.value, t, bound.value(), min_merged,
-                                 sync::DescribeLaggards(links_.clocks, me_, NeededMergedClock(t, bound)));
+                                 sync::DescribeLaggards(links_.clocks, counts_own_clocks_ ? model::ComputeIndex{-1} : me_,
+                                                        NeededMergedClock(t, bound)));
             }));
     record.min_merged_of_others = min_merged;
     record.observed_staleness = ObservedStaleness(t, min_merged);
@@ -160,7 +178,8 @@ class SspConsistency final : public ConsistencyMode {
   sync::StalenessBound bound_;
   model::Replica replica_;
   bool installed_ = false;                  // a snapshot has been installed
-  std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it
+  std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it (or any rank's: counts_own_clocks_)
+  bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
   std::uint64_t total_clocks_ = 0;
 };
 
