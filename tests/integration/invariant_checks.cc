@@ -155,10 +155,10 @@ void CheckResumeIsExact(const ModeCase& c) {
   fs::remove_all(dir);
 }
 
-void CheckBoundedStalenessWithStraggler(int s) {
+void CheckBoundedStalenessWithStraggler(int s, const char* mode) {
   constexpr int kCompute = 3, kPerClock = 16, kClocksPerEpoch = 10;
   const CountingApp app(kCompute * kPerClock * kClocksPerEpoch, /*spin_per_sample=*/2000);
-  proto::Config config = TestConfig(s == 0 ? "BSP" : "SSP", s, 1, kEpochs, kPerClock);
+  proto::Config config = TestConfig(std::string_view(mode) == "SSP" && s == 0 ? "BSP" : mode, s, 1, kEpochs, kPerClock);
   config.mutable_training()->mutable_straggler()->set_rank(1);
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
   // The checker reads every rank's rows: replicas must hold them all.

@@ -50,7 +50,8 @@ void CheckResumeIsExact(const ModeCase& c);
 // I1 and I2 with a straggler (compute rank 1 slowed 4x), bound `s` (0: BSP):
 // after every refresh a replica holds all of its own updates and every other
 // rank's clocks older than the bound, and nobody runs more than s ahead.
-void CheckBoundedStalenessWithStraggler(int s);
+// `mode`: "SSP" (BSP when s = 0) or "ESSP" (eager refresh, same bound).
+void CheckBoundedStalenessWithStraggler(int s, const char* mode = "SSP");
 
 // I2 without a bound (ASP): after every refresh a replica holds exactly its
 // own updates.

@@ -27,6 +27,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, MfConverges,
                                            ModeCase{"ssp2_3x1_stratified", "SSP", 2, 3, 1, proto::RANGE, "stratified"},
                                            ModeCase{"bsp_3x1", "BSP", 0, 3, 1, proto::RANGE},
                                            ModeCase{"asp_3x1", "ASP", 0, 3, 1, proto::RANGE},
+                                           ModeCase{"essp2_3x1", "ESSP", 2, 3, 1, proto::RANGE},
                                            ModeCase{"direct_3x1", "DIRECT", 0, 3, 1, proto::RANGE},
                                            ModeCase{"allreduce_4", "ALLREDUCE", 0, 4, 0, proto::RANGE}),
                          [](const auto& info) { return std::string(info.param.label); });

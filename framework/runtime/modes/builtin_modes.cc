@@ -4,6 +4,7 @@ namespace stalelearn::runtime {
 
 Status RegisterBuiltinModes(ModeRegistry& registry) {
   STALELEARN_RETURN_IF_ERROR(registry.Add(modes::SspMode()));
+  STALELEARN_RETURN_IF_ERROR(registry.Add(modes::EsspMode()));
   STALELEARN_RETURN_IF_ERROR(registry.Add(modes::BspMode()));
   STALELEARN_RETURN_IF_ERROR(registry.Add(modes::AspMode()));
   STALELEARN_RETURN_IF_ERROR(registry.Add(modes::DirectMode()));

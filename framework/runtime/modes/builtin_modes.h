@@ -7,6 +7,7 @@
 namespace stalelearn::runtime::modes {
 
 ModeDefinition SspMode();        // bounded staleness s (consistency.staleness)
+ModeDefinition EsspMode();       // bounded staleness s, replica refreshed before every clock
 ModeDefinition BspMode();        // s = 0
 ModeDefinition AspMode();        // no bound
 ModeDefinition DirectMode();     // no replica: rows fetched and merged per clock

@@ -1,11 +1,16 @@
-// SSP (BSP with s = 0, ASP unbounded): the StaleLearn path. Before clock t:
+// SSP (BSP with s = 0, ASP unbounded; ESSP eager): the StaleLearn path. Before clock t:
 // if the replica lacks some other rank's clocks 0..t-s-1, wait until they are
 // merged (I1) and refresh the replica: newer snapshots + own unmerged deltas
 // (I2); otherwise keep computing on the replica. Under a merge that is not
 // master += delta (adam, adagrad, average) the rank's own clocks 0..t-s-1
 // must be in the installed snapshot too: its raw own deltas are not what the
 // master made of them (with one compute rank the replica was otherwise never
-// refreshed, and trained on plain local SGD while the master ran Adam). After the clock: push the
+// refreshed, and trained on plain local SGD while the master ran Adam).
+// ESSP (eager SSP, Dai et al. AAAI 2015): the same bound, but the replica
+// takes in what the memory ranks published before every clock, not only
+// when the bound forces it, so fresh rows reach the kernel as soon as they
+// are merged and published; the bound (I1) and read-your-writes (I2) hold as
+// under SSP. A refresh with nothing new reads one snapshot header. After the clock: push the
 // deltas of touched rows through the rings (backpressure, I5).
 #include <fmt/format.h>
 
@@ -38,13 +43,14 @@ bool CountsOwnClocks(const RankEnv& env) {
 
 class SspConsistency final : public ConsistencyMode {
  public:
-  SspConsistency(ModeContext& context, sync::StalenessBound bound)
+  SspConsistency(ModeContext& context, sync::StalenessBound bound, bool eager)
       : env_(context.env),
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/true),
         bound_(bound),
         replica_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)),
-        counts_own_clocks_(CountsOwnClocks(context.env)) {
+        counts_own_clocks_(CountsOwnClocks(context.env)),
+        eager_(eager) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
   }
 
@@ -116,7 +122,7 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
-    if (installed_ && bound.bounded() && bound.Allows(t, installed_min_merged_)) {
+    if (installed_ && !eager_ && bound.bounded() && bound.Allows(t, installed_min_merged_)) {
       record.min_merged_of_others = installed_min_merged_;
       record.observed_staleness = ObservedStaleness(t, installed_min_merged_);
       return Status::Ok();
@@ -180,17 +186,18 @@ class SspConsistency final : public ConsistencyMode {
   bool installed_ = false;                  // a snapshot has been installed
   std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it (or any rank's: counts_own_clocks_)
   bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
+  bool eager_;                              // ESSP: refresh before every clock
   std::uint64_t total_clocks_ = 0;
 };
 
 ModeDefinition Bounded(std::string name, std::function<sync::StalenessBound(const proto::Config&)> bound,
-                       std::function<int(const proto::Config&)> reported) {
+                       std::function<int(const proto::Config&)> reported, bool eager = false) {
   ModeDefinition mode;
   mode.name = std::move(name);
   mode.uses_memory_ranks = true;
   mode.reported_staleness = std::move(reported);
-  mode.create = [bound](ModeContext& context) -> Result<std::unique_ptr<ConsistencyMode>> {
-    return std::unique_ptr<ConsistencyMode>(new SspConsistency(context, bound(context.env.config)));
+  mode.create = [bound, eager](ModeContext& context) -> Result<std::unique_ptr<ConsistencyMode>> {
+    return std::unique_ptr<ConsistencyMode>(new SspConsistency(context, bound(context.env.config), eager));
   };
   return mode;
 }
@@ -201,6 +208,12 @@ ModeDefinition SspMode() {
   return Bounded(
       "SSP", [](const proto::Config& c) { return sync::StalenessBound::Of(c.consistency().staleness()); },
       [](const proto::Config& c) { return c.consistency().staleness(); });
+}
+
+ModeDefinition EsspMode() {
+  return Bounded(
+      "ESSP", [](const proto::Config& c) { return sync::StalenessBound::Of(c.consistency().staleness()); },
+      [](const proto::Config& c) { return c.consistency().staleness(); }, /*eager=*/true);
 }
 
 ModeDefinition BspMode() {
