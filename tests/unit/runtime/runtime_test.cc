@@ -104,12 +104,12 @@ TEST(AppRegistry, UnknownAppListsTheKnownOnes) {
 TEST(ModeRegistry, BuiltinModesAndUnknownMode) {
   ModeRegistry modes;
   ASSERT_TRUE(RegisterBuiltinModes(modes).ok());
-  EXPECT_EQ(modes.KnownNames(), "ALLREDUCE, ASP, BSP, DIRECT, SSP");
+  EXPECT_EQ(modes.KnownNames(), "ALLREDUCE, ASP, BSP, DIRECT, ESSP, SSP");
   EXPECT_EQ(ValueOrThrow(modes.Find("ssp"))->name, "SSP");
   EXPECT_FALSE(ValueOrThrow(modes.Find("ALLREDUCE"))->uses_memory_ranks);
   const auto unknown = modes.Find("FAST");
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(unknown.status().message().find("unknown mode 'FAST' (modes: ALLREDUCE, ASP, BSP, DIRECT, SSP)"),
+  EXPECT_NE(unknown.status().message().find("unknown mode 'FAST' (modes: ALLREDUCE, ASP, BSP, DIRECT, ESSP, SSP)"),
             std::string::npos);
   EXPECT_EQ(modes.Add(modes::SspMode()).code(), StatusCode::kInvalidArgument) << "registered twice";
 }
