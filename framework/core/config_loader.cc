@@ -212,7 +212,7 @@ Status ResolveDefaults(proto::Config& c) {
   if (t->samples_per_clock() == 0) t->set_samples_per_clock(1024);
   if (t->threads_per_rank() == 0) t->set_threads_per_rank(1);
   if (t->eval_every_epochs() == 0) t->set_eval_every_epochs(1);
-  if (t->locality().empty()) t->set_locality("grid");
+  if (t->locality().empty()) t->set_locality("auto");
   if (t->scratchpad_bytes() == 0) {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     t->set_scratchpad_bytes(l2 > 0 ? l2 : std::int64_t{1} << 20);
@@ -243,9 +243,9 @@ Status Validate(const proto::Config& c) {
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().samples_per_clock(), "training.samples_per_clock"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().threads_per_rank(), "training.threads_per_rank"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().eval_every_epochs(), "training.eval_every_epochs"));
-  if (c.training().locality() != "grid" && c.training().locality() != "stratified" &&
-      c.training().locality() != "none") {
-    return InvalidArgument(fmt::format("training.locality must be \"grid\", \"stratified\" or \"none\", got \"{}\"",
+  if (c.training().locality() != "auto" && c.training().locality() != "grid" &&
+      c.training().locality() != "stratified" && c.training().locality() != "none") {
+    return InvalidArgument(fmt::format("training.locality must be \"auto\", \"grid\", \"stratified\" or \"none\", got \"{}\"",
                                        c.training().locality()));
   }
   if (c.training().scratchpad_bytes() < 4096) {

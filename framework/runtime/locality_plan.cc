@@ -83,6 +83,34 @@ std::int64_t CutBlocks(const std::vector<std::uint8_t>& touched, std::int64_t ro
 
 }  // namespace
 
+std::string ResolvedLocality(const App& app, const proto::Config& config, int compute_ranks) {
+  const std::string& locality = config.training().locality();
+  if (locality != "auto") return locality;
+  if (compute_ranks <= 1) return "grid";
+  const std::vector<TableSpec> tables = app.Tables();
+  // Keyed: named exactly once by each of the first samples.
+  std::vector<char> keyed(tables.size());
+  for (std::size_t t = 0; t < tables.size(); ++t) keyed[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
+  std::vector<RowRef> rows;
+  std::vector<int> named(tables.size());
+  const std::int64_t first = std::min<std::int64_t>(app.TrainingSamples(), 4096);
+  for (std::int64_t s = 0; s < first; ++s) {
+    rows.clear();
+    app.RowsOf(s, rows);
+    std::ranges::fill(named, 0);
+    for (const RowRef& r : rows) ++named[r.table.value];
+    for (std::size_t t = 0; t < tables.size(); ++t) keyed[t] = static_cast<char>(keyed[t] && named[t] == 1);
+  }
+  std::vector<std::int64_t> bytes;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    if (keyed[t] != 0) bytes.push_back(tables[t].rows * static_cast<std::int64_t>(tables[t].row_bytes()));
+  }
+  if (bytes.size() < 2) return "grid";
+  std::ranges::sort(bytes, std::greater<>());
+  const bool large = bytes[0] + bytes[1] > kStratifyAboveScratchpads * config.training().scratchpad_bytes();
+  return large ? "stratified" : "grid";
+}
+
 int StripeOf(std::int64_t row, std::int64_t rows, int strata) {
   return static_cast<int>(row * strata / std::max<std::int64_t>(1, rows));
 }

@@ -420,7 +420,11 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                               MergeSpecsOf(config, tables, mode->uses_memory_ranks));
   const model::ModelLayout layout(std::move(tables), std::max(1, roles.memory_ranks()),
                                   SchemeOf(config.cluster().partitioning()));
-  const RankEnv env{config,       inputs.app, layout, roles, counting, bootstrap,
+  // training.locality "auto" becomes what it means for this app and rank
+  // count (every rank resolves the same config alike).
+  proto::Config resolved = config;
+  resolved.mutable_training()->set_locality(ResolvedLocality(inputs.app, config, roles.compute_ranks()));
+  const RankEnv env{resolved,     inputs.app, layout, roles, counting, bootstrap,
                     inputs.hooks, wait,       metrics::ProgressPrinter(config.output().quiet()), merge};
   RankRunner runner(env, *mode, counting);
   return runner.Run();

@@ -147,6 +147,23 @@ TEST(LocalityPlan, AppsWithoutTwoKeyedTablesKeepTheShuffle) {
   EXPECT_NE(plan.stats().reason.find("fewer than two keyed tables"), std::string::npos) << plan.stats().reason;
 }
 
+// "auto" (the default): strata where several compute ranks share keyed
+// tables of more than 16 scratchpads; the grid otherwise.
+TEST(LocalityPlan, AutoStratifiesLargeKeyedTablesOnSeveralRanks) {
+  proto::Config config;
+  ASSERT_TRUE(config::ResolveDefaults(config).ok());
+  EXPECT_EQ(config.training().locality(), "auto");
+  config.mutable_training()->set_scratchpad_bytes(64 << 10);
+  const TwoTableApp large(3000, 20000, 5000, 5);  // 23000 rows x 84 B = 1.9 MB > 16 x 64 KiB
+  const TwoTableApp small(300, 2000, 5000, 5);    // 194 KB
+  EXPECT_EQ(runtime::ResolvedLocality(large, config, 3), "stratified");
+  EXPECT_EQ(runtime::ResolvedLocality(large, config, 1), "grid") << "one compute rank has nothing to stripe";
+  EXPECT_EQ(runtime::ResolvedLocality(small, config, 3), "grid");
+  EXPECT_EQ(runtime::ResolvedLocality(PairsInOneTableApp(), config, 3), "grid") << "no two keyed tables";
+  config.mutable_training()->set_locality("none");
+  EXPECT_EQ(runtime::ResolvedLocality(large, config, 3), "none") << "an explicit choice stands";
+}
+
 TEST(LocalityPlan, ConfigNamesTheBadLocalityOrScratchpad) {
   proto::Config config;
   config.mutable_training()->set_locality("tiles");
