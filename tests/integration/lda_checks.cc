@@ -20,7 +20,7 @@ double Metric(const proto::CurvePoint& point, const std::string& name) {
 
 }  // namespace
 
-std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics, double alpha, double beta) {
+std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics, double alpha, double beta, apps::lda::SamplerKind sampler) {
   constexpr int kPlanted = 4, kTopicWords = 30, kShared = 20, kDocuments = 120, kLength = 60;
   apps::lda::TokenCorpus corpus;
   for (int w = 0; w < kPlanted * kTopicWords + kShared; ++w) corpus.vocabulary.push_back("w" + std::to_string(w));
@@ -42,6 +42,7 @@ std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics, double alpha, double
   apps::lda::LdaParams params;
   params.priors = {alpha, beta, static_cast<int>(corpus.vocabulary.size()), topics};
   params.seed = 7;
+  params.sampler = sampler;
   return std::make_unique<apps::lda::LdaApp>("synthetic", std::move(corpus), std::move(train), std::move(test),
                                              params);
 }
@@ -62,8 +63,8 @@ std::string LdaCountProblems(const proto::Report& report) {
   return problems;
 }
 
-void CheckLdaCountsExact(const LdaModeCase& c) {
-  const std::unique_ptr<apps::lda::LdaApp> app = SyntheticLda();
+void CheckLdaCountsExact(const LdaModeCase& c, apps::lda::SamplerKind sampler) {
+  const std::unique_ptr<apps::lda::LdaApp> app = SyntheticLda(4, 0.1, 0.1, sampler);
   const proto::Config config = ApiConfig(c, /*epochs=*/4, /*samples_per_clock=*/256);
   const proto::Report report = RunLocal(config, *app, WorldSize(c)).report();
   ASSERT_EQ(report.curve_size(), 4);

@@ -31,7 +31,8 @@ using LdaModeCase = ApiModeCase;
 // 120 documents of 60 tokens over 4 topics x 30 words (plus 20 words every
 // topic uses): each document draws 80% of its tokens from one topic, the rest
 // from another. Every 10th document (from the 4th) held out.
-std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics = 4, double alpha = 0.1, double beta = 0.1);
+std::unique_ptr<apps::lda::LdaApp> SyntheticLda(int topics = 4, double alpha = 0.1, double beta = 0.1,
+                                                apps::lda::SamplerKind sampler = apps::lda::SamplerKind::kSparse);
 
 // "" when every evaluation of `report` kept the count invariants; else what
 // broke, each problem starting with its message above.
@@ -41,6 +42,8 @@ std::string LdaCountProblems(const proto::Report& report);
 // word's counts sum to its training tokens, the topic totals to all of them,
 // no count is negative, and the final counts equal those of every rank's
 // final topic assignments; every rank's samples add up to 4 epochs.
-void CheckLdaCountsExact(const LdaModeCase& c);
+// `sampler`: the kernel under test (the plain O(K) one is the reference the
+// sparse one is checked against; its bookkeeping needs its own test).
+void CheckLdaCountsExact(const LdaModeCase& c, apps::lda::SamplerKind sampler = apps::lda::SamplerKind::kSparse);
 
 }  // namespace stalelearn::testing

@@ -42,6 +42,12 @@ TEST_P(LdaInvariants, CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative) {
   CheckLdaCountsExact(GetParam());
 }
 
+// The plain kernel (app.lda.sampler = "plain") keeps the same invariants: its
+// bookkeeping (take back the old topic, add the new) is its own code.
+TEST(LdaPlainSampler, CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative) {
+  CheckLdaCountsExact({"ssp2_3x1_plain", "SSP", 2, 3, 1}, apps::lda::SamplerKind::kPlain);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryMode, LdaInvariants,
                          ::testing::Values(LdaModeCase{"bsp_2x1", "SSP", 0, 2, 1},
                                            LdaModeCase{"ssp2_3x1", "SSP", 2, 3, 1},
