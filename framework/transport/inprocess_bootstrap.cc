@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <iterator>
@@ -216,6 +217,7 @@ bool PeerGone(const std::exception_ptr& error) {
 void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<void(Bootstrap&)>& body) {
   const int world_size = group->world_size();
   std::vector<std::exception_ptr> errors(world_size);
+  std::vector<std::chrono::steady_clock::time_point> failed_at(world_size);
   {
     std::vector<std::jthread> threads;
     threads.reserve(world_size);
@@ -228,6 +230,7 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
           group->MarkDeparted(Rank{r}, "finished its work");
         } catch (...) {
           errors[r] = std::current_exception();
+          failed_at[r] = std::chrono::steady_clock::now();
           group->MarkDeparted(Rank{r}, "failed: " + Describe(errors[r]));
         }
         log::SetThreadRank(-1);
@@ -237,8 +240,10 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
   // Ranks often fail alike (every rank of a bad config), or fail because one
   // did (its reason is in their "rank N failed: ..." message): repeating what
   // the rethrown message already says would bury it, so only news is logged.
-  // The rethrown failure: the lowest rank's that is a cause, or a
-  // consequence naming its cause; else the lowest rank's.
+  // The rethrown failure: the first (in time) that is a cause, or a
+  // consequence naming its cause; else the first. Ranks stuck behind a
+  // failed one fail later (a deadline, a scheduler's deadlock), often
+  // without naming it.
   std::vector<std::string> messages(world_size);
   for (int r = 0; r < world_size; ++r) {
     if (errors[r]) messages[r] = Describe(errors[r]);
@@ -253,19 +258,51 @@ void RunRanks(const std::shared_ptr<InProcessGroup>& group, const std::function<
     }
     return false;
   };
-  int chosen = -1;
-  for (int r = 0; r < world_size && chosen < 0; ++r) {
-    if (errors[r] && explains(r)) chosen = r;
-  }
-  for (int r = 0; r < world_size && chosen < 0; ++r) {
-    if (errors[r]) chosen = r;
+  const auto first_of = [&](bool causes_only) {
+    int first = -1;
+    for (int r = 0; r < world_size; ++r) {
+      if (!errors[r] || (causes_only && !explains(r))) continue;
+      if (first < 0 || failed_at[r] < failed_at[first]) first = r;  // ties: the lower rank
+    }
+    return first;
+  };
+  int chosen = first_of(/*causes_only=*/true);
+  if (chosen < 0) chosen = first_of(/*causes_only=*/false);
+  if (chosen >= 0 && !PeerGone(errors[chosen])) {
+    // A consequence that names the cause says the same and where it surfaced.
+    for (int r = 0; r < world_size; ++r) {
+      if (r != chosen && errors[r] && PeerGone(errors[r]) && messages[r].find(messages[chosen]) != std::string::npos) {
+        chosen = r;
+        break;
+      }
+    }
   }
   if (chosen < 0) return;
   const std::exception_ptr first = errors[chosen];
   const std::string& first_message = messages[chosen];
+  // Each other failure once, with the ranks that had it: 64 ranks stuck
+  // alike behind one that diverged are one line, not 64 above the cause.
+  std::vector<std::pair<std::string, std::vector<int>>> others;  // in order of their lowest rank
   for (int r = 0; r < world_size; ++r) {
-    if (!errors[r] || r == chosen) continue;
-    if (first_message.find(messages[r]) == std::string::npos) log::Error("rank {} also failed: {}", r, messages[r]);
+    if (!errors[r] || r == chosen || first_message.find(messages[r]) != std::string::npos) continue;
+    // A rank that failed only because a peer left adds nothing to the cause.
+    if (PeerGone(errors[r]) && !PeerGone(first)) continue;
+    const auto same = std::ranges::find_if(others, [&](const auto& o) { return o.first == messages[r]; });
+    if (same != others.end()) {
+      same->second.push_back(r);
+    } else {
+      others.push_back({messages[r], {r}});
+    }
+  }
+  for (const auto& [message, ranks] : others) {
+    if (ranks.size() == 1) {
+      log::Error("rank {} also failed: {}", ranks[0], message);
+      continue;
+    }
+    constexpr std::size_t kNamed = 4;
+    const std::vector<int> named(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(std::min(kNamed, ranks.size())));
+    const std::string more = ranks.size() > kNamed ? fmt::format(" and {} more", ranks.size() - kNamed) : "";
+    log::Error("ranks {}{} also failed: {}", fmt::join(named, ", "), more, message);
   }
   std::rethrow_exception(first);
 }

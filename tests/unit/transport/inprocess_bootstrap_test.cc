@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include <atomic>
 #include <limits>
 #include <string>
@@ -150,7 +153,8 @@ TEST(InProcessBootstrap, TheCauseIsRethrownNotAPeerGoneConsequenceOfALowerRank) 
   } catch (const Error& e) {
     EXPECT_EQ(e.status().message(), "diverged: table 'w' row 3");
   }
-  testing::internal::GetCapturedStderr();
+  const std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(logged.find("also failed"), std::string::npos) << "consequences of a departed peer add nothing: " << logged;
 }
 
 TEST(InProcessBootstrap, RanksThatFailAlikeAreReportedOnceDifferentFailuresEach) {
@@ -160,16 +164,39 @@ TEST(InProcessBootstrap, RanksThatFailAlikeAreReportedOnceDifferentFailuresEach)
   const std::string alike = testing::internal::GetCapturedStderr();
   EXPECT_EQ(alike.find("also failed"), std::string::npos) << alike;
 
+  // Two different failures: the first is rethrown, the other logged once.
   testing::internal::CaptureStderr();
-  EXPECT_THROW(RunRanks(3,
-                        [](Bootstrap& bootstrap) {
-                          if (bootstrap.rank().value == 2) throw std::runtime_error("disk full");
-                          throw std::runtime_error("unknown backend 'nope'");
-                        }),
-               std::runtime_error);
+  try {
+    RunRanks(3, [](Bootstrap& bootstrap) {
+      if (bootstrap.rank().value == 2) throw std::runtime_error("disk full");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // after rank 2
+      throw std::runtime_error("unknown backend 'nope'");
+    });
+    ADD_FAILURE() << "RunRanks did not rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "disk full");
+  }
   const std::string different = testing::internal::GetCapturedStderr();
-  EXPECT_NE(different.find("rank 2 also failed: disk full"), std::string::npos) << different;
-  EXPECT_EQ(different.find("rank 1 also failed"), std::string::npos) << different;
+  EXPECT_NE(different.find("ranks 0, 1 also failed: unknown backend 'nope'"), std::string::npos) << different;
+  EXPECT_EQ(std::ranges::count(different, '\n'), 1) << different;
+
+  // Many ranks failing alike behind the cause: one line for all of them.
+  // Many ranks failing alike after the cause (not naming it): the cause is
+  // rethrown (the last line a user sees), the rest are one line.
+  testing::internal::CaptureStderr();
+  try {
+    RunRanks(7, [](Bootstrap& bootstrap) {
+      if (bootstrap.rank().value == 2) throw std::runtime_error("diverged: row 3");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      throw std::runtime_error("scheduler: deadlock, every remaining rank waits");
+    });
+    ADD_FAILURE() << "RunRanks did not rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "diverged: row 3");
+  }
+  const std::string many = testing::internal::GetCapturedStderr();
+  EXPECT_NE(many.find("ranks 0, 1, 3, 4 and 2 more also failed: scheduler: deadlock"), std::string::npos) << many;
+  EXPECT_EQ(std::ranges::count(many, '\n'), 1) << many;
 
   // Rank 0 fails because rank 1 did, saying why: rank 1's failure is not repeated.
   testing::internal::CaptureStderr();
