@@ -182,8 +182,9 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   st.table_a = a;
   st.table_b = b;
   plan.rows_b_ = tables[b].rows;
-  if (tables[b].rows > std::int64_t{UINT32_MAX} || std::ssize(samples) > std::int64_t{UINT32_MAX}) {
-    st.reason = fmt::format("table '{}' or this rank's samples number 2^32 or more", tables[b].name);
+  if (tables[a].rows > std::int64_t{UINT32_MAX} || tables[b].rows > std::int64_t{UINT32_MAX} ||
+      std::ssize(samples) > std::int64_t{UINT32_MAX}) {
+    st.reason = fmt::format("table '{}', '{}' or this rank's samples number 2^32 or more", tables[a].name, tables[b].name);
     return plan;
   }
   if (bytes_a + bytes_b <= scratchpad_bytes && strata.count == 1) {
@@ -216,9 +217,11 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   touched.clear();
   // Pass 2 counts each part's samples of each cell; pass 3 puts every sample
   // at its cell's next place (a part after the parts before it: address
-  // order within a cell, whatever the thread count) with its B row; then
-  // each cell is ordered by B row, ties in address order (a pure function
-  // of the data). All on all cores.
+  // order within a cell, whatever the thread count) with its row of the
+  // more reused table (more samples per touched row: consecutive samples
+  // then share it); then each cell is ordered by that row, ties in address
+  // order (a pure function of the data). All on all cores.
+  const bool by_a = touched_rows[static_cast<std::size_t>(a)] < touched_rows[static_cast<std::size_t>(b)];
   const std::int64_t cells = st.blocks_a * st.blocks_b;
   const auto cell_of = [&](std::int64_t ra, std::int64_t rb) {
     return static_cast<std::size_t>(std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +
@@ -243,15 +246,17 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     }
     plan.cell_start_[c + 1] = at;
   }
-  // (B row, index in `samples`) at each place: sorting a cell's keys orders
-  // it by B row, ties in address order.
+  // (reused row, index in `samples`) at each place: sorting a cell's keys
+  // orders it by that row, ties in address order. Data grouped by that row
+  // already (a deal by user) is left as it is.
   std::vector<std::uint64_t> keys(samples.size());
   ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
     std::vector<std::int64_t>& at = next[static_cast<std::size_t>(part)];
     std::vector<RowRef> rows;
     for (std::size_t i = begin; i < end; ++i) {
       const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
-      keys[static_cast<std::size_t>(at[cell_of(ra, rb)]++)] = (static_cast<std::uint64_t>(rb) << 32) | i;
+      const auto row = static_cast<std::uint64_t>(by_a ? ra : rb);
+      keys[static_cast<std::size_t>(at[cell_of(ra, rb)]++)] = (row << 32) | i;
     }
   });
   next = {};
@@ -260,7 +265,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     for (std::int64_t c = range.begin(); c < range.end(); ++c) {
       const auto begin = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
       const auto end = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
-      std::sort(keys.begin() + begin, keys.begin() + end);
+      if (!std::is_sorted(keys.begin() + begin, keys.begin() + end)) std::sort(keys.begin() + begin, keys.begin() + end);
       for (std::ptrdiff_t i = begin; i < end; ++i) {
         plan.by_cell_[static_cast<std::size_t>(i)] = samples[keys[static_cast<std::size_t>(i)] & 0xffffffffu];
       }

@@ -11,10 +11,11 @@
 // stays one block). A sample's cell is (block in A, block in B). An epoch
 // visits the A blocks in a seeded order and, for each, its B blocks in a
 // seeded order: the A block stays in cache while B blocks pass through.
-// Within a cell samples run in increasing B row (ties in the data set's
-// order), so B rows are read in address order (prefetchable) and A rows hit the
-// cache. Apps with fewer than two keyed tables (one keyed table and dense
-// ones, or samples naming many rows), and models whose keyed tables fit the
+// Within a cell samples run in increasing row of the more reused of the two
+// tables (more samples per touched row; ties in the data set's order), so
+// consecutive samples share that row and both blocks stay in cache. Apps
+// with fewer than two keyed tables (one keyed table and dense ones, or
+// samples naming many rows), and models whose keyed tables fit the
 // scratchpad whole, are not planned: the schedule's seeded shuffle stands
 // (so small runs keep their published orders and checksums).
 //
