@@ -92,6 +92,8 @@ class MfCheckpoints : public ::testing::Test {
     delete uninterrupted_;
     delete run_;
     delete synth_;
+    std::error_code ec;
+    fs::remove_all(ScratchDir("stalelearn_checkpoint_mf"), ec);  // nothing left in the temporary directory
   }
   static CommandRun* synth_;
   static CheckpointedRun* run_;
@@ -253,6 +255,7 @@ TEST(LdaCheckpoints, ResumedRunKeepsTheTopicAssignmentsAndEndsWithTheSameChecksu
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     EXPECT_EQ(JsonField(report, "model_checksum"), expected);
   }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);  // kept when something failed, to look at
 }
 
 }  // namespace

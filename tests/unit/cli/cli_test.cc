@@ -76,6 +76,7 @@ TEST(Cli, AReportThatCannotBeWrittenFailsBeforeTraining) {
   for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename().string().find(".probe."), std::string::npos) << e.path();
   }
+  fs::remove_all(dir);
 }
 
 // Every backend rejects an unknown option with one line naming the backend

@@ -44,7 +44,14 @@ inline CommandRun RunStalelearn(const std::string& arguments, const std::string&
   const std::string command = "'" STALELEARN_BINARY_DIR "/bin/stalelearn' " + arguments + " >'" + out.string() +
                               "' 2>'" + err.string() + "' </dev/null";
   const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
+  CommandRun run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
+  // Nothing left behind in the temporary directory: the output files, and
+  // the directory when nothing else (a caller's files) is in it.
+  std::error_code ec;
+  std::filesystem::remove(out, ec);
+  std::filesystem::remove(err, ec);
+  std::filesystem::remove(dir, ec);
+  return run;
 }
 
 }  // namespace stalelearn::cli::testing
