@@ -2,7 +2,7 @@
 # ssp-convergence: the SSP paper's experiment (Ho et al., NIPS 2013). Every
 # app under transient stragglers (each clock, each compute rank delayed with
 # probability 0.1 by an exponential extra compute of mean 4x), BSP (s=0), SSP
-# with s in {1,2,4,8} and ASP, 3 repeats (straggler seeds 1..3), on the
+# with s in {1,2,4,8}, ESSP (eager SSP) with s=2 and ASP, 3 repeats (straggler seeds 1..3), on the
 # timing backend with CPU-core compute (compute-bound workers, as on the
 # paper's cluster). Per app: metric against clocks and against simulated
 # time, the time to the app's target, and the speedup over BSP.
@@ -16,7 +16,7 @@ run_app() {  # NAME CONFIG DATASET TARGET SETS
   # shellcheck disable=SC2086
   sweep --config "$config" $sets --set timing.compute=cpu-core \
     --set training.straggler.transient_probability=0.1 --set training.straggler.transient_delay=4 \
-    --grid consistency.mode:consistency.staleness=SSP:0,SSP:1,SSP:2,SSP:4,SSP:8,ASP:0 \
+    --grid consistency.mode:consistency.staleness=SSP:0,SSP:1,SSP:2,SSP:4,SSP:8,ESSP:2,ASP:0 \
     --repeats 3 --target "$target" --baseline consistency.mode:consistency.staleness=SSP:0 --out "$OUT/$name"
   echo "== $name: median of 3 repeats, target $target (SSP:0 is BSP; times simulated)"
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
