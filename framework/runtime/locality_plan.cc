@@ -177,8 +177,12 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     st.reason = "fewer than two keyed tables (sparse tables every sample names one row of)";
     return plan;
   }
-  const auto [bytes_b, b] = candidates[0];
-  const auto [bytes_a, a] = candidates[1];
+  // Plain variables, not structured bindings: the passes' lambdas capture
+  // them (clang before 16 cannot capture a binding).
+  const std::int64_t bytes_b = candidates[0].first;
+  const int b = candidates[0].second;
+  const std::int64_t bytes_a = candidates[1].first;
+  const int a = candidates[1].second;
   st.table_a = a;
   st.table_b = b;
   plan.rows_b_ = tables[b].rows;
