@@ -7,9 +7,8 @@
 // shards, replicas and their row indexes, a data set's samples, the locality
 // plan) are read at random rows, and with 4 KiB pages nearly every such read
 // missed the TLB; their first touch also cost one page fault per 4 KiB.
-// Measured on the 20 M-rating MF set, --ranks 1:1 (framework/README.md,
-// "Data plane"): start-up before the first clock 6.3 s -> 3.6 s, an epoch
-// 2.3 s -> 1.9 s. Smaller blocks are plain malloc. Both come from the C
+// Measured on a 96 MB two-table model at one compute rank: start-up before
+// the first clock 6.3 s -> 3.6 s, an epoch 2.3 s -> 1.9 s. Smaller blocks are plain malloc. Both come from the C
 // allocator, so one free() releases either, and the other forms of operator
 // new (arrays, nothrow, aligned) reach these through the C++ library.
 // Works under the kernel's default THP setting (`madvise`) as under
@@ -27,14 +26,6 @@
 #include <new>
 
 #include "framework/core/sanitizer.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define STALELEARN_ASAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define STALELEARN_ASAN_BUILD 1
-#endif
-#endif
 
 #if !defined(STALELEARN_ASAN_BUILD) && !defined(STALELEARN_TSAN_BUILD)
 

@@ -1,7 +1,7 @@
 // What a ThreadSanitizer build (deploy/tsan.sh) needs from the code.
 //
 // STALELEARN_TSAN_BUILD: defined when compiling with -fsanitize=thread (g++ or
-// clang).
+// clang); STALELEARN_ASAN_BUILD likewise for -fsanitize=address.
 //
 // TbbHappensBefore: libtbb.so is not instrumented, so TSan does not see the
 // synchronisation by which a parallel_for orders the caller's writes before
@@ -27,6 +27,14 @@
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define STALELEARN_TSAN_BUILD 1
+#endif
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define STALELEARN_ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STALELEARN_ASAN_BUILD 1
 #endif
 #endif
 

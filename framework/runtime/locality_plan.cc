@@ -34,6 +34,23 @@ void ForEachPart(int parts, std::size_t n, const Fn& fn) {
   });
 }
 
+// Keyed tables: sparse tables of more than one row of which every sample
+// names exactly one row. KeyedCandidates starts the verdicts (1: may be
+// keyed); NarrowKeyed clears those of tables one sample's `rows` do not name
+// exactly once (`named`: scratch, one count per table).
+std::vector<char> KeyedCandidates(const std::vector<TableSpec>& tables) {
+  std::vector<char> keyed(tables.size());
+  for (std::size_t t = 0; t < tables.size(); ++t) keyed[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
+  return keyed;
+}
+void NarrowKeyed(std::span<const RowRef> rows, std::vector<char>& keyed, std::vector<int>& named) {
+  std::ranges::fill(named, 0);
+  for (const RowRef& r : rows) ++named[r.table.value];
+  for (std::size_t t = 0; t < keyed.size(); ++t) {
+    if (named[t] != 1) keyed[t] = 0;
+  }
+}
+
 // The row sample `s` names in tables a and b (keyed: exactly one each).
 std::pair<std::int64_t, std::int64_t> KeyRows(const App& app, std::int64_t s, int a, int b,
                                               std::vector<RowRef>& rows) {
@@ -89,17 +106,14 @@ std::string ResolvedLocality(const App& app, const proto::Config& config, int co
   if (compute_ranks <= 1) return "grid";
   const std::vector<TableSpec> tables = app.Tables();
   // Keyed: named exactly once by each of the first samples.
-  std::vector<char> keyed(tables.size());
-  for (std::size_t t = 0; t < tables.size(); ++t) keyed[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
+  std::vector<char> keyed = KeyedCandidates(tables);
   std::vector<RowRef> rows;
   std::vector<int> named(tables.size());
   const std::int64_t first = std::min<std::int64_t>(app.TrainingSamples(), 4096);
   for (std::int64_t s = 0; s < first; ++s) {
     rows.clear();
     app.RowsOf(s, rows);
-    std::ranges::fill(named, 0);
-    for (const RowRef& r : rows) ++named[r.table.value];
-    for (std::size_t t = 0; t < tables.size(); ++t) keyed[t] = static_cast<char>(keyed[t] && named[t] == 1);
+    NarrowKeyed(rows, keyed, named);
   }
   std::vector<std::int64_t> bytes;
   for (std::size_t t = 0; t < tables.size(); ++t) {
@@ -130,13 +144,10 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // Pass 1: which sparse tables every sample names exactly once, and the
   // rows touched; on all cores, over fixed parts of the samples (each part
   // its own verdicts; a touched row is marked by whichever part sees it).
-  std::vector<char> keyed(n, 0);
+  std::vector<char> keyed = KeyedCandidates(tables);
   std::vector<std::vector<std::uint8_t>> touched(n);
   for (std::size_t t = 0; t < n; ++t) {
-    if (!tables[t].dense && tables[t].rows > 1) {
-      keyed[t] = 1;
-      touched[t].assign(static_cast<std::size_t>(tables[t].rows), 0);
-    }
+    if (keyed[t] != 0) touched[t].assign(static_cast<std::size_t>(tables[t].rows), 0);
   }
   const int parts = Parts();
   std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts), keyed);
@@ -147,17 +158,13 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     for (std::size_t i = begin; i < end; ++i) {
       rows.clear();
       app.RowsOf(samples[i], rows);
-      std::ranges::fill(named, 0);
+      NarrowKeyed(rows, verdict, named);
       for (const RowRef& r : rows) {
         const auto t = static_cast<std::size_t>(r.table.value);
         if (verdict[t] == 0) continue;
-        ++named[t];
         // Read first: a row named again (most are) leaves its cache line shared.
         std::atomic_ref<std::uint8_t> mark(touched[t][static_cast<std::size_t>(r.row.value)]);
         if (mark.load(std::memory_order_relaxed) == 0) mark.store(1, std::memory_order_relaxed);
-      }
-      for (std::size_t t = 0; t < n; ++t) {
-        if (verdict[t] != 0 && named[t] != 1) verdict[t] = 0;
       }
     }
   });

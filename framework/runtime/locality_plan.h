@@ -24,8 +24,8 @@
 //
 // Make runs its passes on all cores (oneTBB; App::RowsOf is called
 // concurrently, as the app contract allows); the plan does not depend on
-// the thread count. Immutable after Make; thread-safe. Holds a copy of the rank's samples in
-// cell order (8 bytes a sample).
+// the thread count. Immutable after Make; thread-safe. Holds a copy of the
+// rank's samples in cell order (8 bytes a sample).
 #pragma once
 
 #include <cstdint>
@@ -52,10 +52,10 @@ struct Strata {
 // "stratified" when there are several compute ranks and the app's two
 // largest keyed tables (found from its first samples) take more than
 // kStratifyAboveScratchpads scratchpads whole, else "grid"; any other value
-// as it is. Measured (apps/mf/README.md): on a 96 MB model strata cut a 3:1
-// run's gets 2.3x and keep 64 compute ranks summing deltas convergent (one
-// writer per row and clock); on MovieLens (under 1 MB, about one
-// scratchpad) they cost test RMSE (0.885 against 0.876 at 3:1).
+// as it is. Measured: on a 96 MB two-table model strata cut a 3:1 run's
+// gets 2.3x and keep 64 compute ranks summing deltas convergent (one writer
+// per row and clock); on a model under 1 MB (about one scratchpad) they
+// cost test error (0.885 against 0.876 at 3:1).
 inline constexpr std::int64_t kStratifyAboveScratchpads = 16;
 std::string ResolvedLocality(const App& app, const proto::Config& config, int compute_ranks);
 

@@ -53,8 +53,9 @@ Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& con
   return specs;
 }
 
-Result<bool> MergesAddDeltas(const proto::Config& config, const std::vector<model::TableSpec>& tables) {
-  STALELEARN_ASSIGN_OR_RETURN(std::vector<sync::MergePolicySpec> specs, MergeSpecsOf(config, tables, true));
+Result<bool> MergesAddDeltas(const std::vector<sync::MergePolicySpec>& specs,
+                             const std::vector<model::TableSpec>& tables) {
+  if (specs.empty()) return true;  // sum for every table
   for (std::size_t t = 0; t < tables.size(); ++t) {
     STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<sync::MergePolicy> policy,
                                 sync::BuiltinMergePolicies().Create(specs[t], tables[t], 1));

@@ -28,6 +28,8 @@ Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& con
 // covers them); under any other policy (adam, adagrad, average) the master's
 // version of an own batch differs from the raw delta, and the staleness
 // bound must count the rank's own clocks too.
-Result<bool> MergesAddDeltas(const proto::Config& config, const std::vector<model::TableSpec>& tables);
+// `specs`: MergeSpecsOf's, one per table.
+Result<bool> MergesAddDeltas(const std::vector<sync::MergePolicySpec>& specs,
+                             const std::vector<model::TableSpec>& tables);
 
 }  // namespace stalelearn::runtime

@@ -167,7 +167,7 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
     installed_[i].index_end = meta->index_end;
     installed_merged_[i].assign(meta->merged_clock.begin(), meta->merged_clock.end());
   }
-  return sync::MinMergedClockOfOthers(installed_merged_, counts_own_clocks_ ? model::ComputeIndex{-1} : me_);
+  return sync::MinMergedClockOfOthers(installed_merged_, sync::NotWaitedFor(me_, counts_own_clocks_));
 }
 
 Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last,

@@ -58,6 +58,13 @@ class ClockTable {
   std::vector<transport::RequestPtr> requests_;
 };
 
+// The compute rank whose clocks a wait of rank `me` leaves out: itself (its
+// own deltas are in its replica, I2), or none (-1) when its own clocks count
+// too (a merge that is not master += delta, runtime/merge_config.h).
+inline model::ComputeIndex NotWaitedFor(model::ComputeIndex me, bool counts_own_clocks) {
+  return counts_own_clocks ? model::ComputeIndex{-1} : me;
+}
+
 // Slowest over snapshot metas (what a replica actually installed).
 std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,
                                      model::ComputeIndex except);

@@ -10,7 +10,7 @@ StalenessGate::StalenessGate(ClockTable& clocks, model::ComputeIndex me, Stalene
                              transport::Transport& transport, WaitOptions wait, bool counts_own_clocks)
     : clocks_(clocks),
       me_(me),
-      except_(counts_own_clocks ? model::ComputeIndex{-1} : me),
+      except_(NotWaitedFor(me, counts_own_clocks)),
       bound_(bound),
       transport_(transport),
       wait_(wait) {}

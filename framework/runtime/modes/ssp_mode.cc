@@ -34,10 +34,11 @@ std::int64_t ObservedStaleness(std::uint64_t clock, std::uint64_t min_merged_of_
 }
 
 // A merge that is not master += delta on some table: own clocks count (a
-// config the memory ranks reject fails there; here the safe side is taken).
+// policy that cannot be built fails on the memory ranks; here the safe side
+// is taken).
 bool CountsOwnClocks(const RankEnv& env) {
   if (DefectPlanted(PlantedDefect::kOwnClocksNotCounted)) return false;
-  Result<bool> adds = MergesAddDeltas(env.config, env.layout.tables());
+  Result<bool> adds = MergesAddDeltas(env.merge, env.layout.tables());
   return !adds.ok() || !*adds;
 }
 
@@ -152,7 +153,7 @@ class SspConsistency final : public ConsistencyMode {
               return fmt::format("snapshot: one that lets compute rank {} start clock {} under bound {} (the last "
                                  "held the slowest other rank's clocks below {}); behind: {}",
                                  me_.value, t, bound.value(), min_merged,
-                                 sync::DescribeLaggards(links_.clocks, counts_own_clocks_ ? model::ComputeIndex{-1} : me_,
+                                 sync::DescribeLaggards(links_.clocks, sync::NotWaitedFor(me_, counts_own_clocks_),
                                                         NeededMergedClock(t, bound)));
             }));
     record.min_merged_of_others = min_merged;

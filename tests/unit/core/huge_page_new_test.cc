@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(STALELEARN_TSAN_BUILD)
+#if defined(STALELEARN_ASAN_BUILD) || defined(STALELEARN_TSAN_BUILD)
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -140,77 +140,76 @@ TEST(InProcessBootstrap, ARankThatFailedMakesTheOthersFailFastAndIsRethrown) {
   EXPECT_EQ(unavailable.load(), 2);
 }
 
+// RunRanks expected to fail: the rethrown failure's message (whether it was
+// a stalelearn::Error) and what was logged meanwhile.
+struct RanksFailure {
+  std::string message;
+  bool is_error = false;
+  std::string logged;
+};
+RanksFailure RunRanksFailing(int world_size, const std::function<void(Bootstrap&)>& body) {
+  RanksFailure failure;
+  testing::internal::CaptureStderr();
+  try {
+    RunRanks(world_size, body);
+    ADD_FAILURE() << "RunRanks did not rethrow";
+  } catch (const Error& e) {
+    failure.message = e.status().message();
+    failure.is_error = true;
+  } catch (const std::runtime_error& e) {
+    failure.message = e.what();
+  }
+  failure.logged = testing::internal::GetCapturedStderr();
+  return failure;
+}
+
 // Ranks that fail only because a peer left (its region freed: kUnavailable,
 // not naming why) are consequences: the cause is rethrown, not rank 0's.
 TEST(InProcessBootstrap, TheCauseIsRethrownNotAPeerGoneConsequenceOfALowerRank) {
-  testing::internal::CaptureStderr();
-  try {
-    RunRanks(3, [](Bootstrap& bootstrap) {
-      if (bootstrap.rank().value == 2) throw Error(FailedPrecondition("diverged: table 'w' row 3"));
-      throw Error(Unavailable("get: region of rank 2 was freed"));
-    });
-    ADD_FAILURE() << "RunRanks did not rethrow";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status().message(), "diverged: table 'w' row 3");
-  }
-  const std::string logged = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(logged.find("also failed"), std::string::npos) << "consequences of a departed peer add nothing: " << logged;
+  const RanksFailure f = RunRanksFailing(3, [](Bootstrap& bootstrap) {
+    if (bootstrap.rank().value == 2) throw Error(FailedPrecondition("diverged: table 'w' row 3"));
+    throw Error(Unavailable("get: region of rank 2 was freed"));
+  });
+  EXPECT_TRUE(f.is_error);
+  EXPECT_EQ(f.message, "diverged: table 'w' row 3");
+  EXPECT_EQ(f.logged.find("also failed"), std::string::npos) << "consequences of a departed peer add nothing: " << f.logged;
 }
 
 TEST(InProcessBootstrap, RanksThatFailAlikeAreReportedOnceDifferentFailuresEach) {
-  testing::internal::CaptureStderr();
-  EXPECT_THROW(RunRanks(3, [](Bootstrap&) { throw std::runtime_error("unknown backend 'nope'"); }),
-               std::runtime_error);
-  const std::string alike = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(alike.find("also failed"), std::string::npos) << alike;
+  const RanksFailure alike = RunRanksFailing(3, [](Bootstrap&) { throw std::runtime_error("unknown backend 'nope'"); });
+  EXPECT_EQ(alike.logged.find("also failed"), std::string::npos) << alike.logged;
 
   // Two different failures: the first is rethrown, the other logged once.
-  testing::internal::CaptureStderr();
-  try {
-    RunRanks(3, [](Bootstrap& bootstrap) {
-      if (bootstrap.rank().value == 2) throw std::runtime_error("disk full");
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // after rank 2
-      throw std::runtime_error("unknown backend 'nope'");
-    });
-    ADD_FAILURE() << "RunRanks did not rethrow";
-  } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), "disk full");
-  }
-  const std::string different = testing::internal::GetCapturedStderr();
-  EXPECT_NE(different.find("ranks 0, 1 also failed: unknown backend 'nope'"), std::string::npos) << different;
-  EXPECT_EQ(std::ranges::count(different, '\n'), 1) << different;
+  const RanksFailure different = RunRanksFailing(3, [](Bootstrap& bootstrap) {
+    if (bootstrap.rank().value == 2) throw std::runtime_error("disk full");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // after rank 2
+    throw std::runtime_error("unknown backend 'nope'");
+  });
+  EXPECT_EQ(different.message, "disk full");
+  EXPECT_NE(different.logged.find("ranks 0, 1 also failed: unknown backend 'nope'"), std::string::npos)
+      << different.logged;
+  EXPECT_EQ(std::ranges::count(different.logged, '\n'), 1) << different.logged;
 
-  // Many ranks failing alike behind the cause: one line for all of them.
   // Many ranks failing alike after the cause (not naming it): the cause is
   // rethrown (the last line a user sees), the rest are one line.
-  testing::internal::CaptureStderr();
-  try {
-    RunRanks(7, [](Bootstrap& bootstrap) {
-      if (bootstrap.rank().value == 2) throw std::runtime_error("diverged: row 3");
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      throw std::runtime_error("scheduler: deadlock, every remaining rank waits");
-    });
-    ADD_FAILURE() << "RunRanks did not rethrow";
-  } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), "diverged: row 3");
-  }
-  const std::string many = testing::internal::GetCapturedStderr();
-  EXPECT_NE(many.find("ranks 0, 1, 3, 4 and 2 more also failed: scheduler: deadlock"), std::string::npos) << many;
-  EXPECT_EQ(std::ranges::count(many, '\n'), 1) << many;
+  const RanksFailure many = RunRanksFailing(7, [](Bootstrap& bootstrap) {
+    if (bootstrap.rank().value == 2) throw std::runtime_error("diverged: row 3");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    throw std::runtime_error("scheduler: deadlock, every remaining rank waits");
+  });
+  EXPECT_EQ(many.message, "diverged: row 3");
+  EXPECT_NE(many.logged.find("ranks 0, 1, 3, 4 and 2 more also failed: scheduler: deadlock"), std::string::npos)
+      << many.logged;
+  EXPECT_EQ(std::ranges::count(many.logged, '\n'), 1) << many.logged;
 
   // Rank 0 fails because rank 1 did, saying why: rank 1's failure is not repeated.
-  testing::internal::CaptureStderr();
-  try {
-    RunRanks(2, [](Bootstrap& bootstrap) {
-      if (bootstrap.rank().value == 1) throw std::runtime_error("out of memory");
-      ThrowIfError(bootstrap.Barrier());
-    });
-    ADD_FAILURE() << "RunRanks did not rethrow";
-  } catch (const Error& e) {
-    EXPECT_NE(e.status().message().find("rank 1 failed: out of memory"), std::string::npos) << e.what();
-  }
-  const std::string consequence = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(consequence.find("also failed"), std::string::npos) << consequence;
+  const RanksFailure consequence = RunRanksFailing(2, [](Bootstrap& bootstrap) {
+    if (bootstrap.rank().value == 1) throw std::runtime_error("out of memory");
+    ThrowIfError(bootstrap.Barrier());
+  });
+  EXPECT_TRUE(consequence.is_error);
+  EXPECT_NE(consequence.message.find("rank 1 failed: out of memory"), std::string::npos) << consequence.message;
+  EXPECT_EQ(consequence.logged.find("also failed"), std::string::npos) << consequence.logged;
 }
 
 TEST(InProcessBootstrap, GroupRejectsBadArgumentsAndSecondBootstrapOfARank) {
