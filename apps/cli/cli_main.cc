@@ -56,6 +56,8 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
 
   try {
     app.parse(argc, argv);
+  } catch (const ExitWithCode& exit) {
+    return exit.code;
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0 through here; usage errors exit 2.
     int code = app.exit(e);

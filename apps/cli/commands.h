@@ -11,6 +11,17 @@
 
 namespace stalelearn::cli {
 
+// `stalelearn train`'s exit code when a signal stopped the run at a clock
+// boundary (report written, checkpoint if configured): EX_TEMPFAIL, "try
+// again" (resume). deploy/slurm/stalelearn.sbatch requeues on it.
+inline constexpr int kStoppedExitCode = 75;
+
+// Thrown by a command that ends without an error but with a non-zero exit
+// code; main() returns `code` and prints nothing more.
+struct ExitWithCode {
+  int code;
+};
+
 void AddTrainCommand(CLI::App& app, const runtime::Registries& registries);  // train_command.cc
 void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog);  // data_command.cc
 void AddBenchCommand(CLI::App& app, std::vector<AppBench> app_benches = {});  // bench_command.cc

@@ -3,12 +3,18 @@
 // --resume DIR continues from the newest complete checkpoint under DIR
 // (training.checkpoint.resume_dir; framework/runtime/checkpointer.h).
 //
+// A signal (SIGINT, SIGTERM, SIGUSR1) stops the run at the next clock
+// boundary every rank agrees on (framework/runtime/stop_agreement.h): the
+// report says `stopped`, a checkpoint is written when training.checkpoint.dir
+// is set, and the exit code is 75 (kStoppedExitCode).
+//
 // Under mpirun (or srun) every process is one rank: MPI bootstrap, default
 // backend "ucx". With --ranks C:M the same code runs C compute and M memory
 // ranks as threads of this process on the in-process bootstrap, default
 // backend "local" (single-node emulation without mpirun).
 #include <fmt/format.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +32,7 @@
 #include "framework/metrics/report_writer.h"
 #include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/registries.h"
+#include "framework/runtime/stop_request.h"
 #include "framework/runtime/train.h"
 #include "framework/transport/inprocess_bootstrap.h"
 #include "framework/transport/mpi_bootstrap.h"
@@ -69,8 +76,11 @@ std::optional<std::string_view> Env(const char* name) {
 }
 
 void PrintSummary(const proto::Report& report, const std::string& report_path) {
-  std::fprintf(stderr, "[stalelearn] done: %s %s %.4f after %d epochs in %.2f s (mode %s, backend %s)\n",
-               report.app().c_str(), report.final().metric().c_str(), report.final().value(), report.epochs(),
+  // A stopped run: the epochs it completed (its last curve point).
+  const int epochs = report.has_stopped() && report.curve_size() > 0 ? report.curve().rbegin()->epoch() : report.epochs();
+  std::fprintf(stderr, "[stalelearn] %s: %s %s %.4f after %d epochs in %.2f s (mode %s, backend %s)\n",
+               report.has_stopped() ? "stopped" : "done", report.app().c_str(), report.final().metric().c_str(),
+               report.final().value(), epochs,
                report.wall_seconds(), report.mode().c_str(), report.backend().c_str());
   if (report.has_simulated()) {
     std::fprintf(stderr, "[stalelearn] simulated: %.6f s on %s / %s / %s (%s)\n", report.simulated().total_seconds(),
@@ -81,12 +91,26 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
   if (!report_path.empty()) std::fprintf(stderr, "[stalelearn] report: %s\n", report_path.c_str());
 }
 
+void PrintStopped(const proto::Stopped& stopped) {
+  if (stopped.checkpoint().empty()) {
+    std::fprintf(stderr, "[stalelearn] stopped by %s before clock %lld (no checkpoint: training.checkpoint.dir is "
+                 "unset)\n", stopped.signal().c_str(), static_cast<long long>(stopped.clock()));
+    return;
+  }
+  const std::string dir = std::filesystem::path(stopped.checkpoint()).parent_path().string();
+  std::fprintf(stderr, "[stalelearn] stopped by %s before clock %lld; checkpoint %s; to continue, run the same "
+               "command with --resume %s\n", stopped.signal().c_str(), static_cast<long long>(stopped.clock()),
+               stopped.checkpoint().c_str(), dir.c_str());
+}
+
 // Runs one rank; the lowest surviving rank (rank 0 unless it died) writes the
-// report, the trace and the summary line.
-void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& bootstrap,
+// report, the trace and the summary line. Returns true when the run stopped
+// early (every rank agrees).
+bool TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& bootstrap,
                   const std::string& report_path) {
   runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, bootstrap));
-  if (!run.writes_report) return;
+  const bool stopped = run.report.has_stopped();
+  if (!run.writes_report) return stopped;
   if (!report_path.empty()) {
     if (Status written = metrics::WriteReportFile(run.report, report_path); !written.ok()) {
       // Checked before training, and failed anyway (a full disk, a removed
@@ -104,6 +128,8 @@ void TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& boot
     if (!(out << run.trace_csv)) throw Error(InvalidArgument(fmt::format("{}: cannot write the trace", trace)));
   }
   if (!inputs.config.output().quiet()) PrintSummary(run.report, report_path);
+  if (stopped) PrintStopped(run.report.stopped());
+  return stopped;
 }
 
 void RunTrain(const TrainOptions& options, const runtime::Registries& registries) {
@@ -148,9 +174,15 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   const std::unique_ptr<runtime::App> app = ValueOrThrow(registries.apps.Create(config.app().name(), app_context));
   const runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
 
+  // SIGINT, SIGTERM and SIGUSR1 stop the run at a clock boundary (a second
+  // one at once); a run that survives dead ranks keeps their default action.
+  if (config.faults().dead_after_seconds() <= 0) runtime::InstallStopSignalHandlers();
+  std::atomic<bool> stopped{false};
   if (emulated) {
-    transport::RunRanks(emulated->compute + emulated->memory,
-                        [&](transport::Bootstrap& bootstrap) { TrainOneRank(inputs, bootstrap, report_path); });
+    transport::RunRanks(emulated->compute + emulated->memory, [&](transport::Bootstrap& bootstrap) {
+      if (TrainOneRank(inputs, bootstrap, report_path)) stopped = true;
+    });
+    if (stopped) throw ExitWithCode{kStoppedExitCode};
     return;
   }
   if (!transport::LaunchedByMpiLauncher()) {
@@ -160,7 +192,7 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   std::unique_ptr<transport::MpiSession> session = ValueOrThrow(transport::MpiSession::Start(nullptr, nullptr));
   try {
     std::unique_ptr<transport::Bootstrap> bootstrap = ValueOrThrow(transport::MakeMpiBootstrap());
-    TrainOneRank(inputs, *bootstrap, report_path);
+    stopped = TrainOneRank(inputs, *bootstrap, report_path);
   } catch (const Error& e) {
     // One failing rank must not leave the others waiting in a collective.
     std::fprintf(stderr, "stalelearn: error on rank %d: %s\n", session->rank(), e.status().message().c_str());
@@ -170,6 +202,12 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
     std::fprintf(stderr, "stalelearn: error on rank %d: %s\n", session->rank(), e.what());
     transport::MpiSession::Abort(1);
   }
+  // Every rank stopped at the same clock and left the collectives: finalize
+  // (the session's destructor) and exit with the documented code.
+  if (stopped) {
+    session.reset();
+    throw ExitWithCode{kStoppedExitCode};
+  }
 }
 
 }  // namespace
@@ -177,7 +215,9 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
 void AddTrainCommand(CLI::App& app, const runtime::Registries& registries) {
   auto options = std::make_shared<TrainOptions>();
   CLI::App* train = app.add_subcommand(
-      "train", "Train an app: under mpirun (one rank per process) or with --ranks C:M (ranks as threads)");
+      "train", "Train an app: under mpirun (one rank per process) or with --ranks C:M (ranks as threads).\n"
+               "SIGINT, SIGTERM or SIGUSR1 stop it at the next clock boundary: checkpoint (if training.checkpoint.dir\n"
+               "is set), final evaluation, report with 'stopped', exit code 75; a second signal ends it at once.");
   train->add_option("--config", options->config_path, "Run configuration (protobuf text format)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -302,6 +302,9 @@ Status Validate(const proto::Config& c) {
     return InvalidArgument(fmt::format("debug.kill_rank and debug.kill_at_clock must be >= 0, got {} and {}",
                                        c.debug().kill_rank(), c.debug().kill_at_clock()));
   }
+  if (c.debug().stop_at_clock() < 0) {
+    return InvalidArgument(fmt::format("debug.stop_at_clock must be >= 0, got {}", c.debug().stop_at_clock()));
+  }
   // Upper bounds: a ring is registered memory on every memory rank, once per
   // compute rank; a typo (an extra digit or two) must be a config error, not
   // a failed multi-terabyte allocation on every rank.

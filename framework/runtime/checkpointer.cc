@@ -137,14 +137,27 @@ Status Checkpointer::WriteFile(std::int64_t clock, const std::string& name, std:
   return Status::Ok();
 }
 
-Status Checkpointer::StartCollectives(transport::SimulatedTime* sim) {
-  const std::int64_t segment = segments_started_++;
+std::filesystem::path Checkpointer::CheckpointPath(std::int64_t clock) const {
+  return CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock));
+}
+
+Status Checkpointer::WriteComputeState(std::int64_t clock, model::ComputeIndex me, const LocalState* state,
+                                       std::int64_t samples) {
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> app_bytes, env_.app.SaveLocalState(state));
+  proto::ComputeRankState saved;
+  saved.set_clock(static_cast<std::uint64_t>(clock));
+  saved.set_app_state(reinterpret_cast<const char*>(app_bytes.data()), app_bytes.size());
+  saved.set_samples(samples);
+  const std::string bytes = saved.SerializeAsString();
+  return WriteFile(clock, ComputeStateFileName(me), std::as_bytes(std::span(bytes.data(), bytes.size())));
+}
+
+Status Checkpointer::CommitPending(const std::string& key) {
   // Every rank takes part, also those with nothing pending (the first segment).
   std::string mine;
   if (pending_) pending_->SerializeToString(&mine);
   STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> entries,
-                              env_.bootstrap.AllGather(fmt::format("stalelearn/checkpoint/{}", segment),
-                                                       std::as_bytes(std::span(mine))));
+                              env_.bootstrap.AllGather(key, std::as_bytes(std::span(mine))));
   if (pending_ && env_.bootstrap.rank().value == 0) {
     proto::CheckpointManifest manifest;
     manifest.set_clock(static_cast<std::uint64_t>(pending_clock_));
@@ -159,6 +172,12 @@ Status Checkpointer::StartCollectives(transport::SimulatedTime* sim) {
     STALELEARN_RETURN_IF_ERROR(PruneCheckpoints(dir_, env_.config.training().checkpoint().keep()));
   }
   pending_.reset();
+  return Status::Ok();
+}
+
+Status Checkpointer::StartCollectives(transport::SimulatedTime* sim) {
+  const std::int64_t segment = segments_started_++;
+  STALELEARN_RETURN_IF_ERROR(CommitPending(fmt::format("stalelearn/checkpoint/{}", segment)));
   if (sim == nullptr) return Status::Ok();
   const std::int64_t now = sim->Now().time_since_epoch().count();
   STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> times,

@@ -61,6 +61,11 @@ class Checkpointer {
 
   // True when the run is split into segments (checkpoints or a resume).
   bool segmented() const { return every_ > 0 || resumed_.has_value(); }
+  // True when training.checkpoint.dir is set: a stopped run writes its
+  // checkpoint there (also without every_clocks).
+  bool writes_checkpoints() const { return !dir_.empty(); }
+  // Where checkpoint `clock` goes.
+  std::filesystem::path CheckpointPath(std::int64_t clock) const;
   // The first protocol clock this run trains: 0, or the checkpoint's clock.
   std::int64_t first_clock() const { return first_clock_; }
   // The end of the segment that starts at `begin`: the next boundary, or the
@@ -75,8 +80,16 @@ class Checkpointer {
   const std::optional<proto::Lost>& lost() const { return lost_; }
 
   // Writes this rank's file of checkpoint `clock` (crash-safely); its entry
-  // goes into the manifest at the next StartCollectives.
+  // goes into the manifest at the next StartCollectives or CommitPending.
   Status WriteFile(std::int64_t clock, const std::string& name, std::span<const std::byte> bytes);
+  // A compute rank's file: the app's local state and the samples it trained
+  // so far (all attempts).
+  Status WriteComputeState(std::int64_t clock, model::ComputeIndex me, const LocalState* state,
+                           std::int64_t samples);
+  // Collective: gathers every rank's pending entry and world rank 0 writes
+  // the manifest (the checkpoint is complete once it returns). `key` names
+  // the exchange; a rank with nothing pending is an error on rank 0.
+  Status CommitPending(const std::string& key);
 
   // Collective, at every segment start before the start barrier: commits the
   // pending checkpoint (gathers every rank's entry; world rank 0 writes the

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+
+#include "framework/runtime/stop_agreement.h"
+#include "framework/runtime/stop_request.h"
+
 namespace stalelearn::runtime {
 
 ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
@@ -41,7 +46,14 @@ void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& 
   }
 }
 
+Result<bool> ClockLoop::StopsBefore(std::int64_t clock) {
+  if (env_.stop == nullptr) return false;
+  if (info_.rank.value == 0 && clock > 0 && clock == env_.config.debug().stop_at_clock()) RequestStop(SIGTERM);
+  return env_.stop->StopsBefore(info_.rank.value, clock);
+}
+
 Result<TrainerResult> ClockLoop::Run() {
+  if (env_.stop != nullptr) env_.stop->Begin(info_.rank.value, std::max(first_clock_, clock_offset_));
   if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
   if (StrataOf(env_.config, info_.compute_ranks) > 1 && !plan_.planned()) {
     return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "
@@ -64,7 +76,9 @@ Result<TrainerResult> ClockLoop::Run() {
   // reused for the final read: a run evaluated only at its end makes one.
   TableSet eval_model;
   std::vector<std::int64_t> order;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
+  std::int64_t end = clock_offset_ + epochs * clocks_per_epoch;  // the clock the run stops before
+  bool stopped = false;
+  for (int epoch = 0; epoch < epochs && !stopped; ++epoch) {
     if (plan_.planned()) {
       plan_.EpochOrderInto(epoch, info_.seed + 0x9E37ull * static_cast<std::uint64_t>(info_.rank.value + 1), order);
     } else {
@@ -75,6 +89,12 @@ Result<TrainerResult> ClockLoop::Run() {
       record.rank = info_.rank;
       record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
       if (record.clock < first_clock_) continue;  // resumed: in the checkpoint
+      STALELEARN_ASSIGN_OR_RETURN(const bool stops, StopsBefore(record.clock));
+      if (stops) {  // a stop every rank agreed on (stop_agreement.h)
+        end = record.clock;
+        stopped = true;
+        break;
+      }
       if (plan_.planned() && plan_.stratified()) {
         // A new sub-epoch: the replica keeps only its stripe of B fresh.
         const LocalityPlan::Focus focus = plan_.FocusOf(k, clocks_per_epoch);
@@ -108,6 +128,7 @@ Result<TrainerResult> ClockLoop::Run() {
       STALELEARN_RETURN_IF_ERROR(mode_.AfterClock(record.clock, record));
       result.Add(record);
     }
+    if (stopped) break;  // the final evaluation follows
     const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
     const bool before_resume = clock_offset_ + (epoch + 1) * clocks_per_epoch < first_clock_;
     if (evaluator_ != nullptr && !last && !before_resume && (epoch + 1) % eval_every == 0) {
@@ -116,7 +137,12 @@ Result<TrainerResult> ClockLoop::Run() {
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
     }
   }
-  STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(clock_offset_ + epochs * clocks_per_epoch)));
+  STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(end)));
+  if (env_.stop != nullptr) {
+    // Flushed: the memory ranks can see this rank finished and join too.
+    STALELEARN_RETURN_IF_ERROR(env_.stop->JoinAtEnd(end));
+  }
+  result.end_clock = end;
   if (evaluator_ != nullptr) {
     // Read while the memory ranks still progress (before any collective).
     final_model_ = eval_model.empty() ? model::MakeTableSet(env_.layout.tables()) : std::move(eval_model);

@@ -9,6 +9,9 @@
 //   at epoch ends: mode.ReadModel -> evaluate (whole model or this rank's part)
 //   mode.Finish; [mode.ReadFinalModel -> evaluate]; mode.Release
 //
+// A stop (stop_agreement.h) ends the loop at the top of the agreed clock C,
+// the same on every rank; Finish(C) and the final read follow as at the end.
+//
 // Not thread-safe: the compute rank's main thread. The environment, mode and
 // evaluator must outlive it.
 #pragma once
@@ -47,6 +50,9 @@ class ClockLoop {
 
  private:
   Status Initialize();
+  // At the top of `clock`: true when the run's stop agreement says every
+  // rank stops here (joins it first if a stop was asked for).
+  Result<bool> StopsBefore(std::int64_t clock);
   // The app's kernel on the clock's samples: on threads_per_rank threads when the app allows it.
   void RunKernel(std::span<const std::int64_t> samples, KernelContext& context);
 

@@ -9,6 +9,7 @@
 
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/peer_liveness.h"
+#include "framework/runtime/stop_agreement.h"
 #include "framework/sync/backoff.h"
 #include "framework/sync/wait_until.h"
 
@@ -205,6 +206,12 @@ Result<MemoryRankResult> MemoryRank::Run() {
       Publish();
       published_min_clock = MinMergedClock();
       unpublished = false;
+    }
+    if (env_.stop != nullptr) {
+      // The run's stop agreement (stop_agreement.h): join when a stop was
+      // asked for, or at the end, once every compute rank has finished.
+      STALELEARN_RETURN_IF_ERROR(env_.stop->Poll());
+      if (!paused && poller_->AllFinished()) STALELEARN_RETURN_IF_ERROR(env_.stop->JoinAtEnd(0));
     }
     // Compute ranks still flush, and the evaluating one reads the final
     // snapshot, after finishing: progress until all released us.

@@ -24,6 +24,8 @@
 
 namespace stalelearn::runtime {
 
+class StopAgreement;  // stop_agreement.h
+
 // What a compute rank saw when it started a clock (kept per clock for tests
 // and traces).
 struct ClockRecord {
@@ -63,6 +65,8 @@ struct RankEnv {
   sync::WaitOptions wait;
   metrics::ProgressPrinter progress;
   std::vector<sync::MergePolicySpec> merge;  // one per table (merge_config.h)
+  // The run's stop agreement (stop_agreement.h); null: the run never stops early.
+  StopAgreement* stop = nullptr;
 };
 
 }  // namespace stalelearn::runtime

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "framework/runtime/stop_agreement.h"
+
 namespace stalelearn::runtime {
 
 SegmentedConsistency::SegmentedConsistency(const RankEnv& env, const ModeDefinition& definition,
@@ -38,19 +40,27 @@ Status SegmentedConsistency::AfterClock(std::int64_t clock, ClockRecord& record)
   return CrossBoundary(clock + 1);
 }
 
+Status SegmentedConsistency::Finish(std::uint64_t total_clocks) {
+  if (ended_) return Status::Ok();  // a stop at a boundary: CrossBoundary finished the segment
+  return inner_->Finish(total_clocks);
+}
+
 Status SegmentedConsistency::CrossBoundary(std::int64_t clock) {
   // Like the end of a run: the memory ranks merge every clock < `clock` and
   // stop polling once every compute rank has released them.
   STALELEARN_RETURN_IF_ERROR(inner_->Finish(static_cast<std::uint64_t>(clock)));
+  if (env_.stop != nullptr) {
+    STALELEARN_RETURN_IF_ERROR(env_.stop->JoinAtEnd(clock));
+    STALELEARN_ASSIGN_OR_RETURN(const bool stops, env_.stop->StopsBefore(me_.value, clock));
+    if (stops) {
+      // The run stops here: the clock loop reads the final model and
+      // releases this segment; train.cc writes the checkpoint.
+      ended_ = true;
+      return Status::Ok();
+    }
+  }
   STALELEARN_RETURN_IF_ERROR(inner_->Release());
-  STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> app_bytes, env_.app.SaveLocalState(app_state_));
-  proto::ComputeRankState state;
-  state.set_clock(static_cast<std::uint64_t>(clock));
-  state.set_app_state(reinterpret_cast<const char*>(app_bytes.data()), app_bytes.size());
-  state.set_samples(samples_done_);
-  const std::string bytes = state.SerializeAsString();
-  STALELEARN_RETURN_IF_ERROR(
-      checkpointer_.WriteFile(clock, ComputeStateFileName(me_), std::as_bytes(std::span(bytes.data(), bytes.size()))));
+  STALELEARN_RETURN_IF_ERROR(checkpointer_.WriteComputeState(clock, me_, app_state_, samples_done_));
   transport::SimulatedTime* sim = env_.wait.sim;
   STALELEARN_RETURN_IF_ERROR(checkpointer_.LeaveScheduleForBoundary(sim));
   inner_.reset();  // its endpoints go with it: the memory ranks register new regions
@@ -61,6 +71,7 @@ Status SegmentedConsistency::CrossBoundary(std::int64_t clock) {
   STALELEARN_RETURN_IF_ERROR(checkpointer_.StartCollectives(sim));
   STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
   STALELEARN_RETURN_IF_ERROR(checkpointer_.JoinSchedule(sim, /*first=*/false));
+  if (env_.stop != nullptr) env_.stop->Open();
   return StartSegment(std::move(endpoints));
 }
 

@@ -6,6 +6,10 @@
 // the memory ranks (the same collectives as at start) and makes a fresh mode
 // for the next segment. The clock loop does not notice.
 //
+// A stop agreed at a boundary (stop_agreement.h) ends the run there: the
+// segment is finished but not released, and the clock loop's final read and
+// Release follow as at the run's end.
+//
 // Also records this rank's progress after each clock (what a crash loses) and
 // applies the planted kill (debug.kill_rank / kill_at_clock).
 //
@@ -36,13 +40,16 @@ class SegmentedConsistency final : public ConsistencyMode {
     samples_done_ = samples_done;
   }
 
+  // Samples trained so far, by every attempt of the run.
+  std::int64_t samples_done() const { return samples_done_; }
+
   model::ModelView& view() override { return inner_->view(); }
   const model::Replica* replica() const override { return inner_->replica(); }
   Status ShareInitialization() override { return inner_->ShareInitialization(); }
   Status BeforeClock(std::int64_t clock, std::span<const std::int64_t> samples, ClockRecord& record) override;
   Status AfterClock(std::int64_t clock, ClockRecord& record) override;
   Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
-  Status Finish(std::uint64_t total_clocks) override { return inner_->Finish(total_clocks); }
+  Status Finish(std::uint64_t total_clocks) override;
   Status ReadFinalModel(TableSet& model) override { return inner_->ReadFinalModel(model); }
   Status Release() override { return inner_->Release(); }
 
@@ -62,6 +69,7 @@ class SegmentedConsistency final : public ConsistencyMode {
   std::int64_t samples_done_ = 0;
   ComputeEndpoints endpoints_;  // the segment's; the inner mode takes them
   std::unique_ptr<ConsistencyMode> inner_;
+  bool ended_ = false;  // the run stopped at a boundary (stop_agreement.h): inner_ is finished
 };
 
 }  // namespace stalelearn::runtime

@@ -18,6 +18,8 @@
 #include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/run_report.h"
 #include "framework/runtime/segmented_mode.h"
+#include "framework/runtime/stop_agreement.h"
+#include "framework/runtime/stop_request.h"
 #include "framework/sync/wait_until.h"
 
 namespace stalelearn::runtime {
@@ -81,11 +83,13 @@ class RankRunner {
       STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
       STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, /*first=*/true));
+      OpenStopAgreement();
       ModeContext context{env_, ci, &endpoints, &geometry};
       return RunCompute(context);
     }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
     STALELEARN_RETURN_IF_ERROR(StartSchedule());
+    OpenStopAgreement();
     ModeContext context{env_, ci, &endpoints, &geometry};
     return RunCompute(context);
   }
@@ -119,6 +123,24 @@ class RankRunner {
   }
 
   bool survives_deaths() const { return config().faults().dead_after_seconds() > 0; }
+
+  // After a segment's start barrier (stop_agreement.h).
+  void OpenStopAgreement() {
+    if (env_.stop != nullptr) env_.stop->Open();
+  }
+  // The clock every rank stopped before, when a stop was agreed before the
+  // run's last clock (one agreed at the very end changes nothing).
+  std::optional<std::int64_t> StoppedClock() const {
+    if (env_.stop == nullptr || !env_.stop->stop() || env_.stop->stop()->clock >= TotalClocks()) return std::nullopt;
+    return env_.stop->stop()->clock;
+  }
+  // Stopped with training.checkpoint.dir set: every rank has written its file
+  // of the stop's checkpoint; this commits it (collective, before the
+  // "all merged" barrier).
+  Status CommitStopCheckpoint() {
+    if (!StoppedClock() || !checkpointer_->writes_checkpoints()) return Status::Ok();
+    return checkpointer_->CommitPending("stalelearn/checkpoint/stop");
+  }
 
   // The samples compute rank c had left after `merged_clock` protocol clocks
   // (stratified scheduling cuts clocks unevenly: there, an estimate).
@@ -155,6 +177,13 @@ class RankRunner {
     return me().value == writer;
   }
 
+  // The epochs trained before protocol clock `end` (all of them unless stopped).
+  int EpochsDone(std::int64_t end) const {
+    const SampleSchedule schedule = ScheduleOf(env_.app, config(), std::max(1, env_.roles.compute_ranks()), 0);
+    const std::int64_t offset = env_.app.HasDataInitialization() ? 1 : 0;
+    return static_cast<int>(std::max<std::int64_t>(end - offset, 0) / schedule.clocks_per_epoch());
+  }
+
   // Protocol clocks of the whole run (clock_loop.h).
   std::int64_t TotalClocks() const {
     const SampleSchedule schedule = ScheduleOf(env_.app, config(), std::max(1, env_.roles.compute_ranks()), 0);
@@ -171,6 +200,13 @@ class RankRunner {
     }
     if (const LoadedCheckpoint* resumed = checkpointer_->resumed()) report.set_resumed_from_clock(resumed->manifest.clock());
     if (checkpointer_->lost()) *report.mutable_lost() = *checkpointer_->lost();
+    if (const std::optional<std::int64_t> clock = StoppedClock()) {
+      proto::Stopped& stopped = *report.mutable_stopped();
+      stopped.set_signal(StopSignalName(env_.stop->stop()->signal));
+      stopped.set_clock(*clock);
+      stopped.set_reason("signal");
+      if (checkpointer_->writes_checkpoints()) stopped.set_checkpoint(checkpointer_->CheckpointPath(*clock).string());
+    }
     return RankRun{std::move(report), std::move(records), std::move(trace), WritesReport()};
   }
 
@@ -190,8 +226,12 @@ class RankRunner {
     }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
     STALELEARN_RETURN_IF_ERROR(StartSchedule());
+    OpenStopAgreement();
     STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
     LeaveSchedule();
+    if (const std::optional<std::int64_t> clock = StoppedClock(); clock && checkpointer_->writes_checkpoints()) {
+      STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *clock).status());
+    }
     proto::Report partial;
     std::vector<model::ComputeIndex> dead;
     for (const MemoryRank::DeadRank& d : memory->dead_ranks()) {
@@ -202,6 +242,7 @@ class RankRunner {
       lost.set_samples(lost.samples() + SamplesLeft(d.rank, d.merged_clock));
     }
     STALELEARN_RETURN_IF_ERROR(ExcludeDead(dead));
+    STALELEARN_RETURN_IF_ERROR(CommitStopCheckpoint());
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &result.counters, counting_.counters());
     // Gathering is collective: the regions stay alive until the evaluating
@@ -242,25 +283,38 @@ class RankRunner {
       STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
       STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, first));
+      OpenStopAgreement();
       STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
       total.counters.batches_merged += result.counters.batches_merged;
       total.counters.bytes_merged += result.counters.bytes_merged;
       total.counters.rejected_batches += result.counters.rejected_batches;
       total.snapshots += result.snapshots;
+      if (const std::optional<std::int64_t> clock = StoppedClock()) {
+        STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *clock).status());
+        break;
+      }
       const std::int64_t end = checkpointer_->SegmentEnd(begin);
       if (!checkpointer_->IsBoundary(end)) break;
-      carried = memory->SaveState(static_cast<std::uint64_t>(end));
-      const std::string bytes = carried->SerializeAsString();
-      STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteFile(end, MemoryShardFileName(mi),
-                                                          std::as_bytes(std::span(bytes.data(), bytes.size()))));
+      STALELEARN_ASSIGN_OR_RETURN(carried, WriteShard(*memory, end));
       STALELEARN_RETURN_IF_ERROR(checkpointer_->LeaveScheduleForBoundary(env_.wait.sim));
       begin = end;
     }
     LeaveSchedule();
+    STALELEARN_RETURN_IF_ERROR(CommitStopCheckpoint());
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     proto::Report partial;
     *partial.add_ranks() = MakeRankReport(me(), Role::kMemory, nullptr, &total.counters, counting_.counters());
     return Gather(std::move(partial), {});
+  }
+
+  // This memory rank's file of checkpoint `clock` (after Run returned);
+  // returns the state written.
+  Result<proto::MemoryShardState> WriteShard(const MemoryRank& memory, std::int64_t clock) {
+    proto::MemoryShardState state = memory.SaveState(static_cast<std::uint64_t>(clock));
+    const std::string bytes = state.SerializeAsString();
+    STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteFile(clock, MemoryShardFileName(env_.roles.memory_index(me())),
+                                                        std::as_bytes(std::span(bytes.data(), bytes.size()))));
+    return state;
   }
 
   Result<RankRun> RunCompute(ModeContext& context) {
@@ -320,6 +374,11 @@ class RankRunner {
     heartbeat.reset();  // released: the memory ranks watch this rank no more
     LeaveSchedule();  // after the final read and release: they are part of the timeline
     if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
+    if (const std::optional<std::int64_t> clock = StoppedClock(); clock && checkpointer_->writes_checkpoints()) {
+      const std::int64_t samples = segmented != nullptr ? segmented->samples_done() : result.samples;
+      STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteComputeState(*clock, context.me, loop.local_state(), samples));
+    }
+    STALELEARN_RETURN_IF_ERROR(CommitStopCheckpoint());
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
     // Compute rank 0's curve points died with it: the taking-over rank's
     // curve has the final point only.
@@ -335,7 +394,7 @@ class RankRunner {
     const bool reports_model = context.me.value == (aware != nullptr ? LowestLiveCompute(aware->dead()) : 0);
     proto::Report partial;
     if (evaluator) {
-      STALELEARN_RETURN_IF_ERROR(evaluator->Record(config().training().epochs(), final_model));
+      STALELEARN_RETURN_IF_ERROR(evaluator->Record(EpochsDone(result.end_clock), final_model));
       if (evaluator->in_parts()) {
         *partial.mutable_eval_parts() = {evaluator->parts().begin(), evaluator->parts().end()};
       } else {
@@ -424,8 +483,25 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   // count (every rank resolves the same config alike).
   proto::Config resolved = config;
   resolved.mutable_training()->set_locality(ResolvedLocality(inputs.app, config, roles.compute_ranks()));
-  const RankEnv env{resolved,     inputs.app, layout, roles, counting, bootstrap,
-                    inputs.hooks, wait,       metrics::ProgressPrinter(config.output().quiet()), merge};
+  // A stop request becomes one clock every rank stops at (stop_agreement.h);
+  // a rank blocked on a peer that already agreed joins from its wait.
+  const StopAgreement::Kind stop_kind = config.faults().dead_after_seconds() > 0 ? StopAgreement::Kind::kOff
+                                        : mode->uses_memory_ranks               ? StopAgreement::Kind::kOnRequest
+                                                                                : StopAgreement::Kind::kEveryClock;
+  StopAgreement stop(
+      bootstrap, [&counting] { counting.Progress(); }, wait.sim, stop_kind, roles.compute_ranks(), wait.timeout);
+  wait.while_waiting = [&stop] { return stop.Poll(); };
+  const RankEnv env{resolved,
+                    inputs.app,
+                    layout,
+                    roles,
+                    counting,
+                    bootstrap,
+                    inputs.hooks,
+                    wait,
+                    metrics::ProgressPrinter(config.output().quiet()),
+                    merge,
+                    &stop};
   RankRunner runner(env, *mode, counting);
   return runner.Run();
 }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 
+#include "framework/core/status.h"
 #include "framework/sync/backoff.h"
 #include "framework/transport/virtual_time.h"
 
@@ -22,6 +24,10 @@ struct WaitOptions {
   // backend), else nullptr: stamps what this rank sends, advances to the
   // stamps of what it reads. Not owned; outlives the waits.
   transport::SimulatedTime* sim = nullptr;
+  // Called between polls while a wait is not yet done (the run's stop
+  // agreement joins from here: runtime/stop_agreement.h); its error ends the
+  // wait. Unset: nothing.
+  std::function<Status()> while_waiting;
 };
 
 }  // namespace stalelearn::sync

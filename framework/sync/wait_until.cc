@@ -33,6 +33,7 @@ Result<std::chrono::nanoseconds> WaitUntil(const WaitOptions& wait, transport::T
       log::Warning("stall: rank {} has waited {:.1f} s for {}", transport.rank().value, Seconds(waited), describe());
       next_warning *= 2;
     }
+    if (wait.while_waiting) STALELEARN_RETURN_IF_ERROR(wait.while_waiting());
     transport.Progress();
     STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }

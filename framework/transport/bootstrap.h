@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,6 +46,17 @@ class Bootstrap {
   virtual Status AllReduceSum(std::span<float> values) = 0;
   virtual Status AllReduceSum(std::span<double> values) = 0;
   virtual Status AllReduceMax(std::span<std::int64_t> values) = 0;
+  // Collective AllReduceMax that calls `progress` while it waits for the
+  // other ranks (a rank that peers' one-sided operations need to progress,
+  // e.g. over UCX tcp, must not stop progressing inside it), and gives up
+  // with kTimeout after `timeout`. Default: AllReduceMax (ranks as threads
+  // progress without help).
+  virtual Status AllReduceMaxProgressing(std::span<std::int64_t> values, const std::function<void()>& progress,
+                                         std::chrono::nanoseconds timeout) {
+    (void)progress;
+    (void)timeout;
+    return AllReduceMax(values);
+  }
   // Collective.
   virtual Status Barrier() = 0;
 

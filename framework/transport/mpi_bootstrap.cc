@@ -7,12 +7,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -171,6 +173,27 @@ class MpiBootstrap final : public Bootstrap {
   }
   Status AllReduceMax(std::span<std::int64_t> values) override {
     return AllReduceInPlace(values.data(), values.size(), MPI_INT64_T, MPI_MAX);
+  }
+
+  Status AllReduceMaxProgressing(std::span<std::int64_t> values, const std::function<void()>& progress,
+                                 std::chrono::nanoseconds timeout) override {
+    STALELEARN_ASSIGN_OR_RETURN(int n, ToMpiCount(values.size(), "MPI_Iallreduce"));
+    MPI_Request request = MPI_REQUEST_NULL;
+    STALELEARN_RETURN_IF_ERROR(
+        CheckMpi(MPI_Iallreduce(MPI_IN_PLACE, values.data(), n, MPI_INT64_T, MPI_MAX, comm_, &request),
+                 "MPI_Iallreduce"));
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (int done = 0;;) {
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"));
+      if (done != 0) return Status::Ok();
+      if (std::chrono::steady_clock::now() > deadline) {
+        // The request stays pending: the caller fails the run (MPI_Abort).
+        return TimeoutError(fmt::format("rank {}: an allreduce waited {:.0f} s for the other ranks", rank_,
+                                        std::chrono::duration<double>(timeout).count()));
+      }
+      progress();
+      std::this_thread::yield();
+    }
   }
 
   Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }

@@ -1,0 +1,110 @@
+#include "framework/runtime/stop_agreement.h"
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "framework/runtime/stop_request.h"
+#include "framework/transport/inprocess_bootstrap.h"
+
+namespace stalelearn::runtime {
+
+// Ranks as threads: every compute rank's committed clock and the decision.
+class StopBoard {
+ public:
+  explicit StopBoard(int compute_ranks) : committed_(static_cast<std::size_t>(std::max(compute_ranks, 1)), 0) {}
+
+  void Begin(int rank, std::int64_t first_clock) {
+    std::lock_guard lock(mutex_);
+    committed_.at(static_cast<std::size_t>(rank)) = first_clock;
+  }
+  bool StopsBefore(int rank, std::int64_t clock) {
+    std::lock_guard lock(mutex_);
+    if (!decision_) {
+      if (const int signal = StopSignal(); signal != 0) {
+        committed_.at(static_cast<std::size_t>(rank)) = clock;
+        decision_ = StopDecision{signal, *std::ranges::max_element(committed_)};
+      }
+    }
+    if (decision_ && clock >= decision_->clock) return true;
+    committed_.at(static_cast<std::size_t>(rank)) = clock + 1;  // this rank trains `clock`
+    return false;
+  }
+  std::optional<StopDecision> decision() const {
+    std::lock_guard lock(mutex_);
+    return decision_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::int64_t> committed_;
+  std::optional<StopDecision> decision_;
+};
+
+StopAgreement::StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress,
+                             transport::SimulatedTime* sim, Kind kind, int compute_ranks,
+                             std::chrono::nanoseconds timeout)
+    : bootstrap_(bootstrap), progress_(std::move(progress)), sim_(sim), timeout_(timeout), kind_(kind) {
+  if (kind_ == Kind::kOff) return;
+  if (auto* threads = dynamic_cast<transport::InProcessBootstrap*>(&bootstrap)) {
+    board_ = threads->group().GetOrCreateShared<StopBoard>(
+        "runtime/stop-board", [&] { return std::make_shared<StopBoard>(compute_ranks); });
+  }
+}
+
+StopAgreement::~StopAgreement() = default;
+
+void StopAgreement::Open() { open_ = kind_ == Kind::kOnRequest && board_ == nullptr && !stop_.has_value(); }
+
+void StopAgreement::Begin(int rank, std::int64_t first_clock) {
+  if (board_ != nullptr) board_->Begin(rank, first_clock);
+  committed_ = first_clock;
+}
+
+Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
+  if (kind_ == Kind::kOff) return false;
+  if (board_ != nullptr) return board_->StopsBefore(rank, clock);
+  if (kind_ == Kind::kEveryClock) {
+    open_ = true;
+    STALELEARN_RETURN_IF_ERROR(Join(clock));
+  } else {
+    committed_ = clock;
+    STALELEARN_RETURN_IF_ERROR(Poll());
+  }
+  if (stop_ && clock >= stop_->clock) return true;
+  committed_ = clock + 1;  // from here on this rank trains `clock`
+  return false;
+}
+
+Status StopAgreement::Poll() {
+  if (!open_ || StopSignal() == 0) return Status::Ok();
+  return Join(committed_);
+}
+
+Status StopAgreement::JoinAtEnd(std::int64_t end) {
+  if (!open_) return Status::Ok();
+  return Join(end);
+}
+
+std::optional<StopDecision> StopAgreement::stop() const {
+  return board_ != nullptr ? board_->decision() : stop_;
+}
+
+Status StopAgreement::Join(std::int64_t committed) {
+  open_ = false;  // before the collective: a wait inside it must not join again
+  std::array<std::int64_t, 2> values{StopSignal(), committed};
+  // Under a virtual-time scheduler a rank blocked in a collective must be
+  // out of the schedule; the clock does not move (the agreement is free).
+  if (sim_ != nullptr) STALELEARN_RETURN_IF_ERROR(sim_->ExitScheduleForCollective());
+  // Progressing meanwhile: a peer still flushing its last puts to this rank
+  // (UCX over tcp) completes only if this rank progresses.
+  Status agreed = bootstrap_.AllReduceMaxProgressing(values, progress_, timeout_);
+  if (!agreed.ok()) return agreed.WithContext("stop agreement");
+  if (sim_ != nullptr) STALELEARN_RETURN_IF_ERROR(sim_->RejoinSchedule());
+  if (values[0] != 0) stop_ = StopDecision{static_cast<int>(values[0]), values[1]};
+  return Status::Ok();
+}
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,99 @@
+// Turns a stop request (stop_request.h: a signal, or debug.stop_at_clock)
+// into one protocol clock C at which every compute rank stops, so that the
+// memory ranks merge exactly the clocks < C of every compute rank and a
+// checkpoint of clock C is consistent. C is never below a clock some rank
+// already trains, so every rank can reach it and none is past it.
+//
+// Two ways to agree, chosen by the bootstrap:
+//  - Ranks as threads of one process (in-process bootstrap): a shared board.
+//    At the top of each clock t a compute rank, under the board's lock,
+//    stops if a decision says C <= t; else, if a stop was asked for, decides
+//    C = the largest clock any compute rank is committed to (t included);
+//    else commits to t + 1. Nobody blocks, so the run up to C is the run
+//    without the stop (deterministic emulation stays deterministic).
+//  - Ranks as processes (MPI): one collective (AllReduceMax) per segment
+//    that every rank joins exactly once, with the clocks it is committed to
+//    (memory ranks 0): as soon as it sees the request at a clock boundary,
+//    inside a wait (WaitOptions::while_waiting: a rank blocked on a peer
+//    that already joined must join too, or both wait for ever) or in the
+//    memory rank's poll loop; or at the end of the segment (compute ranks
+//    after Finish, memory ranks once every compute rank finished). Lockstep
+//    modes (no memory ranks) instead agree at the top of every clock.
+// A stop agreed at the run's last clock is no stop: the run completes.
+//
+// Runs with faults.dead_after_seconds do not agree (a dead rank would leave
+// the collective waiting): their signals keep the default action.
+//
+// Thread-safety: one StopAgreement per rank, used by that rank's thread
+// (the board is shared and locked). The bootstrap and the simulated clock,
+// if any, must outlive it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "framework/core/status.h"
+#include "framework/transport/bootstrap.h"
+#include "framework/transport/virtual_time.h"
+
+namespace stalelearn::runtime {
+
+struct StopDecision {
+  int signal = 0;          // what asked for the stop (stop_request.h)
+  std::int64_t clock = 0;  // every compute rank stops before this protocol clock
+};
+
+class StopBoard;  // stop_agreement.cc: the threads' shared board
+
+class StopAgreement {
+ public:
+  enum class Kind {
+    kOff,         // never agrees (runs that survive a dead rank)
+    kOnRequest,   // modes with memory ranks
+    kEveryClock,  // lockstep modes (no memory ranks)
+  };
+  // `compute_ranks`: how many compute ranks the run has.
+  // `progress` (the rank's transport) is called while the processes'
+  // collective waits: peers' one-sided operations may need it; `timeout`:
+  // how long that collective may wait.
+  StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress, transport::SimulatedTime* sim,
+                Kind kind, int compute_ranks, std::chrono::nanoseconds timeout);
+  ~StopAgreement();
+
+  // After a segment's start barrier, on every rank.
+  void Open();
+  // Compute rank `rank`, at the top of `clock` (also where a segment ends):
+  // true when it must stop there. Before its first clock, `clock` is the
+  // first it will train.
+  Result<bool> StopsBefore(int rank, std::int64_t clock);
+  // Compute ranks, before the first clock: the first clock they will train.
+  void Begin(int rank, std::int64_t first_clock);
+  // Processes only: joins when a stop was asked for and this rank has not
+  // joined in this segment (waits, the memory rank's loop; one atomic load
+  // otherwise), or unconditionally at the end of a segment (`end`: the clock
+  // the segment ends before; memory ranks pass 0).
+  Status Poll();
+  Status JoinAtEnd(std::int64_t end);
+
+  // The stop every rank agreed on, once decided; nullopt while undecided or
+  // when there was none.
+  std::optional<StopDecision> stop() const;
+
+ private:
+  Status Join(std::int64_t committed);
+
+  transport::Bootstrap& bootstrap_;
+  std::function<void()> progress_;
+  transport::SimulatedTime* sim_;
+  std::chrono::nanoseconds timeout_;
+  Kind kind_;
+  std::shared_ptr<StopBoard> board_;  // ranks as threads; null for processes
+  bool open_ = false;                 // processes: between Open and this rank's join
+  std::int64_t committed_ = 0;
+  std::optional<StopDecision> stop_;  // processes: the collective's result
+};
+
+}  // namespace stalelearn::runtime
