@@ -42,7 +42,10 @@
 #   --bin PATH            the stalelearn program (default build/bin/stalelearn)
 #   --mpirun-arg ARG      one more mpirun argument (repeatable)
 #   --dry-run             print the mpirun command instead of running it
-# Exit code: mpirun's (the last attempt's with --restart); 2 for bad arguments.
+# Signals: SIGINT, SIGTERM and SIGUSR1 stop the run gracefully (forwarded to
+# the ranks as SIGUSR1: checkpoint, report, exit 75); a second one ends it.
+# Exit code: mpirun's (the last attempt's with --restart); 2 for bad
+# arguments; 75 when a signal stopped the run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -158,9 +161,30 @@ if [ "$dry_run" -eq 1 ]; then
   echo "${UCX_TLS:+UCX_TLS=$UCX_TLS }${UCX_NET_DEVICES:+UCX_NET_DEVICES=$UCX_NET_DEVICES }mpirun ${mpirun_args[*]} $bin train ${train_args[*]}"
   exit 0
 fi
+# A graceful stop (stalelearn train stops at a clock boundary, checkpoints
+# and exits 75): SIGINT, SIGTERM and SIGUSR1 reach the ranks as SIGUSR1, at
+# once. mpirun would pass SIGTERM/SIGINT on only after its
+# odls_base_sigkill_timeout (1 s) and SIGKILL the ranks as long after: too
+# soon to checkpoint a large model. mpirun runs in its own session, so a
+# Ctrl-C at the terminal reaches it only through this script; a second
+# signal ends the job at once (SIGTERM to mpirun).
+run_mpirun() {
+  setsid mpirun "$@" </dev/null &
+  local pid=$! signals=0 status
+  trap 'signals=$((signals + 1)); if [ $signals -eq 1 ]; then kill -USR1 $pid; else kill -TERM $pid; fi 2>/dev/null' \
+    INT TERM USR1
+  while :; do
+    wait "$pid"
+    status=$?
+    kill -0 "$pid" 2>/dev/null || break  # else a trapped signal interrupted the wait
+  done
+  trap - INT TERM USR1
+  return "$status"
+}
+
 set +e
 if [ "$restarts" -eq 0 ]; then
-  mpirun "${mpirun_args[@]}" "$bin" train "${train_args[@]}" </dev/null
+  run_mpirun "${mpirun_args[@]}" "$bin" train "${train_args[@]}"
   exit $?
 fi
 
@@ -184,11 +208,12 @@ trap 'cleanup; rm -f "$log"' EXIT
 args=("${train_args[@]}")
 for ((attempt = 0; ; attempt++)); do
   : >"$log"
-  mpirun "${mpirun_args[@]}" "$bin" train "${args[@]}" </dev/null 2> >(tee -a "$log" >&2)
+  run_mpirun "${mpirun_args[@]}" "$bin" train "${args[@]}" 2> >(tee -a "$log" >&2)
   rc=$?
   wait  # for tee
-  # 2: bad arguments or config; restarting cannot help.
-  if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || [ "$attempt" -ge "$restarts" ]; then exit $rc; fi
+  # 2: bad arguments or config; 75: stopped by a signal (resume it with
+  # --resume when you want it to go on); restarting cannot help.
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || [ "$rc" -eq 75 ] || [ "$attempt" -ge "$restarts" ]; then exit $rc; fi
   # "mpirun noticed that process rank 1 with PID ... exited on signal 9 (Killed)."
   dead=$(grep -o 'process rank [0-9]*' "$log" | head -n 1 | grep -o '[0-9]*$' || true)
   [ -z "$dead" ] || echo "$dead" >>"$checkpoint_dir/LOST_RANKS"

@@ -2,10 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <csignal>
-
 #include "framework/runtime/stop_agreement.h"
-#include "framework/runtime/stop_request.h"
 
 namespace stalelearn::runtime {
 
@@ -48,7 +45,6 @@ void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& 
 
 Result<bool> ClockLoop::StopsBefore(std::int64_t clock) {
   if (env_.stop == nullptr) return false;
-  if (info_.rank.value == 0 && clock > 0 && clock == env_.config.debug().stop_at_clock()) RequestStop(SIGTERM);
   return env_.stop->StopsBefore(info_.rank.value, clock);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -65,6 +66,7 @@ void StopAgreement::Begin(int rank, std::int64_t first_clock) {
 
 Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
   if (kind_ == Kind::kOff) return false;
+  if (rank == 0 && request_at_clock_ > 0 && clock == request_at_clock_) RequestStop(SIGTERM);
   if (board_ != nullptr) return board_->StopsBefore(rank, clock);
   if (kind_ == Kind::kEveryClock) {
     open_ = true;

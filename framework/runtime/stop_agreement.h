@@ -61,6 +61,9 @@ class StopAgreement {
   // how long that collective may wait.
   StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress, transport::SimulatedTime* sim,
                 Kind kind, int compute_ranks, std::chrono::nanoseconds timeout);
+  // debug.stop_at_clock: compute rank 0 asks for a stop (as SIGTERM) when it
+  // reaches `clock` in StopsBefore (at a clock's top or a segment's end).
+  void set_request_at_clock(std::int64_t clock) { request_at_clock_ = clock; }
   ~StopAgreement();
 
   // After a segment's start barrier, on every rank.
@@ -93,7 +96,8 @@ class StopAgreement {
   std::shared_ptr<StopBoard> board_;  // ranks as threads; null for processes
   bool open_ = false;                 // processes: between Open and this rank's join
   std::int64_t committed_ = 0;
-  std::optional<StopDecision> stop_;  // processes: the collective's result
+  std::int64_t request_at_clock_ = 0;  // 0: none
+  std::optional<StopDecision> stop_;   // processes: the collective's result
 };
 
 }  // namespace stalelearn::runtime

@@ -490,6 +490,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                                                                                 : StopAgreement::Kind::kEveryClock;
   StopAgreement stop(
       bootstrap, [&counting] { counting.Progress(); }, wait.sim, stop_kind, roles.compute_ranks(), wait.timeout);
+  stop.set_request_at_clock(config.debug().stop_at_clock());
   wait.while_waiting = [&stop] { return stop.Poll(); };
   const RankEnv env{resolved,
                     inputs.app,

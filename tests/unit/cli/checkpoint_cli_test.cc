@@ -210,6 +210,66 @@ TEST_F(MfCheckpoints, LocalBackendCheckpointsAndResumes) {
   EXPECT_NE(JsonField(run_->dir() / "local2.json", "model_checksum"), "");
 }
 
+// A stop (SIGTERM, planted here at a clock by debug.stop_at_clock) ends the
+// run before one clock C agreed by every rank, with a checkpoint of C: a
+// resume from it ends with the model of a run that took a checkpoint at C
+// and was never stopped. A checkpoint that missed a merge, or ranks that
+// stopped at different clocks, would give another model.
+TEST_F(MfCheckpoints, AStoppedRunResumesToTheModelOfARunCheckpointedAtItsStopClock) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const fs::path dir = run_->dir() / "stopped";
+  const CommandRun stopped = run_->Train("--set training.checkpoint.every_clocks=0 --set debug.stop_at_clock=50 "
+                                         "--set training.checkpoint.dir='" + dir.string() + "'",
+                                         run_->dir() / "stopped.json");
+  ASSERT_EQ(stopped.exit_code, 75) << stopped.err;  // kStoppedExitCode
+  const std::string json = ReadAll(run_->dir() / "stopped.json");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(json, match, std::regex("\"stopped\": \\{[^}]*\"clock\": \"?([0-9]+)"))) << json;
+  const int clock = std::stoi(match[1].str());
+  EXPECT_GE(clock, 50);
+  EXPECT_LE(clock, 53);  // 3 compute ranks under staleness 2: none is further ahead
+  EXPECT_NE(json.find("\"signal\": \"SIGTERM\""), std::string::npos) << json;
+  EXPECT_NE(JsonField(run_->dir() / "stopped.json", "value"), "");  // the final evaluation happened
+  ASSERT_TRUE(fs::exists(dir / ClockDirName(clock) / "MANIFEST"));
+  EXPECT_NE(stopped.err.find("--resume " + dir.string()), std::string::npos) << stopped.err;
+
+  const std::string at_clock = "--set training.checkpoint.every_clocks=" + std::to_string(clock) + " ";
+  const CommandRun reference = run_->Train(at_clock + "--set training.checkpoint.dir='" +
+                                               (run_->dir() / "at-stop-clock").string() + "'",
+                                           run_->dir() / "at-stop-clock.json");
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  const CommandRun resumed = run_->Train(at_clock + "--set training.checkpoint.dir='" + dir.string() +
+                                             "' --resume '" + dir.string() + "'",
+                                         run_->dir() / "stopped-resumed.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "stopped-resumed.json", "resumed_from_clock"), std::to_string(clock));
+  const std::string expected = JsonField(run_->dir() / "at-stop-clock.json", "model_checksum");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(JsonField(run_->dir() / "stopped-resumed.json", "model_checksum"), expected);
+}
+
+// A stop that lands on a checkpoint boundary ends the run there: the
+// boundary's checkpoint is the stop's, and resuming from it ends with the
+// uninterrupted checkpointed run's model.
+TEST_F(MfCheckpoints, AStopAtACheckpointBoundaryEndsTheRunThere) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
+  const fs::path dir = run_->dir() / "stopped-at-40";
+  const CommandRun stopped = run_->Train("--set debug.stop_at_clock=40 --set training.checkpoint.dir='" +
+                                             dir.string() + "'",
+                                         run_->dir() / "stopped-at-40.json");
+  ASSERT_EQ(stopped.exit_code, 75) << stopped.err;
+  ASSERT_TRUE(fs::exists(dir / ClockDirName(40) / "MANIFEST")) << stopped.err;
+  EXPECT_FALSE(fs::exists(dir / ClockDirName(60)));
+  const CommandRun resumed = run_->Train("--set training.checkpoint.dir='" + dir.string() + "' --resume '" +
+                                             dir.string() + "'",
+                                         run_->dir() / "stopped-at-40-resumed.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "stopped-at-40-resumed.json", "resumed_from_clock"), "40");
+  EXPECT_EQ(JsonField(run_->dir() / "stopped-at-40-resumed.json", "model_checksum"),
+            JsonField(run_->dir() / "uninterrupted.json", "model_checksum"));
+}
+
 TEST_F(MfCheckpoints, ModeWithoutMemoryRanksRefusesCheckpoints) {
   const CommandRun allreduce = run_->Train("--set consistency.mode=ALLREDUCE --set training.checkpoint.dir='" +
                                                (run_->dir() / "ar").string() + "'",
