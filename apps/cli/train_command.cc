@@ -94,7 +94,7 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
 void PrintStopped(const proto::Stopped& stopped) {
   if (stopped.checkpoint().empty()) {
     std::fprintf(stderr, "[stalelearn] stopped by %s before clock %lld (no checkpoint: training.checkpoint.dir is "
-                 "unset)\n", stopped.signal().c_str(), static_cast<long long>(stopped.clock()));
+                 "unset, or nothing was trained yet)\n", stopped.signal().c_str(), static_cast<long long>(stopped.clock()));
     return;
   }
   const std::string dir = std::filesystem::path(stopped.checkpoint()).parent_path().string();
@@ -154,6 +154,11 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
   backends::ApplyTimingConfig(config);
   if (options.quiet) config.mutable_output()->set_quiet(true);
+  // From here on SIGINT, SIGTERM and SIGUSR1 stop the run at a clock
+  // boundary (also when they come while the data loads: before the first
+  // clock); a second one ends it at once. A run that survives dead ranks
+  // keeps their default action.
+  if (config.faults().dead_after_seconds() <= 0) runtime::InstallStopSignalHandlers();
   const std::string report_path = options.report_path.empty() ? config.output().report() : options.report_path;
   // Before any data is read or rank started: a report or trace that cannot
   // be written fails now, not after the run (one line, exit 2).
@@ -174,9 +179,6 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   const std::unique_ptr<runtime::App> app = ValueOrThrow(registries.apps.Create(config.app().name(), app_context));
   const runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
 
-  // SIGINT, SIGTERM and SIGUSR1 stop the run at a clock boundary (a second
-  // one at once); a run that survives dead ranks keeps their default action.
-  if (config.faults().dead_after_seconds() <= 0) runtime::InstallStopSignalHandlers();
   std::atomic<bool> stopped{false};
   if (emulated) {
     transport::RunRanks(emulated->compute + emulated->memory, [&](transport::Bootstrap& bootstrap) {

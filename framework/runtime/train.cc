@@ -134,11 +134,17 @@ class RankRunner {
     if (env_.stop == nullptr || !env_.stop->stop() || env_.stop->stop()->clock >= TotalClocks()) return std::nullopt;
     return env_.stop->stop()->clock;
   }
-  // Stopped with training.checkpoint.dir set: every rank has written its file
-  // of the stop's checkpoint; this commits it (collective, before the
-  // "all merged" barrier).
+  // Stopped with training.checkpoint.dir set, after training something (a
+  // stop before this run's first clock leaves the checkpoint it resumed
+  // from, or none, as it was).
+  bool WritesStopCheckpoint() const {
+    const std::optional<std::int64_t> clock = StoppedClock();
+    return clock && checkpointer_->writes_checkpoints() && *clock > checkpointer_->first_clock();
+  }
+  // Every rank has written its file of the stop's checkpoint; this commits
+  // it (collective, before the "all merged" barrier).
   Status CommitStopCheckpoint() {
-    if (!StoppedClock() || !checkpointer_->writes_checkpoints()) return Status::Ok();
+    if (!WritesStopCheckpoint()) return Status::Ok();
     return checkpointer_->CommitPending("stalelearn/checkpoint/stop");
   }
 
@@ -205,7 +211,11 @@ class RankRunner {
       stopped.set_signal(StopSignalName(env_.stop->stop()->signal));
       stopped.set_clock(*clock);
       stopped.set_reason("signal");
-      if (checkpointer_->writes_checkpoints()) stopped.set_checkpoint(checkpointer_->CheckpointPath(*clock).string());
+      if (WritesStopCheckpoint()) {
+        stopped.set_checkpoint(checkpointer_->CheckpointPath(*clock).string());
+      } else if (checkpointer_->resumed() != nullptr) {
+        stopped.set_checkpoint(checkpointer_->resumed()->path.string());  // still the one to go on from
+      }
     }
     return RankRun{std::move(report), std::move(records), std::move(trace), WritesReport()};
   }
@@ -229,9 +239,7 @@ class RankRunner {
     OpenStopAgreement();
     STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory->Run());
     LeaveSchedule();
-    if (const std::optional<std::int64_t> clock = StoppedClock(); clock && checkpointer_->writes_checkpoints()) {
-      STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *clock).status());
-    }
+    if (WritesStopCheckpoint()) STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *StoppedClock()).status());
     proto::Report partial;
     std::vector<model::ComputeIndex> dead;
     for (const MemoryRank::DeadRank& d : memory->dead_ranks()) {
@@ -289,8 +297,8 @@ class RankRunner {
       total.counters.bytes_merged += result.counters.bytes_merged;
       total.counters.rejected_batches += result.counters.rejected_batches;
       total.snapshots += result.snapshots;
-      if (const std::optional<std::int64_t> clock = StoppedClock()) {
-        STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *clock).status());
+      if (StoppedClock()) {
+        if (WritesStopCheckpoint()) STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *StoppedClock()).status());
         break;
       }
       const std::int64_t end = checkpointer_->SegmentEnd(begin);
@@ -374,7 +382,7 @@ class RankRunner {
     heartbeat.reset();  // released: the memory ranks watch this rank no more
     LeaveSchedule();  // after the final read and release: they are part of the timeline
     if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
-    if (const std::optional<std::int64_t> clock = StoppedClock(); clock && checkpointer_->writes_checkpoints()) {
+    if (const std::optional<std::int64_t> clock = StoppedClock(); WritesStopCheckpoint()) {
       const std::int64_t samples = segmented != nullptr ? segmented->samples_done() : result.samples;
       STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteComputeState(*clock, context.me, loop.local_state(), samples));
     }

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -179,6 +180,39 @@ TEST_F(StopAgreementTest, AsProcessesWithoutARequestTheRunCompletes) {
   const ProcessRun run = RunAsProcesses(/*requester=*/-1, 0, 50);
   for (const auto& decision : run.decisions) EXPECT_FALSE(decision.has_value());
   for (std::int64_t at : run.stopped_at) EXPECT_EQ(at, 50);
+}
+
+}  // namespace
+}  // namespace stalelearn::runtime
+
+namespace stalelearn::runtime {
+namespace {
+
+// The first SIGTERM is only recorded (the run stops at a clock boundary); the
+// second ends the process at once.
+TEST(StopSignalsDeathTest, TheFirstSignalIsRecordedTheSecondEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        InstallStopSignalHandlers();
+        std::raise(SIGTERM);
+        if (StopSignal() != SIGTERM) std::_Exit(3);
+        std::raise(SIGTERM);
+        std::_Exit(4);  // not reached
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+}
+
+TEST(StopSignalsDeathTest, SigusrOneAndSigintAreStopsToo) {
+  for (int signal : {SIGUSR1, SIGINT}) {
+    EXPECT_EXIT(
+        {
+          InstallStopSignalHandlers();
+          std::raise(signal);
+          std::_Exit(StopSignal() == signal ? 0 : 3);
+        },
+        ::testing::ExitedWithCode(0), "")
+        << StopSignalName(signal);
+  }
 }
 
 }  // namespace
