@@ -3,7 +3,8 @@
 # default data (MovieLens, from Debian's r-cran-dslabs), then runs the main job:
 # matrix factorisation trained under bounded staleness (SSP, s=2) as a
 # single-node emulation under mpirun, 3 compute ranks + 1 memory rank over UCX.
-# Progress goes to stderr; the run ends with the final test RMSE and a report.
+# Progress goes to stderr; the run ends with the final test RMSE, a report and
+# a plot of the learning curve (an SVG beside the report).
 # Idempotent: later runs skip what is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +30,9 @@ if [ "$(id -u)" -eq 0 ]; then MPIRUN_ARGS+=(--allow-run-as-root); fi
 UCX_WARN_UNUSED_ENV_VARS=n mpirun "${MPIRUN_ARGS[@]}" \
   "$BIN" train --config "$CONFIG" --report "$REPORT" "$@" </dev/null
 
+step "plotting the learning curve"
+"$BIN" plot "$REPORT" --out "${REPORT%.json}.svg" || echo "quickstart: no plot (gnuplot failed); the report is complete"
+
 step "done"
 echo "report: $REPORT"
+echo "plot:   ${REPORT%.json}.svg (stalelearn plot REPORT... overlays several runs)"

@@ -53,6 +53,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
   AddDataCommand(app, registries.datasets);
   AddBenchCommand(app, std::vector<AppBench>(benches));
   AddSweepCommand(app, registries);
+  AddPlotCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -27,6 +27,7 @@ void AddDataCommand(CLI::App& app, const data::DatasetCatalog& catalog);  // dat
 void AddBenchCommand(CLI::App& app, std::vector<AppBench> app_benches = {});  // bench_command.cc
 void AddSweepCommand(CLI::App& app, const runtime::Registries& registries);  // sweep_command.cc
 void AddVersionCommand(CLI::App& app);  // version_command.cc
+void AddPlotCommand(CLI::App& app);  // plot_command.cc
 
 // What `stalelearn version` prints: this build and the UCX and MPI libraries.
 std::string VersionText();

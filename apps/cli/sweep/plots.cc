@@ -32,11 +32,6 @@ std::string ShortField(const std::string& field) {
   }
 }
 
-std::string Quote(std::string_view text) {  // a gnuplot single-quoted string
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string Label(const Grid& grid, const std::vector<std::string>& values, std::size_t skip) {
   std::string label;
@@ -65,10 +60,16 @@ std::string Figure(const std::string& stem, const std::string& body) {
 std::string EmptyPanel(const std::string& why) {
   return fmt::format("set label 1 {} at graph 0.3, graph 0.5\nunset xtics\nplot [0:1] [0:1] NaN notitle\n"
                      "unset label 1\nset xtics\n",
-                     Quote(why));
+                     GnuplotQuote(why));
 }
 
 }  // namespace
+
+std::string GnuplotQuote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
 
 Status WritePlotScript(const std::filesystem::path& plot_dir, const Grid& grid, const Target& target,
                        const std::vector<SweepRun>& runs) {
@@ -94,13 +95,13 @@ Status WritePlotScript(const std::filesystem::path& plot_dir, const Grid& grid, 
 
   std::vector<std::pair<std::string, std::string>> figures;  // stem, script
   const auto curve_plot = [&](int x_column, const std::string& xlabel) {
-    std::string body = fmt::format("set xlabel {}\nset ylabel {}\n", Quote(xlabel), Quote(metric));
+    std::string body = fmt::format("set xlabel {}\nset ylabel {}\n", GnuplotQuote(xlabel), GnuplotQuote(metric));
     if (target.set) body += fmt::format("set arrow from graph 0, first {0} to graph 1, first {0} nohead dt 2\n",
                                         fmt::format("{:.15g}", target.value));
     body += "plot ";
     for (std::size_t i = 0; i < titles.size(); ++i) {
       body += fmt::format("{}'curves.dat' index {} using {}:3 with linespoints title {}", i ? ", " : "", i, x_column,
-                          Quote(titles[i]));
+                          GnuplotQuote(titles[i]));
     }
     return body;
   };
@@ -158,19 +159,19 @@ Status WritePlotScript(const std::filesystem::path& plot_dir, const Grid& grid, 
       std::string body = "plot ";
       for (std::size_t i = 0; i < order.size(); ++i) {
         body += fmt::format("{}'{}.dat' index {} using 1:{}:xtic(2) with linespoints title {}", i ? ", " : "",
-                            stem, i, column, Quote(order[i]));
+                            stem, i, column, GnuplotQuote(order[i]));
       }
       return body + "\n";
     };
-    std::string body = fmt::format("set xlabel {}\nset offsets 0.2, 0.2, 0, 0\n", Quote(grid[a].field));
+    std::string body = fmt::format("set xlabel {}\nset offsets 0.2, 0.2, 0, 0\n", GnuplotQuote(grid[a].field));
     if (target.set) {
       body += fmt::format("set multiplot layout 2,1 title {}\n",
-                          Quote(fmt::format("to {} {} (median over repeats)", metric, target.ToString())));
+                          GnuplotQuote(fmt::format("to {} {} (median over repeats)", metric, target.ToString())));
       body += "set ylabel 'clocks to target'\n" + plot(3);
-      body += fmt::format("set ylabel {}\n", Quote(simulated ? "simulated seconds to target" : "wall seconds to target"));
+      body += fmt::format("set ylabel {}\n", GnuplotQuote(simulated ? "simulated seconds to target" : "wall seconds to target"));
       body += plot(4) + "unset multiplot";
     } else {
-      body += fmt::format("set ylabel {}\n", Quote("final " + metric + " (median)")) + plot(5);
+      body += fmt::format("set ylabel {}\n", GnuplotQuote("final " + metric + " (median)")) + plot(5);
     }
     figures.emplace_back(stem, body);
   }
@@ -189,7 +190,7 @@ bool DrawPlots(const std::filesystem::path& plot_dir, std::string& why) {
   for (std::string stem; std::getline(list, stem);) {
     const std::filesystem::path log = dir / (stem + ".log");
     // gnuplot resolves the data files against its working directory: cd there first.
-    Result<int> code = RunProcess({"gnuplot", "-e", "cd " + Quote(dir.string()), (dir / (stem + ".gp")).string()}, log);
+    Result<int> code = RunProcess({"gnuplot", "-e", "cd " + GnuplotQuote(dir.string()), (dir / (stem + ".gp")).string()}, log);
     if (!code.ok()) {
       why = "gnuplot not found (Debian package gnuplot-nox; ./deploy/install-deps.sh installs it)";
       return false;

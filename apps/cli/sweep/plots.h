@@ -11,10 +11,15 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "apps/cli/sweep/tables.h"
 
 namespace stalelearn::cli::sweep {
+
+// `text` as a gnuplot single-quoted string.
+std::string GnuplotQuote(std::string_view text);
 
 Status WritePlotScript(const std::filesystem::path& plot_dir, const Grid& grid, const Target& target,
                        const std::vector<SweepRun>& runs);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -233,6 +234,46 @@ TEST_F(SynthAndDivergence, TrainedMfEndsAboveTheOracleBoundAndCloseToIt) {
   const double rmse = std::stod(rmse_match[1].str());
   EXPECT_GT(rmse, bound * 0.98);  // 10,000 test ratings: the RMSE's own spread is under 1%
   EXPECT_LT(rmse, bound * 1.1);
+}
+
+// `stalelearn plot` draws every evaluation of every report it is given: one
+// marker per curve point in each panel (epoch, wall seconds, and simulated
+// seconds for timing runs), plus one per line in each panel's key. A file
+// that is not a report is one line and exit 2.
+TEST_F(SynthAndDivergence, PlotDrawsEveryCurvePointOfEveryReport) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const fs::path dir = Dir() / "plot";
+  fs::create_directories(dir);
+  const CommandRun local = TrainMf("2:1", "--set training.epochs=5 --report '" + (dir / "local.json").string() + "'");
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const CommandRun timed = TrainMf("2:1", "--set training.epochs=3 --set backend.name=timing --report '" +
+                                              (dir / "timed.json").string() + "'");
+  ASSERT_EQ(timed.exit_code, 0) << timed.err;
+  const auto markers = [](const fs::path& svg) {
+    const std::string text = ReadAll(svg);
+    std::ptrdiff_t n = 0;
+    for (std::size_t at = text.find("href='#gpPt6' transform"); at != std::string::npos;
+         at = text.find("href='#gpPt6' transform", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const CommandRun one = Stalelearn("plot '" + (dir / "local.json").string() + "'");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_TRUE(fs::exists(dir / "local.svg")) << one.err;  // default: beside the report
+  EXPECT_EQ(markers(dir / "local.svg"), 2 * (5 + 1));     // 2 panels x (5 epochs + the key's)
+  const CommandRun both = Stalelearn("plot '" + (dir / "local.json").string() + "' '" + (dir / "timed.json").string() +
+                                     "' --out '" + (dir / "both.svg").string() + "'");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(markers(dir / "both.svg"), 2 * (5 + 1 + 3 + 1));  // not all simulated: 2 panels
+  const CommandRun timed_only = Stalelearn("plot '" + (dir / "timed.json").string() + "'");
+  ASSERT_EQ(timed_only.exit_code, 0) << timed_only.err;
+  EXPECT_EQ(markers(dir / "timed.svg"), 3 * (3 + 1));  // simulated seconds too
+
+  const CommandRun bad = Stalelearn("plot '" STALELEARN_SOURCE_DIR "/README.md'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("not a stalelearn report"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
 TEST_F(SynthAndDivergence, DivergingRunExitsNonZeroNamingTableRowAndClock) {
