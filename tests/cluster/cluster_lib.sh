@@ -32,6 +32,17 @@ require_box_support() {
 }
 
 # Tears the box down when the test exits, whatever the outcome.
+# slurm_box_up: skips unless Slurm and munge are installed, then brings the
+# Slurm box up on 3 hosts (torn down on exit) and exports its SLURM_CONF.
+slurm_box_up() {
+  local tool
+  for tool in munged mungekey slurmctld slurmd sbatch srun scontrol squeue sinfo; do
+    command -v "$tool" >/dev/null 2>&1 || skip "'$tool' not found (./deploy/install-deps.sh --cluster installs Slurm and munge)"
+  done
+  teardown_on_exit
+  eval "export $("$ROOT/deploy/slurm/box.sh" up 3)"
+}
+
 teardown_on_exit() {
   trap '"$ROOT/deploy/slurm/box.sh" down >/dev/null 2>&1 || true; "$ROOT/deploy/cluster/box.sh" down >/dev/null 2>&1 || true' EXIT
 }

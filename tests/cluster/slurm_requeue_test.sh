@@ -14,13 +14,9 @@ set -euo pipefail
 ROOT=$1 BIN=$2 WORK=$3
 source "$ROOT/tests/cluster/cluster_lib.sh"
 require_box_support
-for tool in munged mungekey slurmctld slurmd sbatch srun scontrol squeue; do
-  command -v "$tool" >/dev/null 2>&1 || skip "'$tool' not found (./deploy/install-deps.sh --cluster installs Slurm and munge)"
-done
 rm -rf "$WORK"
 mkdir -p "$WORK"
-teardown_on_exit
-eval "export $("$ROOT/deploy/slurm/box.sh" up 3)"
+slurm_box_up
 
 export UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 UCX_WARN_UNUSED_ENV_VARS=n
 export STALELEARN_BIN="$BIN" STALELEARN_CONFIG="$ROOT/apps/mf/movielens.pbtxt" STALELEARN_REPORT="$WORK/requeue.json"

@@ -8,12 +8,8 @@ set -euo pipefail
 ROOT=$1 BIN=$2 WORK=$3
 source "$ROOT/tests/cluster/cluster_lib.sh"
 require_box_support
-for tool in munged mungekey slurmctld slurmd sbatch srun scontrol sinfo; do
-  command -v "$tool" >/dev/null 2>&1 || skip "'$tool' not found (./deploy/install-deps.sh --cluster installs Slurm and munge)"
-done
 mkdir -p "$WORK"
-teardown_on_exit
-eval "export $("$ROOT/deploy/slurm/box.sh" up 3)"
+slurm_box_up
 
 # The mpirun reference on the same hosts.
 run_mf "$WORK/reference.json"
