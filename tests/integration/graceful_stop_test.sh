@@ -9,6 +9,10 @@
 #            exit 1 itself);
 #   runsh    SIGTERM sent to deploy/run.sh -np 4 (this machine), which
 #            passes it on to the ranks as SIGUSR1;
+#   term     SIGTERM sent to plain mpirun -np 4, given 3 s to pass it on and
+#            3 s more before SIGKILL (--mca odls_base_sigkill_timeout 3):
+#            the ranks stop as above, mpirun itself exits 1 (it was
+#            terminated; README, "Stopping a run");
 #   allreduce  SIGUSR1 to mpirun -np 3 in the ALLREDUCE mode (no memory
 #            ranks: the ranks agree at every clock; no checkpoints in this
 #            mode, so only the stop and its report are checked).
@@ -18,7 +22,7 @@
 # 0, its first evaluation within 0.02 of the stopped run's final one (a
 # resume that lost the model starts near 1.1) and its final test RMSE <= 0.93
 # (300 epochs of this config overfit to ~0.92). Exit 77 (skipped) when MovieLens is not fetched.
-#   graceful_stop_test.sh threads|mpirun|runsh|allreduce MPIEXEC STALELEARN_BIN SOURCE_DIR
+#   graceful_stop_test.sh threads|mpirun|runsh|term|allreduce MPIEXEC STALELEARN_BIN SOURCE_DIR
 set -euo pipefail
 case=$1 mpiexec=$2 bin=$3 source_dir=$4
 data_dir=${STALELEARN_DATA:-${HOME:-.}/.cache/stalelearn}
@@ -41,10 +45,13 @@ case "$case" in
   mpirun) launch=("$mpiexec" -n 4 --allow-run-as-root --oversubscribe --bind-to none --stdin none --timeout 120 "$bin" train)
           signal=USR1 ;;
   runsh) launch=("$source_dir/deploy/run.sh" -np 4 --timeout 120 --bin "$bin" --) signal=TERM ;;
+  term) launch=("$mpiexec" -n 4 --allow-run-as-root --oversubscribe --bind-to none --stdin none --timeout 120
+                --mca odls_base_sigkill_timeout 3 "$bin" train)
+        signal=TERM train+=(--set training.epochs=1500) ;;
   allreduce) launch=("$mpiexec" -n 3 --allow-run-as-root --oversubscribe --bind-to none --stdin none --timeout 120 "$bin" train)
              signal=USR1 train=(--config "$source_dir/apps/mf/movielens.pbtxt" --set training.epochs=300
                                 --set consistency.mode=ALLREDUCE) ;;
-  *) echo "graceful_stop_test: case must be threads, mpirun, runsh or allreduce, got '$case'" >&2; exit 2 ;;
+  *) echo "graceful_stop_test: case must be threads, mpirun, runsh, term or allreduce, got '$case'" >&2; exit 2 ;;
 esac
 
 "${launch[@]}" "${train[@]}" --report "$work/stopped.json" 2>"$work/err.txt" &
@@ -60,7 +67,9 @@ set +e
 wait "$pid"
 rc=$?
 set -e
-[ "$rc" = 75 ] || fail "exit code $rc, expected 75 (stopped)"
+expected=75
+[ "$case" != term ] || expected=1  # mpirun's own code after a SIGTERM; the ranks exit 75
+[ "$rc" = "$expected" ] || fail "exit code $rc, expected $expected (stopped)"
 python3 - "$work/stopped.json" "$signal" "$case" >"$work/clock" <<'PY' || fail "report: $(cat "$work/clock")"
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -69,7 +78,7 @@ assert stopped, "no 'stopped' in the report"
 # run.sh passes SIGTERM on as SIGUSR1.
 assert stopped["signal"] in ("SIG" + sys.argv[2], "SIGUSR1"), stopped
 clock = int(stopped["clock"])
-assert 0 < clock < 300 * 40, stopped
+assert 0 < clock < 1500 * 40, stopped  # before the last clock of the longest case
 assert report["final"]["metric"] == "test_rmse" and 0 < report["final"]["value"] < 1.5, report["final"]
 assert stopped.get("checkpoint", "").endswith("clock-%012d" % clock) or sys.argv[3] == "allreduce", stopped
 print(clock)
