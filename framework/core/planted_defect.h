@@ -40,6 +40,7 @@ enum class PlantedDefect : int {
   kStratumNotRotated,       // stratified scheduling: every rank works on the same stripe in a sub-epoch
   kFocusLoadsNothing,       // a replica moving its focus to a new stripe does not load the stripe's rows
   kOwnClocksNotCounted,     // under adam/adagrad/average the gate ignores the rank's own clocks (I1)
+  kDeadRankNeverDropped,    // a memory rank never declares a compute rank with a still heartbeat dead
 };
 
 namespace planted_defect_internal {

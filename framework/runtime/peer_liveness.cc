@@ -1,5 +1,7 @@
 #include "framework/runtime/peer_liveness.h"
 
+#include "framework/core/planted_defect.h"
+
 #include <fmt/format.h>
 
 #include "framework/core/log.h"
@@ -65,6 +67,7 @@ std::vector<model::ComputeIndex> DeadRankDetector::Check(const std::vector<bool>
       last_change_[c] = now;
       continue;
     }
+    if (DefectPlanted(PlantedDefect::kDeadRankNeverDropped)) continue;
     if (now - last_change_[c] > dead_after_) dead.push_back(model::ComputeIndex{static_cast<int>(c)});
   }
   return dead;

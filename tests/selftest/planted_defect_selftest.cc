@@ -16,6 +16,7 @@
 #include "framework/core/planted_defect.h"
 #include "tests/integration/invariant_checks.h"
 #include "tests/integration/lda_checks.h"
+#include "tests/unit/runtime/liveness_checks.h"
 #include "tests/unit/runtime/locality_checks.h"
 #include "tests/unit/sync/snapshot_checks.h"
 
@@ -114,6 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
         PlantedCase{"own_clocks_not_counted", PlantedDefect::kOwnClocksNotCounted,
                     "MergePolicyTraining.OneComputeRankReadsTheMastersVersionOfItsOwnClocks",
                     [] { CheckOwnClocksCountUnderAdam(); }, kRawOwnDeltasMessage},
+        PlantedCase{"dead_rank_never_dropped", PlantedDefect::kDeadRankNeverDropped,
+                    "DeadRankDetector.AStillHeartbeatIsDeadAfterTheLimitAndAMovingOneNever",
+                    [] { runtime::CheckAStillHeartbeatIsDeadAndAMovingOneIsNot(); }, runtime::kStillHeartbeatMessage},
         PlantedCase{"stratum_not_rotated", PlantedDefect::kStratumNotRotated,
                     "LocalityPlan.StratifiedRanksNeverWriteTheSameRowInAClock",
                     [] { CheckStratifiedRanksWriteDisjointRows(); }, kSharedStripeMessage}),
