@@ -58,7 +58,7 @@ bool AllStartWith(const std::vector<std::string>& names, const std::string& pref
 
 TEST(UcxEndpointInfo, TcpOnlyEndpointsSayTcp) {
   transport::RunRanks(2, [](Bootstrap& bootstrap) {
-    const auto endpoints = EndpointsAfterTraffic(bootstrap, {{"tls", "tcp,self"}});
+    const auto endpoints = EndpointsAfterTraffic(bootstrap, {{"tls", "tcp,self"}, {"net_devices", "lo"}});
     ASSERT_EQ(endpoints.size(), 2u);
     const Rank other{1 - bootstrap.rank().value};
     EXPECT_EQ(endpoints[other.value].peer, other);

@@ -143,7 +143,7 @@ TEST_P(UcxThreads, CompareSwapElectsExactlyOneWinner) {
 TEST(UcxProgressThread, ServesPeersWhileTheTargetBlocks) {
   constexpr int kAdds = 200;
   transport::RunRanks(2, [&](Bootstrap& bootstrap) {
-    auto t = CreateUcx(bootstrap, {{"tls", "tcp"}, {"progress_thread", "on"}});
+    auto t = CreateUcx(bootstrap, {{"tls", "tcp"}, {"net_devices", "lo"}, {"progress_thread", "on"}});
     EXPECT_FALSE(t->capabilities().target_must_progress);
     auto region = ValueOrThrow(t->Register(kRegionBytes, Access::kAll));
     auto remotes = ExchangeAndImport(*t, bootstrap, *region, "served");
