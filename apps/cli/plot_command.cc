@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,21 +32,12 @@ struct PlotOptions {
   std::string out;
 };
 
-proto::Report ReadReportFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(InvalidArgument(fmt::format("{}: cannot read the report", path)));
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<proto::Report> report = metrics::ReportFromJson(text.str());
-  if (!report.ok()) {
-    // The parser's message quotes the text on further lines: its first line only.
-    const std::string why = report.status().message();
-    throw Error(InvalidArgument(fmt::format("{}: not a stalelearn report ({})", path, why.substr(0, why.find('\n')))));
-  }
-  if (report->curve_size() == 0) {
+proto::Report ReadPlottableReport(const std::string& path) {
+  proto::Report report = ValueOrThrow(metrics::ReadReportFile(path));
+  if (report.curve_size() == 0) {
     throw Error(InvalidArgument(fmt::format("{}: the report has no curve points to plot", path)));
   }
-  return *std::move(report);
+  return report;
 }
 
 // A report's line title: its run name, else its file name; with its stop.
@@ -77,7 +67,7 @@ class ScratchDir {
 
 void RunPlot(const PlotOptions& options) {
   std::vector<proto::Report> reports;
-  for (const std::string& path : options.reports) reports.push_back(ReadReportFile(path));
+  for (const std::string& path : options.reports) reports.push_back(ReadPlottableReport(path));
   const fs::path out = fs::absolute(options.out.empty() ? fs::path(options.reports.front()).replace_extension(".svg")
                                                         : fs::path(options.out));
   const bool simulated = std::all_of(reports.begin(), reports.end(), [](const proto::Report& r) {

@@ -123,14 +123,7 @@ std::vector<std::string> TrainCommand(const SweepOptions& options, const GridRun
   return argv;
 }
 
-proto::Report ReadReport(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<proto::Report> report = metrics::ReportFromJson(text.str());
-  if (!report.ok()) throw Error(InvalidArgument(fmt::format("{}: {}", path.string(), report.status().message())));
-  return *std::move(report);
-}
+proto::Report ReadReport(const fs::path& path) { return ValueOrThrow(metrics::ReadReportFile(path.string())); }
 
 // A run stopped by --run-timeout leaves DIR/runs/<name>/timed-out.txt with
 // the timeout it had: a resumed sweep with no longer a timeout counts it as

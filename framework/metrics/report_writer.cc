@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 namespace stalelearn::metrics {
@@ -140,6 +141,18 @@ Result<proto::Report> ReportFromJson(const std::string& json) {
   const auto status = google::protobuf::util::JsonStringToMessage(json, &report);
   if (!status.ok()) return InvalidArgument(fmt::format("report JSON: {}", status.ToString()));
   return report;
+}
+
+Result<proto::Report> ReadReportFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument(fmt::format("{}: cannot read the report", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<proto::Report> report = ReportFromJson(text.str());
+  if (report.ok()) return report;
+  // The parser's message quotes the text on further lines: its first line only.
+  const std::string why = report.status().message();
+  return InvalidArgument(fmt::format("{}: not a stalelearn report ({})", path, why.substr(0, why.find('\n'))));
 }
 
 }  // namespace stalelearn::metrics

@@ -24,5 +24,9 @@ Status CheckWritable(const std::string& path, const std::string& what);
 Result<std::string> WriteReportToTemporaryFile(const proto::Report& report);
 // Parses a report written by WriteReportFile (tests, sweep tools).
 Result<proto::Report> ReportFromJson(const std::string& json);
+// Reads and parses the report file at `path` (sweep, plot). kInvalidArgument,
+// one line naming `path`: "cannot read the report" or "not a stalelearn
+// report (<the parser's first line>)".
+Result<proto::Report> ReadReportFile(const std::string& path);
 
 }  // namespace stalelearn::metrics

@@ -41,7 +41,14 @@ int LowestLiveCompute(const std::vector<model::ComputeIndex>& dead) {
 class RankRunner {
  public:
   RankRunner(const RankEnv& env, const ModeDefinition& mode, metrics::CountingTransport& counting)
-      : env_(env), mode_(mode), counting_(counting) {}
+      : env_(env),
+        mode_(mode),
+        counting_(counting),
+        // Compute rank 0's schedule sets the clocks of an epoch on every rank
+        // (clock_loop.h); made once: a schedule copies the rank's samples.
+        clocks_per_epoch_(
+            ScheduleOf(env.app, env.config, std::max(1, env.roles.compute_ranks()), 0).clocks_per_epoch()),
+        clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {}
 
   Result<RankRun> Run() {
     STALELEARN_RETURN_IF_ERROR(CheckStrata());
@@ -185,16 +192,11 @@ class RankRunner {
 
   // The epochs trained before protocol clock `end` (all of them unless stopped).
   int EpochsDone(std::int64_t end) const {
-    const SampleSchedule schedule = ScheduleOf(env_.app, config(), std::max(1, env_.roles.compute_ranks()), 0);
-    const std::int64_t offset = env_.app.HasDataInitialization() ? 1 : 0;
-    return static_cast<int>(std::max<std::int64_t>(end - offset, 0) / schedule.clocks_per_epoch());
+    return static_cast<int>(std::max<std::int64_t>(end - clock_offset_, 0) / clocks_per_epoch_);
   }
 
   // Protocol clocks of the whole run (clock_loop.h).
-  std::int64_t TotalClocks() const {
-    const SampleSchedule schedule = ScheduleOf(env_.app, config(), std::max(1, env_.roles.compute_ranks()), 0);
-    return (env_.app.HasDataInitialization() ? 1 : 0) + config().training().epochs() * schedule.clocks_per_epoch();
-  }
+  std::int64_t TotalClocks() const { return clock_offset_ + config().training().epochs() * clocks_per_epoch_; }
 
   Result<RankRun> Gather(proto::Report partial, std::vector<ClockRecord> records) {
     if (env_.wait.sim != nullptr) *partial.mutable_simulated() = MakeSimulatedPart(me(), *env_.wait.sim);
@@ -382,9 +384,10 @@ class RankRunner {
     heartbeat.reset();  // released: the memory ranks watch this rank no more
     LeaveSchedule();  // after the final read and release: they are part of the timeline
     if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
-    if (const std::optional<std::int64_t> clock = StoppedClock(); WritesStopCheckpoint()) {
+    if (WritesStopCheckpoint()) {
       const std::int64_t samples = segmented != nullptr ? segmented->samples_done() : result.samples;
-      STALELEARN_RETURN_IF_ERROR(checkpointer_->WriteComputeState(*clock, context.me, loop.local_state(), samples));
+      STALELEARN_RETURN_IF_ERROR(
+          checkpointer_->WriteComputeState(*StoppedClock(), context.me, loop.local_state(), samples));
     }
     STALELEARN_RETURN_IF_ERROR(CommitStopCheckpoint());
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
@@ -448,6 +451,8 @@ class RankRunner {
   std::vector<const transport::RemoteRegion*> rings_of_me_;
   std::vector<const transport::RemoteRegion*> published_;
   std::vector<int> excluded_;  // world ranks excluded as dead (ExcludeDead)
+  const std::int64_t clocks_per_epoch_;
+  const std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
 };
 
 }  // namespace
