@@ -88,10 +88,25 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
                  report.simulated().compute_preset().c_str(),
                  report.simulated().deterministic() ? "deterministic" : "not deterministic");
   }
+  if (report.has_best()) {
+    std::fprintf(stderr, "[stalelearn] best: %s %.4f after epoch %d (model checksum %s)\n",
+                 report.best().metric().c_str(), report.best().value(), report.best().epoch(),
+                 report.best().model_checksum().c_str());
+  }
   if (!report_path.empty()) std::fprintf(stderr, "[stalelearn] report: %s\n", report_path.c_str());
 }
 
+bool StoppedEarly(const proto::Report& report) {
+  return report.has_stopped() && report.stopped().reason() == "early_stopping";
+}
+
 void PrintStopped(const proto::Stopped& stopped) {
+  if (stopped.reason() == "early_stopping") {
+    std::fprintf(stderr, "[stalelearn] stopped early before clock %lld: the evaluation stopped improving "
+                 "(training.early_stopping)%s%s\n", static_cast<long long>(stopped.clock()),
+                 stopped.checkpoint().empty() ? "" : "; checkpoint ", stopped.checkpoint().c_str());
+    return;
+  }
   if (stopped.checkpoint().empty()) {
     std::fprintf(stderr, "[stalelearn] stopped by %s before clock %lld (no checkpoint: training.checkpoint.dir is "
                  "unset, or nothing was trained yet)\n", stopped.signal().c_str(), static_cast<long long>(stopped.clock()));
@@ -104,12 +119,12 @@ void PrintStopped(const proto::Stopped& stopped) {
 }
 
 // Runs one rank; the lowest surviving rank (rank 0 unless it died) writes the
-// report, the trace and the summary line. Returns true when the run stopped
-// early (every rank agrees).
+// report, the trace and the summary line. Returns true when a signal stopped
+// the run (every rank agrees); early stopping is a normal end.
 bool TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& bootstrap,
                   const std::string& report_path) {
   runtime::RankRun run = ValueOrThrow(runtime::TrainRank(inputs, bootstrap));
-  const bool stopped = run.report.has_stopped();
+  const bool stopped = run.report.has_stopped() && !StoppedEarly(run.report);
   if (!run.writes_report) return stopped;
   if (!report_path.empty()) {
     if (Status written = metrics::WriteReportFile(run.report, report_path); !written.ok()) {
@@ -128,7 +143,7 @@ bool TrainOneRank(const runtime::TrainInputs& inputs, transport::Bootstrap& boot
     if (!(out << run.trace_csv)) throw Error(InvalidArgument(fmt::format("{}: cannot write the trace", trace)));
   }
   if (!inputs.config.output().quiet()) PrintSummary(run.report, report_path);
-  if (stopped) PrintStopped(run.report.stopped());
+  if (run.report.has_stopped()) PrintStopped(run.report.stopped());
   return stopped;
 }
 

@@ -131,6 +131,20 @@ pb::Message& MapEntry(pb::Message& msg, const pb::FieldDescriptor& field, std::s
   return *entry;
 }
 
+Status ValidateEarlyStoppingFields(const proto::EarlyStoppingConfig& config) {
+  if (config.patience() < 0) {
+    return InvalidArgument(fmt::format("training.early_stopping.patience must be >= 0, got {}", config.patience()));
+  }
+  if (!(config.min_delta() >= 0)) {
+    return InvalidArgument(fmt::format("training.early_stopping.min_delta must be >= 0, got {}", config.min_delta()));
+  }
+  if (!config.direction().empty() && config.direction() != "min" && config.direction() != "max") {
+    return InvalidArgument(fmt::format("training.early_stopping.direction must be \"min\" or \"max\", got \"{}\"",
+                                       config.direction()));
+  }
+  return Status::Ok();
+}
+
 Status RequirePositive(double value, std::string_view field) {
   if (!(value > 0)) return InvalidArgument(fmt::format("{} must be > 0, got {}", field, value));
   return Status::Ok();
@@ -209,7 +223,9 @@ Status ResolveDefaults(proto::Config& c) {
   if (c.data().split_seed() == 0) c.mutable_data()->set_split_seed(c.seed());
   auto* t = c.mutable_training();
   if (t->epochs() == 0) t->set_epochs(20);
-  if (t->samples_per_clock() == 0) t->set_samples_per_clock(1024);
+  // samples_per_clock 0 stays: its share of global_samples_per_clock is
+  // derived once the number of compute ranks is known (runtime/train.cc).
+  if (t->global_samples_per_clock() == 0) t->set_global_samples_per_clock(4096);
   if (t->threads_per_rank() == 0) t->set_threads_per_rank(1);
   if (t->eval_every_epochs() == 0) t->set_eval_every_epochs(1);
   if (t->locality().empty()) t->set_locality("auto");
@@ -240,7 +256,14 @@ Status Validate(const proto::Config& c) {
     return InvalidArgument(fmt::format("data.test_fraction must be in (0, 1), got {}", c.data().test_fraction()));
   }
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().epochs(), "training.epochs"));
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().samples_per_clock(), "training.samples_per_clock"));
+  STALELEARN_RETURN_IF_ERROR(ValidateEarlyStoppingFields(c.training().early_stopping()));
+  if (c.training().samples_per_clock() < 0) {
+    return InvalidArgument(fmt::format("training.samples_per_clock must be >= 0 (0: derived from "
+                                       "training.global_samples_per_clock), got {}",
+                                       c.training().samples_per_clock()));
+  }
+  STALELEARN_RETURN_IF_ERROR(
+      RequirePositive(c.training().global_samples_per_clock(), "training.global_samples_per_clock"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().threads_per_rank(), "training.threads_per_rank"));
   STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().eval_every_epochs(), "training.eval_every_epochs"));
   if (c.training().locality() != "auto" && c.training().locality() != "grid" &&

@@ -41,6 +41,8 @@ enum class PlantedDefect : int {
   kFocusLoadsNothing,       // a replica moving its focus to a new stripe does not load the stripe's rows
   kOwnClocksNotCounted,     // under adam/adagrad/average the gate ignores the rank's own clocks (I1)
   kDeadRankNeverDropped,    // a memory rank never declares a compute rank with a still heartbeat dead
+  kStalenessScalingOff,     // staleness_aware merges every delta unscaled, as sum does
+  kSamplesPerClockNotDerived,  // an unset samples_per_clock is the whole global batch on every rank
 };
 
 namespace planted_defect_internal {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "framework/runtime/stop_agreement.h"
+#include "framework/runtime/stop_request.h"
 
 namespace stalelearn::runtime {
 
@@ -104,6 +105,7 @@ Result<TrainerResult> ClockLoop::Run() {
                                                         ? plan_.ClockSamples(order, k, clocks_per_epoch)
                                                         : schedule_.ClockSamples(order, k);
       STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
+      record.staleness_epochs = static_cast<double>(record.observed_staleness) / static_cast<double>(clocks_per_epoch);
       if (env_.hooks.after_refresh && mode_.replica() != nullptr) {
         // Hooks see a full-size model: the rows the replica holds, zeros elsewhere.
         if (hook_model_.empty()) hook_model_ = model::MakeTableSet(env_.layout.tables());
@@ -131,6 +133,14 @@ Result<TrainerResult> ClockLoop::Run() {
       if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables());
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
+      if (early_ != nullptr) {
+        Result<bool> exhausted = early_->Observe(epoch + 1, evaluator_->curve().back(), evaluator_->metric(), eval_model);
+        // A bad early_stopping.metric stops the run with every rank at one
+        // clock, and the rank fails after it (failing here would leave the
+        // others waiting for its clocks).
+        if (!exhausted.ok() && early_error_.ok()) early_error_ = exhausted.status();
+        if ((!exhausted.ok() || *exhausted) && env_.stop != nullptr) env_.stop->RequestLocal(kEarlyStopRequest);
+      }
     }
   }
   STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(end)));

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "framework/runtime/consistency_mode.h"
+#include "framework/runtime/early_stopping.h"
 #include "framework/runtime/epoch_evaluator.h"
 #include "framework/runtime/locality_plan.h"
 #include "framework/runtime/parallel_kernel.h"
@@ -42,6 +43,13 @@ class ClockLoop {
   // from its epoch's end on happen as in the uninterrupted run.
   void set_first_clock(std::int64_t clock) { first_clock_ = clock; }
   void set_evaluator(EpochEvaluator* evaluator) { evaluator_ = evaluator; }
+  // The evaluating rank (whole model): each evaluation during the run is
+  // shown to `early`; when its patience runs out the rank asks the stop
+  // agreement for a stop (kEarlyStopRequest).
+  void set_early_stopping(EarlyStopping* early) { early_ = early; }
+  // After Run: the error early stopping met (a metric the app does not
+  // report), which stopped the run at an agreed clock; Ok otherwise.
+  const Status& early_stopping_error() const { return early_error_; }
 
   // Trains every epoch, then finishes: after Run, `final_model()` holds the
   // final model if this rank evaluates, and the memory ranks are released.
@@ -66,6 +74,8 @@ class ClockLoop {
   std::unique_ptr<LocalState> state_;
   std::unique_ptr<ParallelKernel> parallel_;  // null: the kernel runs on the trainer thread
   EpochEvaluator* evaluator_ = nullptr;
+  EarlyStopping* early_ = nullptr;
+  Status early_error_;
   std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
   TableSet final_model_;
   TableSet hook_model_;  // RuntimeHooks::after_refresh only

@@ -1,5 +1,8 @@
 #include "framework/runtime/delta_pusher.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace stalelearn::runtime {
 
 DeltaPusher::DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
@@ -27,7 +30,7 @@ void DeltaPusher::RecycleBuffers() {
 
 void DeltaPusher::Seal(int m, std::uint32_t flags) {
   const std::uint64_t sequence = writers_[m]->next_sequence() + sealed_count_[m]++;
-  sealed_.push_back({m, encoders_[m].Seal(sequence, clock_, flags)});
+  sealed_.push_back({m, encoders_[m].Seal(sequence, clock_, flags, stale_epochs_x1024_)});
   GiveSpare(encoders_[m]);  // the next batch reuses a sent one
 }
 
@@ -39,12 +42,14 @@ void DeltaPusher::GiveSpare(sync::BatchEncoder& encoder) {
   spare_.pop_back();
 }
 
-Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock) {
+Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock,
+                                                        double staleness_epochs) {
   STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute
   RecycleBuffers();
   sealed_.clear();
   std::fill(sealed_count_.begin(), sealed_count_.end(), 0);
   clock_ = clock;
+  stale_epochs_x1024_ = static_cast<std::uint32_t>(std::clamp(staleness_epochs * 1024.0, 0.0, 4294967295.0));
   replica.DrainDeltasInto(*this);
   for (int m = 0; m < static_cast<int>(writers_.size()); ++m) Seal(m, sync::kEndOfClock);
 

@@ -31,9 +31,12 @@ class DeltaPusher final {
   DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
               ReplicaRefresher* refresher);
 
-  // Drains `replica`'s deltas as clock `clock` and pushes them. Returns the
+  // Drains `replica`'s deltas as clock `clock` and pushes them, each batch
+  // marked with the clock's staleness in epochs (ClockRecord::
+  // staleness_epochs; sync::BatchHeader::stale_epochs_x1024). Returns the
   // time spent waiting for ring slots (backpressure stall).
-  Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock);
+  Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock,
+                                             double staleness_epochs = 0);
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
   // Completes every push so far at the memory ranks (before pending batches
@@ -73,6 +76,7 @@ class DeltaPusher final {
   std::vector<std::uint64_t> sealed_count_;  // [m] sealed this clock, not yet pushed
   std::vector<std::vector<std::byte>> spare_;  // sent batches' memory, for the encoders
   std::uint64_t clock_ = 0;                    // the clock being drained
+  std::uint32_t stale_epochs_x1024_ = 0;       // its staleness (sync::BatchHeader)
   int open_memory_ = -1;                       // encoder of the row BeginRow opened
 };
 

@@ -1,7 +1,7 @@
 // The memory-side merge policy of every table, from the config's `merge` map
 // (table name -> MergeConfig; "*" for every table not named) onto
 // sync::MergePolicySpec (framework/sync/merge_policy.h). Zero fields keep
-// the policy's documented defaults.
+// the policy's documented defaults; a table no key names merges by sum.
 // Stateless functions; thread-safe.
 #pragma once
 
@@ -22,9 +22,12 @@ Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& con
                                                         const std::vector<model::TableSpec>& tables,
                                                         bool uses_memory_ranks);
 
-// Whether every table's merge is master += delta (MergePolicy::adds_delta:
-// `sum`). Then a compute rank's own deltas in its replica are exactly what
-// the master made of them, and its own clocks need not be waited for (I2
+// Whether every table's merge is master += scale x delta (MergePolicy::
+// adds_delta: `sum`, `staleness_aware`). Then a compute rank's own deltas in
+// its replica are what the master made of them (exactly under sum and with
+// one compute rank; under staleness_aware with several, up to the scale of
+// the stale clocks, which the next refresh that other ranks' clocks force
+// replaces by the master's), and its own clocks need not be waited for (I2
 // covers them); under any other policy (adam, adagrad, average) the master's
 // version of an own batch differs from the raw delta, and the staleness
 // bound must count the rank's own clocks too.

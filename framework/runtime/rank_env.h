@@ -36,6 +36,9 @@ struct ClockRecord {
   // clock - min_merged_of_others (0 if ahead): how many clocks of others'
   // updates may be missing. The SSP bound keeps it <= s (I1).
   std::int64_t observed_staleness = 0;
+  // observed_staleness over the rank's clocks per epoch (set by the clock
+  // loop after BeforeClock; marks the clock's batches: sync::BatchHeader).
+  double staleness_epochs = 0;
   double stall_seconds = 0;  // waited before this clock (gate + full ring)
 };
 

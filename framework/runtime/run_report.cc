@@ -156,6 +156,7 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
       for (const proto::SimulatedRank& r : part.simulated().ranks()) *simulated.add_ranks() = r;
     }
     if (!part.curve().empty()) *report.mutable_curve() = part.curve();
+    if (part.has_best()) *report.mutable_best() = part.best();
     for (const proto::EvalPart& p : part.eval_parts()) eval_parts[p.epoch()].push_back(&p);
     if (!part.model_checksum().empty()) {
       report.set_model_checksum(part.model_checksum());

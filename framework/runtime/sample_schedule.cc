@@ -1,5 +1,7 @@
 #include "framework/runtime/sample_schedule.h"
 
+#include "framework/core/planted_defect.h"
+
 #include "framework/runtime/app.h"
 
 #include <algorithm>
@@ -120,8 +122,17 @@ int StrataOf(const proto::Config& config, int compute_ranks) {
   return config.training().locality() == "stratified" ? std::max(1, compute_ranks) : 1;
 }
 
+std::int64_t SamplesPerClock(const proto::TrainingConfig& training, int compute_ranks) {
+  if (training.samples_per_clock() > 0) return training.samples_per_clock();
+  const std::int64_t global = training.global_samples_per_clock() > 0 ? training.global_samples_per_clock() : 4096;
+  // Planted defect (self-tests only): every rank takes the whole global batch.
+  const std::int64_t ranks = DefectPlanted(PlantedDefect::kSamplesPerClockNotDerived) ? 1 : std::max(1, compute_ranks);
+  return std::max<std::int64_t>(1, (global + ranks - 1) / ranks);
+}
+
 SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index) {
-  return SampleSchedule(app, compute_ranks, compute_index, config.training().samples_per_clock(), config.seed(),
+  return SampleSchedule(app, compute_ranks, compute_index, SamplesPerClock(config.training(), compute_ranks),
+                        config.seed(),
                         StrataOf(config, compute_ranks));
 }
 

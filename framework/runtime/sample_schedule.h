@@ -50,6 +50,10 @@ class SampleSchedule {
   int compute_index_;
 };
 
+// training.samples_per_clock, or when it is 0 each compute rank's share of
+// training.global_samples_per_clock: ceil(global / compute_ranks), >= 1.
+// (The runtime writes it into the config it resolves: train.cc.)
+std::int64_t SamplesPerClock(const proto::TrainingConfig& training, int compute_ranks);
 // The schedule of compute rank `compute_index` under `config` (its samples
 // per clock, seed and locality: stratified rounds the clocks).
 SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index);

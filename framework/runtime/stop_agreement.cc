@@ -21,10 +21,11 @@ class StopBoard {
     std::lock_guard lock(mutex_);
     committed_.at(static_cast<std::size_t>(rank)) = first_clock;
   }
-  bool StopsBefore(int rank, std::int64_t clock) {
+  // `local`: this rank's own request (StopAgreement::RequestLocal), 0 if none.
+  bool StopsBefore(int rank, std::int64_t clock, int local) {
     std::lock_guard lock(mutex_);
     if (!decision_) {
-      if (const int signal = StopSignal(); signal != 0) {
+      if (const int signal = StopSignal() != 0 ? StopSignal() : local; signal != 0) {
         committed_.at(static_cast<std::size_t>(rank)) = clock;
         decision_ = StopDecision{signal, *std::ranges::max_element(committed_)};
       }
@@ -67,7 +68,7 @@ void StopAgreement::Begin(int rank, std::int64_t first_clock) {
 Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
   if (kind_ == Kind::kOff) return false;
   if (rank == 0 && request_at_clock_ > 0 && clock == request_at_clock_) RequestStop(SIGTERM);
-  if (board_ != nullptr) return board_->StopsBefore(rank, clock);
+  if (board_ != nullptr) return board_->StopsBefore(rank, clock, local_request_);
   if (kind_ == Kind::kEveryClock) {
     open_ = true;
     STALELEARN_RETURN_IF_ERROR(Join(clock));
@@ -81,7 +82,7 @@ Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
 }
 
 Status StopAgreement::Poll() {
-  if (!open_ || StopSignal() == 0) return Status::Ok();
+  if (!open_ || Requested() == 0) return Status::Ok();
   return Join(committed_);
 }
 
@@ -90,13 +91,15 @@ Status StopAgreement::JoinAtEnd(std::int64_t end) {
   return Join(end);
 }
 
+int StopAgreement::Requested() const { return StopSignal() != 0 ? StopSignal() : local_request_; }
+
 std::optional<StopDecision> StopAgreement::stop() const {
   return board_ != nullptr ? board_->decision() : stop_;
 }
 
 Status StopAgreement::Join(std::int64_t committed) {
   open_ = false;  // before the collective: a wait inside it must not join again
-  std::array<std::int64_t, 2> values{StopSignal(), committed};
+  std::array<std::int64_t, 2> values{Requested(), committed};
   // Under a virtual-time scheduler a rank blocked in a collective must be
   // out of the schedule; the clock does not move (the agreement is free).
   if (sim_ != nullptr) STALELEARN_RETURN_IF_ERROR(sim_->ExitScheduleForCollective());

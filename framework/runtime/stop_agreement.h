@@ -64,6 +64,14 @@ class StopAgreement {
   // debug.stop_at_clock: compute rank 0 asks for a stop (as SIGTERM) when it
   // reaches `clock` in StopsBefore (at a clock's top or a segment's end).
   void set_request_at_clock(std::int64_t clock) { request_at_clock_ = clock; }
+  // This rank asks for a stop (`signal`: what the decision will name, e.g.
+  // kEarlyStopRequest), without touching the process-wide request, so a
+  // later run in the same process starts clean. Ranks as threads: every
+  // rank sees it at its next clock top. Processes: only this rank does
+  // (other processes would wait for it in the collective; callers reject
+  // that case: in_threads()).
+  void RequestLocal(int signal) { local_request_ = signal; }
+  bool in_threads() const { return board_ != nullptr; }
   ~StopAgreement();
 
   // After a segment's start barrier, on every rank.
@@ -87,6 +95,7 @@ class StopAgreement {
 
  private:
   Status Join(std::int64_t committed);
+  int Requested() const;  // the process-wide request, else this rank's own
 
   transport::Bootstrap& bootstrap_;
   std::function<void()> progress_;
@@ -97,6 +106,7 @@ class StopAgreement {
   bool open_ = false;                 // processes: between Open and this rank's join
   std::int64_t committed_ = 0;
   std::int64_t request_at_clock_ = 0;  // 0: none
+  int local_request_ = 0;              // RequestLocal's signal; 0: none
   std::optional<StopDecision> stop_;   // processes: the collective's result
 };
 

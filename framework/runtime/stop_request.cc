@@ -47,6 +47,8 @@ const char* StopSignalName(int signal) {
       return "SIGTERM";
     case SIGUSR1:
       return "SIGUSR1";
+    case kEarlyStopRequest:
+      return "early_stopping";
     default:
       return "a signal";
   }

@@ -24,9 +24,12 @@ void InstallStopSignalHandlers();
 int StopSignal();
 // Asks for a stop as if `signal` had arrived (debug.stop_at_clock, tests).
 void RequestStop(int signal);
+// Not a signal: what a stop asked for by early stopping names
+// (StopAgreement::RequestLocal; early_stopping.h).
+inline constexpr int kEarlyStopRequest = -1;
 // Forgets a request (a new run in the same process).
 void ClearStopRequest();
-// "SIGTERM", "SIGINT", "SIGUSR1", or "signal N".
+// "SIGTERM", "SIGINT", "SIGUSR1", "early_stopping", or "a signal".
 const char* StopSignalName(int signal);
 
 }  // namespace stalelearn::runtime

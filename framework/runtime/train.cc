@@ -12,11 +12,13 @@
 #include "framework/model/hash64.h"
 #include "framework/runtime/checkpointer.h"
 #include "framework/runtime/clock_loop.h"
+#include "framework/runtime/early_stopping.h"
 #include "framework/runtime/locality_plan.h"
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/run_report.h"
+#include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/segmented_mode.h"
 #include "framework/runtime/stop_agreement.h"
 #include "framework/runtime/stop_request.h"
@@ -212,7 +214,7 @@ class RankRunner {
       proto::Stopped& stopped = *report.mutable_stopped();
       stopped.set_signal(StopSignalName(env_.stop->stop()->signal));
       stopped.set_clock(*clock);
-      stopped.set_reason("signal");
+      stopped.set_reason(env_.stop->stop()->signal == kEarlyStopRequest ? "early_stopping" : "signal");
       if (WritesStopCheckpoint()) {
         stopped.set_checkpoint(checkpointer_->CheckpointPath(*clock).string());
       } else if (checkpointer_->resumed() != nullptr) {
@@ -375,12 +377,18 @@ class RankRunner {
     // compute rank.
     const bool evaluates = env_.app.EvaluatesInParts() || context.me.value == 0;
     std::optional<EpochEvaluator> evaluator;
+    std::optional<EarlyStopping> early;  // the best evaluation; stops early with a patience
     if (evaluates) {
       evaluator.emplace(env_.app, info, loop.local_state(), context.me.value == 0, env_.progress,
                         config().training().epochs(), start, env_.wait.sim);
       loop.set_evaluator(&*evaluator);
+      if (!evaluator->in_parts()) {
+        early.emplace(config().training().early_stopping());
+        loop.set_early_stopping(&*early);
+      }
     }
     STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, loop.Run());
+    STALELEARN_RETURN_IF_ERROR(loop.early_stopping_error());
     heartbeat.reset();  // released: the memory ranks watch this rank no more
     LeaveSchedule();  // after the final read and release: they are part of the timeline
     if (aware != nullptr) STALELEARN_RETURN_IF_ERROR(ExcludeDead(aware->dead()));
@@ -415,6 +423,13 @@ class RankRunner {
       if (reports_model) {
         partial.set_model_checksum(model::HexDigest(model::ModelChecksum(final_model)));
         partial.set_wall_seconds(evaluator->ElapsedSeconds());
+      }
+      if (early && !taken_over && !evaluator->curve().empty()) {  // the final evaluation may be the best
+        STALELEARN_ASSIGN_OR_RETURN(const bool exhausted, early->Observe(EpochsDone(result.end_clock),
+                                                                         evaluator->curve().back(),
+                                                                         evaluator->metric(), final_model));
+        (void)exhausted;  // nothing left to stop
+        if (reports_model && early->best()) *partial.mutable_best() = *early->best();
       }
     }
     *partial.add_ranks() = MakeRankReport(me(), Role::kCompute, &result, nullptr, counting_.counters());
@@ -495,7 +510,11 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   // training.locality "auto" becomes what it means for this app and rank
   // count (every rank resolves the same config alike).
   proto::Config resolved = config;
+  // training.samples_per_clock 0 becomes this rank count's share of the
+  // global samples per clock.
   resolved.mutable_training()->set_locality(ResolvedLocality(inputs.app, config, roles.compute_ranks()));
+  resolved.mutable_training()->set_samples_per_clock(
+      static_cast<std::int32_t>(SamplesPerClock(config.training(), roles.compute_ranks())));
   // A stop request becomes one clock every rank stops at (stop_agreement.h);
   // a rank blocked on a peer that already agreed joins from its wait.
   const StopAgreement::Kind stop_kind = config.faults().dead_after_seconds() > 0 ? StopAgreement::Kind::kOff
@@ -504,6 +523,18 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   StopAgreement stop(
       bootstrap, [&counting] { counting.Progress(); }, wait.sim, stop_kind, roles.compute_ranks(), wait.timeout);
   stop.set_request_at_clock(config.debug().stop_at_clock());
+  if (config.training().early_stopping().patience() > 0) {
+    if (inputs.app.EvaluatesInParts()) {
+      return InvalidArgument(fmt::format("training.early_stopping: app '{}' evaluates in parts on every compute "
+                                         "rank; early stopping needs an app that evaluates the whole model",
+                                         inputs.app.name()));
+    }
+    if (!stop.in_threads()) {
+      return InvalidArgument("training.early_stopping needs ranks as threads (--ranks C:M) without "
+                             "faults.dead_after_seconds: under mpirun the evaluating rank's stop cannot reach the "
+                             "other processes yet");
+    }
+  }
   wait.while_waiting = [&stop] { return stop.Poll(); };
   const RankEnv env{resolved,
                     inputs.app,

@@ -54,12 +54,14 @@ void BatchEncoder::Add(model::TableId table, model::RowId row, std::span<const s
   EndEntry(true);
 }
 
-std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags) {
+std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags,
+                                          std::uint32_t stale_epochs_x1024) {
   Reserve(used_);  // an empty batch still has its header
   BatchHeader h;
   h.flags = flags;
   h.sequence = sequence;
   h.clock = clock;
+  h.stale_epochs_x1024 = stale_epochs_x1024;
   h.payload_bytes = used_ - sizeof h;
   h.entry_count = static_cast<std::uint32_t>(entries_);
   h.payload_checksum = model::Hash64(std::span(buffer_).subspan(sizeof h, h.payload_bytes));

@@ -49,7 +49,11 @@ struct BatchHeader {
   std::uint64_t clock = 0;          // the sender's clock that produced it
   std::uint64_t payload_bytes = 0;
   std::uint32_t entry_count = 0;
-  std::uint32_t reserved = 0;
+  // How stale the model the deltas were computed on was, in epochs x 1024
+  // (saturated): the trace's observed_staleness (clocks of the slowest other
+  // compute rank missing from it) over the sender's clocks per epoch.
+  // Staleness-aware merge policies scale the deltas by it (merge_policy.h).
+  std::uint32_t stale_epochs_x1024 = 0;
   std::uint64_t payload_checksum = 0;
   // Timing backend: the virtual time (picoseconds) at which the batch is
   // visible at the memory rank, which merges it no earlier; 0 otherwise.
@@ -110,7 +114,8 @@ class BatchEncoder {
 
   // Returns header + payload (encoded in place: no copy) and starts an empty
   // batch, with no memory until an entry or Recycle gives it some.
-  std::vector<std::byte> Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags);
+  std::vector<std::byte> Seal(std::uint64_t sequence, std::uint64_t clock, std::uint32_t flags,
+                              std::uint32_t stale_epochs_x1024 = 0);
   // Hands back a sealed batch once sent: the next batch reuses its memory
   // (no allocation, no fresh pages per batch). Ignored mid-batch.
   void Recycle(std::vector<std::byte> buffer);

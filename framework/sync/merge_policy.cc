@@ -12,12 +12,14 @@ Status RegisterSumMergePolicy(MergePolicyRegistry& registry);
 Status RegisterAverageMergePolicy(MergePolicyRegistry& registry);
 Status RegisterAdagradMergePolicy(MergePolicyRegistry& registry);
 Status RegisterAdamMergePolicy(MergePolicyRegistry& registry);
+Status RegisterStalenessAwareMergePolicy(MergePolicyRegistry& registry);
 
 Status RegisterBuiltinMergePolicies(MergePolicyRegistry& registry) {
   STALELEARN_RETURN_IF_ERROR(RegisterSumMergePolicy(registry));
   STALELEARN_RETURN_IF_ERROR(RegisterAverageMergePolicy(registry));
   STALELEARN_RETURN_IF_ERROR(RegisterAdagradMergePolicy(registry));
   STALELEARN_RETURN_IF_ERROR(RegisterAdamMergePolicy(registry));
+  STALELEARN_RETURN_IF_ERROR(RegisterStalenessAwareMergePolicy(registry));
   return Status::Ok();
 }
 

@@ -4,6 +4,11 @@
 // optimizer step, not only an addition.
 //
 //   sum       master += d. int32 wraps (exact integer totals, I4). No state.
+//   staleness_aware  master += d / (1 + e), e the batch's staleness in
+//             epochs (BatchHeader::stale_epochs_x1024 / 1024); e = 0 (always
+//             so with one compute rank) merges exactly as sum. float32 only.
+//             No state. What it costs and why sum stays the default:
+//             merge_policy_staleness.cc.
 //   average   within one merge window, each row's deltas are averaged over the
 //             number of batches of the window that named the row, then added:
 //             master += (d_1 + ... + d_k) / k (summed in merge order, one
@@ -68,7 +73,7 @@ namespace stalelearn::sync {
 // A table's merge policy and its hyperparameters. Fields a policy does not use
 // are still validated, so a typo is caught whichever policy is chosen.
 struct MergePolicySpec {
-  std::string name = "sum";  // a registered policy: sum, average, adagrad, adam
+  std::string name = "sum";  // a registered policy: sum, staleness_aware, average, adagrad, adam
   // adagrad, adam: the server step size (lr), > 0.
   float learning_rate = 0.01f;
   // adam: decay of the first and second moment estimates, in [0, 1). The
@@ -128,10 +133,18 @@ class MergePolicy {
   virtual std::vector<std::byte> SaveState() const { return {}; }
   virtual Status RestoreState(std::span<const std::byte> bytes);
 
-  // True when Apply is exactly master += delta in the element type's
-  // arithmetic and holds nothing: the merger then adds the rows itself in
-  // one vectorised loop, without a call per row.
+  // True when the merge is exactly master += DeltaScale(batch) x delta in
+  // the element type's arithmetic and holds nothing: the merger then adds
+  // the rows itself in one vectorised loop, without a call per row.
   virtual bool adds_delta() const { return false; }
+  // adds_delta policies: the factor every float delta of a batch is
+  // multiplied by, from the batch's staleness (BatchHeader::
+  // stale_epochs_x1024). 1: the delta as pushed (x * 1 is exact, so 1 is
+  // sum bit for bit).
+  virtual float DeltaScale(std::uint32_t stale_epochs_x1024) const {
+    (void)stale_epochs_x1024;
+    return 1.0f;
+  }
 };
 
 // Builds a policy for one table's shard rows; the spec is validated and the
@@ -154,7 +167,7 @@ class MergePolicyRegistry {
 
   bool Contains(std::string_view name) const { return entries_.find(name) != entries_.end(); }
   std::vector<std::string> names() const;
-  // "adagrad, adam, average, sum"
+  // "adagrad, adam, average, staleness_aware, sum"
   std::string KnownNames() const;
 
  private:
@@ -166,7 +179,8 @@ class MergePolicyRegistry {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
-// Registers sum, average, adagrad and adam (explicitly: no static initialisers).
+// Registers sum, staleness_aware, average, adagrad and adam (explicitly: no
+// static initialisers).
 Status RegisterBuiltinMergePolicies(MergePolicyRegistry& registry);
 // A registry holding the built-in policies, built on first use.
 const MergePolicyRegistry& BuiltinMergePolicies();

@@ -38,18 +38,18 @@ int FirstNonFinite(const std::byte* bytes, std::int32_t width) {
   return -1;
 }
 
-// row += delta over `width` floats (delta possibly unaligned); returns
+// row += scale x delta over `width` floats (delta possibly unaligned); returns
 // non-zero if a result is a NaN or infinity. One vectorisable loop: the
 // divergence check costs no second pass over the row. Inlined into
 // AddRows, whose clones pick the vector width once per batch, not per row.
 [[gnu::always_inline]] inline std::uint32_t AddFloatRow(float* __restrict row, const std::byte* __restrict delta,
-                                                        std::int32_t width) {
+                                                        std::int32_t width, float scale) {
   constexpr std::uint32_t kExponent = 0x7F800000u;
   std::uint32_t any = 0;
   for (std::int32_t i = 0; i < width; ++i) {
     float d;
     std::memcpy(&d, delta + i * model::kElementBytes, 4);
-    const float sum = row[i] + d;
+    const float sum = row[i] + d * scale;  // scale 1: exact, the plain sum
     row[i] = sum;
     std::uint32_t bits;
     std::memcpy(&bits, &sum, 4);
@@ -86,7 +86,7 @@ void PrefetchForWrite(const std::byte* bytes, std::size_t length) {
   PrefetchForWrite(v.base + static_cast<std::size_t>(ahead.local_row) * v.row_bytes, v.row_bytes);
 }
 
-// Entries [begin, end) of tables whose policy adds the delta (sum), with
+// Entries [begin, end) of tables whose policy adds the (scaled) delta, with
 // master rows prefetched kPrefetchDistance entries ahead. Returns the first
 // entry whose merged float row holds a NaN or infinity, or `end`.
 STALELEARN_TARGET_CLONES_AVX2 std::size_t AddRows(const DecodedEntry* entries, std::size_t begin, std::size_t end,
@@ -98,7 +98,7 @@ STALELEARN_TARGET_CLONES_AVX2 std::size_t AddRows(const DecodedEntry* entries, s
     const ShardMerger::TableView& v = views[e.table.value];
     std::byte* row = v.base + static_cast<std::size_t>(e.local_row) * v.row_bytes;
     if (v.is_float) {
-      if (AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width) != 0 && bad == end) bad = i;
+      if (AddFloatRow(reinterpret_cast<float*>(row), e.delta, v.width, v.scale) != 0 && bad == end) bad = i;
     } else {
       AddIntRow(reinterpret_cast<std::int32_t*>(row), e.delta, v.width);
     }
@@ -269,7 +269,8 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   for (std::size_t t = 0; t < master_.size(); ++t) {
     model::RowBlock& block = master_[t];
     views.push_back({block.RowBytes(0), block.row_bytes(), block.width(),
-                     block.type() == model::ElementType::kFloat32, adds_inline_[t] != 0});
+                     block.type() == model::ElementType::kFloat32, adds_inline_[t] != 0,
+                     policies_[t]->DeltaScale(batch.header.stale_epochs_x1024)});
   }
   std::atomic<std::size_t> first_bad{entries.size()};
   // Planted defect (self-tests only): every 5th batch is merged twice.

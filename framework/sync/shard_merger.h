@@ -74,6 +74,7 @@ class ShardMerger {
     std::int32_t width;
     bool is_float;
     bool adds_inline;
+    float scale;  // adds_inline float tables: the policy's DeltaScale for this batch
   };
 
  private:

@@ -227,6 +227,29 @@ void CheckMfBeatsBiasesOnly(const ModeCase& c, const std::filesystem::path& rati
   std::printf("  %s: test RMSE %.4f, biases only %.4f\n", c.label, trained, baseline);
 }
 
+void CheckMfConvergesAt64x8WithDerivedSamplesPerClock(const std::filesystem::path& ratings) {
+  constexpr int kEpochs8 = 8;
+  proto::Config config = TestConfig("SSP", 8, /*memory_ranks=*/8, kEpochs8, /*samples_per_clock=*/0);
+  config.mutable_data()->set_name("movielens");
+  UseStaleLearnTiming(config);
+  ASSERT_EQ(config.training().global_samples_per_clock(), 4096);
+  const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, ratings));
+  double rmse = 0;
+  try {
+    const LocalRun run = RunLocal(config, *app, 64 + 8);
+    const proto::Report& report = run.report();
+    ASSERT_EQ(report.curve_size(), kEpochs8);
+    rmse = report.final().value();
+    EXPECT_LT(report.curve(kEpochs8 - 1).metric_value(), report.curve(0).metric_value())
+        << kRankCountDivergedMessage << ": no progress";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << kRankCountDivergedMessage << ": " << e.what();
+    return;
+  }
+  EXPECT_LE(rmse, kMfAt64x8RmseBound) << kRankCountDivergedMessage << ": test RMSE " << rmse;
+  std::printf("  64:8, s = 8, derived samples per clock: test RMSE %.4f after %d epochs\n", rmse, kEpochs8);
+}
+
 namespace {
 
 constexpr runtime::TableId kOnlyTable{0};

@@ -18,6 +18,7 @@
 #include "tests/integration/lda_checks.h"
 #include "tests/unit/runtime/liveness_checks.h"
 #include "tests/unit/runtime/locality_checks.h"
+#include "tests/unit/sync/merge_checks.h"
 #include "tests/unit/sync/snapshot_checks.h"
 
 namespace stalelearn::testing {
@@ -102,6 +103,14 @@ INSTANTIATE_TEST_SUITE_P(
                     "MfConverges.FactorsBeatTheBiasesOnlyModel/ssp2_3x1",
                     [] { CheckMfBeatsBiasesOnly({"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE}, *FetchedMovieLens()); },
                     kFactorsIdleMessage, /*needs_movielens=*/true},
+        PlantedCase{"staleness_scaling_off", PlantedDefect::kStalenessScalingOff,
+                    "StalenessAwarePolicy.DividesAStaleBatchByOnePlusItsEpochsOfStaleness",
+                    [] { sync::testing::CheckStalenessAwareScalesStaleBatches(); },
+                    sync::testing::kUnscaledStaleDeltaMessage},
+        PlantedCase{"samples_per_clock_not_derived", PlantedDefect::kSamplesPerClockNotDerived,
+                    "MfAtScale.SixtyFourComputeRanksConvergeWithTheDerivedSamplesPerClock",
+                    [] { CheckMfConvergesAt64x8WithDerivedSamplesPerClock(*FetchedMovieLens()); },
+                    kRankCountDivergedMessage, /*needs_movielens=*/true},
         PlantedCase{"lda_count_taken_back_wrong", PlantedDefect::kKernelTakesBackWrongCount,
                     "EveryMode/LdaInvariants.CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative/ssp2_3x1",
                     [] { CheckLdaCountsExact({"ssp2_3x1", "SSP", 2, 3, 1}); }, kLdaNegativeCountMessage},

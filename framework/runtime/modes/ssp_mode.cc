@@ -72,7 +72,8 @@ class SspConsistency final : public ConsistencyMode {
 
   Status AfterClock(std::int64_t clock, ClockRecord& record) override {
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
-                                links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock)));
+                                links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
+                                                        record.staleness_epochs));
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
     return DropMergedPending();
   }

@@ -11,6 +11,7 @@
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/merge_policy.h"
 #include "framework/sync/shard_merger.h"
+#include "tests/unit/sync/merge_checks.h"
 #include "tests/unit/sync/merge_reference.h"
 
 namespace stalelearn::sync {
@@ -49,7 +50,7 @@ TEST_P(MergePolicyVsReference, MatchesTheSequentialReference) {
   ReferenceMerge reference(s.spec, s.rows, s.width);
   // adagrad and adam follow the formulas to the bit too (GCC 12, x86-64); the
   // tolerance only forgives a compiler that contracts a multiply-add (FMA).
-  const bool exact = s.spec.name == "sum" || s.spec.name == "average";
+  const bool exact = s.spec.name == "sum" || s.spec.name == "average" || s.spec.name == "staleness_aware";
 
   std::mt19937_64 rng(20240611 + s.rows);
   std::vector<std::int64_t> owned;  // global rows of shard 1
@@ -62,6 +63,9 @@ TEST_P(MergePolicyVsReference, MatchesTheSequentialReference) {
     merger.BeginWindow();
     const int batches = std::uniform_int_distribution<int>(1, s.max_batches)(rng);
     for (int b = 0; b < batches; ++b) {
+      // Fresh, half an epoch, one, one and a half, three and ten epochs stale.
+      constexpr std::uint32_t kStaleness[] = {0, 512, 1024, 1536, 3072, 10240};
+      const std::uint32_t stale = kStaleness[std::uniform_int_distribution<int>(0, 5)(rng)];
       std::shuffle(owned.begin(), owned.end(), rng);
       const auto rows = std::uniform_int_distribution<std::int64_t>(1, s.max_batch_rows)(rng);
       BatchEncoder encoder(layout.tables());
@@ -73,9 +77,9 @@ TEST_P(MergePolicyVsReference, MatchesTheSequentialReference) {
           for (float& d : delta) d *= 100.0f;
         }
         encoder.Add(TableId{0}, RowId{owned[k]}, std::as_bytes(std::span(delta)));
-        reference.Apply(owned[k], delta);
+        reference.Apply(owned[k], delta, stale);
       }
-      const std::vector<std::byte> bytes = encoder.Seal(++sequence, /*clock=*/w, kEndOfClock);
+      const std::vector<std::byte> bytes = encoder.Seal(++sequence, /*clock=*/w, kEndOfClock, stale);
       Result<DecodedBatch> decoded = DecodeBatch(bytes, sequence, layout, shard);
       ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
       ASSERT_TRUE(merger.Merge(*decoded).ok());
@@ -114,11 +118,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"average", Spec("average"), 80, 5, 60, 4, 30, 1},
                       Scenario{"adagrad", Spec("adagrad"), 80, 5, 60, 4, 30, 1},
                       Scenario{"adam", Spec("adam"), 80, 5, 60, 4, 30, 1},
+                      Scenario{"staleness_aware", Spec("staleness_aware"), 80, 5, 60, 4, 30, 1},
                       Scenario{"sum_parallel", Spec("sum"), 12000, 3, 5, 3, 6000, 2},
                       Scenario{"average_parallel", Spec("average"), 12000, 3, 5, 3, 6000, 2},
                       Scenario{"adagrad_parallel", Spec("adagrad"), 12000, 3, 5, 3, 6000, 2},
-                      Scenario{"adam_parallel", Spec("adam"), 12000, 3, 5, 3, 6000, 2}),
+                      Scenario{"adam_parallel", Spec("adam"), 12000, 3, 5, 3, 6000, 2},
+                      Scenario{"staleness_aware_parallel", Spec("staleness_aware"), 12000, 3, 5, 3, 6000, 2}),
     [](const ::testing::TestParamInfo<Scenario>& info) { return info.param.label; });
+
+TEST(StalenessAwarePolicy, DividesAStaleBatchByOnePlusItsEpochsOfStaleness) {
+  testing::CheckStalenessAwareScalesStaleBatches();
+}
 
 // One shard, one float table of `width`; batches merged by hand.
 class OneTable {
@@ -253,7 +263,7 @@ TEST(MergePolicySpec, UnknownNameListsTheKnownOnes) {
   const Status status = ValidateMergePolicies({Spec("adamw")}, tables);
   EXPECT_EQ(status.code(), StatusCode::kNotFound);
   EXPECT_NE(status.message().find("'adamw'"), std::string::npos) << status.message();
-  EXPECT_NE(status.message().find("adagrad, adam, average, sum"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("adagrad, adam, average, staleness_aware, sum"), std::string::npos) << status.message();
 }
 
 TEST(MergePolicySpec, Int32TablesMergeOnlyBySum) {

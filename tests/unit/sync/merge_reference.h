@@ -31,12 +31,16 @@ class ReferenceMerge {
         v_(Rows(rows, 0.0f)),
         step_(static_cast<std::size_t>(rows), 0) {}
 
-  // One batch's delta for `row` (global).
-  void Apply(std::int64_t row, std::span<const float> delta) {
+  // One batch's delta for `row` (global); `stale_epochs_x1024` is the
+  // batch's header field (staleness_aware divides by 1 + it / 1024).
+  void Apply(std::int64_t row, std::span<const float> delta, std::uint32_t stale_epochs_x1024 = 0) {
     std::vector<float>& x = master_[row];
     const std::string& name = spec_.name;
     if (name == "sum") {
       for (std::int32_t i = 0; i < width_; ++i) x[i] += delta[i];
+    } else if (name == "staleness_aware") {
+      const float scale = 1024.0f / (1024.0f + static_cast<float>(stale_epochs_x1024));
+      for (std::int32_t i = 0; i < width_; ++i) x[i] += delta[i] * scale;
     } else if (name == "average") {
       auto [it, fresh] = window_.try_emplace(row, std::vector<float>(width_, 0.0f), 0);
       for (std::int32_t i = 0; i < width_; ++i) it->second.first[i] += delta[i];

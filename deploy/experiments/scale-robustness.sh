@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# scale-robustness: does one config converge at every scale? Every app's
+# shipped config, unchanged but for ranks and the staleness bound, over
+# ranks 1:1, 3:1, 8:2 (ranks as threads, local backend) and 16:4, 64:8
+# (timing backend) x SSP staleness 0, 2, 8, 16. Per cell: reached the app's
+# target or not, diverged or not, the final metric, and the clocks (and
+# simulated seconds on the timing backend) to the target.
+#   deploy/experiments/scale-robustness.sh [--out DIR] [--apps mf,lr,lda,snn]
+# The configs, each the app's shortest that reaches its target:
+#   mf   apps/mf/movielens.pbtxt (threads), movielens-pim.pbtxt (timing); RMSE <= 0.885
+#   lr   apps/lr/spam.pbtxt (backend.name=timing on the timing rows); accuracy >= 0.985
+#   lda  apps/lda/brown.pbtxt at 20 of its 50 epochs (threads), brown-pim.pbtxt (timing); perplexity <= 4400
+#   snn  apps/snn/mnist.pbtxt at 1 epoch of its 4; accuracy >= 0.95
+# Writes OUT/table.csv (one row per cell) and OUT/<app>/<ranks>/ (the sweeps).
+source "$(dirname "$0")/lib.sh"
+APPS=mf,lr,lda,snn
+ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --apps) APPS=$2; shift 2 ;;
+    *) ARGS+=("$1"); shift ;;
+  esac
+done
+experiment_init scale-robustness "${ARGS[@]}"
+
+THREAD_RANKS=(1:1 3:1 8:2)
+TIMING_RANKS=(16:4 64:8)
+STALENESS=0,2,8,16
+
+# app | data set | target | thread config and --set | timing config and --set
+CELLS=(
+  "mf|movielens|<=0.885|apps/mf/movielens.pbtxt|apps/mf/movielens-pim.pbtxt"
+  "lr|spam|>=0.985|apps/lr/spam.pbtxt|apps/lr/spam.pbtxt backend.name=timing"
+  "lda|brown|<=4400|apps/lda/brown.pbtxt training.epochs=20 training.eval_every_epochs=5|apps/lda/brown-pim.pbtxt"
+  "snn|mnist|>=0.95|apps/snn/mnist.pbtxt training.epochs=1|apps/snn/mnist.pbtxt training.epochs=1 backend.name=timing"
+)
+
+TABLE=$OUT/table.csv
+echo "app,ranks,backend,staleness,reached,diverged,final,clocks_to_target,sim_seconds_to_target" > "$TABLE"
+
+run_cell() {  # APP RANKS BACKEND TARGET CONFIG [SET...]
+  local app=$1 ranks=$2 backend=$3 target=$4 config=$5; shift 5
+  local sets=() s out=$OUT/$app/${ranks/:/x}
+  for s in "$@"; do sets+=(--set "$s"); done
+  sweep --no-plots --config "$config" "${sets[@]}" --ranks "$ranks" --grid consistency.staleness=$STALENESS \
+    --target "$target" --out "$out" || true
+  awk -F, -v app="$app" -v ranks="$ranks" -v backend="$backend" '
+    NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { print app "," ranks "," backend "," $1 "," $c["reached"] "/" $c["runs"] "," $c["diverged"] "," $c["final_median"] "," \
+            $c["clocks_to_target_median"] "," (c["sim_seconds_to_target_median"] ? $c["sim_seconds_to_target_median"] : "") }' \
+    "$out/summary.csv" >> "$TABLE"
+}
+
+for entry in "${CELLS[@]}"; do
+  IFS='|' read -r app data target threads timing <<<"$entry"
+  [[ ",$APPS," == *",$app,"* ]] || continue
+  ./deploy/fetch-data.sh "$data" >/dev/null
+  for ranks in "${THREAD_RANKS[@]}"; do
+    # shellcheck disable=SC2086
+    run_cell "$app" "$ranks" local "$target" $threads
+  done
+  for ranks in "${TIMING_RANKS[@]}"; do
+    # shellcheck disable=SC2086
+    run_cell "$app" "$ranks" timing "$target" $timing
+  done
+done
+
+print_table "$TABLE"
+awk -F, 'NR > 1 { n++; if ($5 ~ /^1\//) ok++; if ($6 > 0) bad++ }
+         END { printf "scale-robustness: %d of %d cells reached their target, %d diverged\n", ok, n, bad }' "$TABLE"
+echo "scale-robustness: $TABLE"

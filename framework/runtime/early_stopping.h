@@ -1,0 +1,51 @@
+// Early stopping and the best evaluation (training.early_stopping): the
+// evaluating compute rank shows it every evaluation of the whole model; it
+// keeps the best one (epoch, value, checksum of the evaluated model) and,
+// after `patience` evaluations in a row that do not beat the best by more
+// than min_delta, asks for a stop (stop_request.h: kEarlyStopRequest), which
+// the stop agreement turns into one clock every compute rank stops before.
+//
+//   EarlyStopping early(config.training().early_stopping());
+//   STALELEARN_ASSIGN_OR_RETURN(bool stop, early.Observe(epoch, point, metric, model));
+//   if (stop) RequestStop(kEarlyStopRequest);
+//   *report.mutable_best() = *early.best();
+//
+// Not thread-safe: the evaluating rank's thread.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "framework/core/status.h"
+#include "framework/proto/config.pb.h"
+#include "framework/proto/report.pb.h"
+#include "framework/runtime/app.h"
+
+namespace stalelearn::runtime {
+
+// The direction of `metric` under `config`: true when higher is better
+// (config.direction "max", or by default a name holding "accuracy" or "auc").
+bool HigherIsBetter(const proto::EarlyStoppingConfig& config, const std::string& metric);
+
+class EarlyStopping {
+ public:
+  explicit EarlyStopping(proto::EarlyStoppingConfig config) : config_(std::move(config)) {}
+
+  // One evaluation after `epoch` (the curve point), its headline metric's
+  // name and the model it evaluated. Returns true when the patience ran out
+  // at this evaluation (once: later calls return false). kInvalidArgument
+  // if the watched metric is not in the point.
+  Result<bool> Observe(int epoch, const proto::CurvePoint& point, const std::string& headline,
+                       const TableSet& model);
+  // The best evaluation so far (none before the first Observe).
+  const std::optional<proto::Best>& best() const { return best_; }
+  int evaluations_since_best() const { return since_best_; }
+
+ private:
+  proto::EarlyStoppingConfig config_;
+  std::optional<proto::Best> best_;
+  int since_best_ = 0;
+  bool asked_ = false;
+};
+
+}  // namespace stalelearn::runtime
