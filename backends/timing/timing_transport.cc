@@ -52,7 +52,11 @@ TimingTransport::TimingTransport(std::unique_ptr<transport::Transport> inner, Ha
     : inner_(std::move(inner)),
       model_(std::move(model)),
       scheduler_(std::move(scheduler)),
-      acked_(static_cast<std::size_t>(inner_->world_size())) {}
+      acked_(static_cast<std::size_t>(inner_->world_size())) {
+  std::lock_guard lock(schedule_mutex_);
+  ResetMemorySetLocked(wrote_);
+  ResetMemorySetLocked(read_);
+}
 
 TimingTransport::~TimingTransport() { LeaveSchedule(); }
 
@@ -80,6 +84,7 @@ Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, cons
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, dst, offset));
   const VirtualTime left = IssueOneWay(bytes);
   NoteAck(dst.owner(), left + 2 * model_.link.latency());
+  NoteWrote(dst.owner());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), left);
 }
@@ -88,6 +93,7 @@ Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const tran
                                         std::uint64_t offset) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, src, offset));
   const VirtualTime done = IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
+  NoteRead(src.owner());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint(kReadOnly));
   return Timed(std::move(request), done);
 }
@@ -97,6 +103,7 @@ Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->AtomicAdd(dst, offset, value));
   const VirtualTime left = IssueOneWay(kAtomicBytes);
   NoteAck(dst.owner(), left + 2 * model_.link.latency() + model_.memory.AtomicRmw());
+  NoteWrote(dst.owner());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), left);
 }
@@ -105,6 +112,8 @@ Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst,
                                              std::uint64_t value, std::uint64_t* old) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(dst, offset, value, old));
   const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
+  NoteWrote(dst.owner());
+  NoteRead(dst.owner());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -114,6 +123,8 @@ Result<RequestPtr> TimingTransport::CompareSwap(const transport::RemoteRegion& d
                                                 std::uint64_t* old) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(dst, offset, expected, desired, old));
   const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
+  NoteWrote(dst.owner());
+  NoteRead(dst.owner());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -215,7 +226,9 @@ Status TimingTransport::IdleUntilProgress() {
     std::this_thread::yield();
     return Status::Ok();
   }
-  Result<VirtualTime> woke = scheduler_->IdleUntilProgress(rank().value);
+  Result<VirtualTime> woke = scheduler_->IdleUntilProgress(rank().value, wrote_, read_);
+  ResetMemorySetLocked(wrote_);
+  ResetMemorySetLocked(read_);
   STALELEARN_RETURN_IF_ERROR(KeepLocked(woke.status()));
   AdvanceClockTo(*woke, Category::kWait);
   turn_started_ = Now();
@@ -302,9 +315,27 @@ Status TimingTransport::SchedulingPoint(VirtualTimeScheduler::Effect effect) {
   if (effect == VirtualTimeScheduler::Effect::kReadOnly && now - turn_started_ < 2 * model_.link.latency()) {
     return Status::Ok();
   }
-  STALELEARN_RETURN_IF_ERROR(KeepLocked(scheduler_->Yield(rank().value, now, effect)));
+  STALELEARN_RETURN_IF_ERROR(KeepLocked(scheduler_->Yield(rank().value, now, effect, wrote_)));
+  // A read-only segment reported nothing: what was written since stays.
+  if (effect == VirtualTimeScheduler::Effect::kMayWrite) ResetMemorySetLocked(wrote_);
   turn_started_ = now;
   return Status::Ok();
+}
+
+void TimingTransport::NoteWrote(Rank owner) {
+  std::lock_guard lock(schedule_mutex_);
+  if (owner.value >= 0 && owner.value < static_cast<int>(wrote_.size())) wrote_[owner.value] = 1;
+}
+
+void TimingTransport::NoteRead(Rank owner) {
+  std::lock_guard lock(schedule_mutex_);
+  if (owner.value >= 0 && owner.value < static_cast<int>(read_.size())) read_[owner.value] = 1;
+}
+
+void TimingTransport::ResetMemorySetLocked(std::vector<char>& set) const {
+  set.assign(static_cast<std::size_t>(inner_->world_size()), 0);
+  const int self = inner_->rank().value;
+  if (self >= 0 && self < static_cast<int>(set.size())) set[self] = 1;
 }
 
 Status TimingTransport::KeepLocked(const Status& status) {

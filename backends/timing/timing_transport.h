@@ -136,6 +136,13 @@ class TimingTransport final : public transport::Transport,
   // kReadOnly after operations that change nothing another rank observes
   // (a get issued, a completion or flush waited for, a stamp waited for).
   Status SchedulingPoint(VirtualTimeScheduler::Effect effect = VirtualTimeScheduler::Effect::kMayWrite);
+  // Marks `owner`'s memory as written (put, atomic) or read (get, fetching
+  // atomic) since the last scheduling point that reported it (the
+  // scheduler's targeted waking). Takes schedule_mutex_.
+  void NoteWrote(transport::Rank owner);
+  void NoteRead(transport::Rank owner);
+  // Back to "only my own memory". Requires schedule_mutex_.
+  void ResetMemorySetLocked(std::vector<char>& set) const;
   // Keeps the first failure of a call that cannot return it (and logs it).
   void Remember(const Status& status);
   // Keeps `status` as the sticky failure if it is the first; returns it.
@@ -151,6 +158,11 @@ class TimingTransport final : public transport::Transport,
   bool joined_once_ = false;   // StartSchedule succeeded; guarded by schedule_mutex_
   Status failure_;             // first scheduler failure; guarded by schedule_mutex_
   VirtualTime turn_started_{};  // clock when this rank last got the turn; guarded by schedule_mutex_
+  // Per rank, nonzero where this rank may have written its memory since it
+  // last reported progress / read it since it last went idle; guarded by
+  // schedule_mutex_. Its own memory is always in both.
+  std::vector<char> wrote_;
+  std::vector<char> read_;
 
   mutable std::mutex clock_mutex_;  // guards the members below; never held while yielding
   VirtualTime now_{};

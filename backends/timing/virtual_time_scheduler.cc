@@ -40,7 +40,7 @@ Status VirtualTimeScheduler::Join(int rank, VirtualTime now) {
   return WaitForTurnLocked(lock, rank);
 }
 
-Status VirtualTimeScheduler::Yield(int rank, VirtualTime now, Effect effect) {
+Status VirtualTimeScheduler::Yield(int rank, VirtualTime now, Effect effect, RankSet wrote) {
   STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
   std::unique_lock lock(mutex_);
   STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "Yield"));
@@ -50,20 +50,21 @@ Status VirtualTimeScheduler::Yield(int rank, VirtualTime now, Effect effect) {
   SetRunningLocked(-1);
   if (effect == Effect::kMayWrite) {
     me.active = true;
-    NoteProgressLocked(rank);
+    NoteProgressLocked(rank, wrote);
   }
   ScheduleLocked();
   return WaitForTurnLocked(lock, rank);
 }
 
-Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank) {
+Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank, RankSet wrote, RankSet read) {
   STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
   std::unique_lock lock(mutex_);
   STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "IdleUntilProgress"));
   RankState& me = ranks_[rank];
   // A segment that did something (it yielded since it last idled) may have
   // changed what the others wait for; a bare poll did not.
-  if (me.active) NoteProgressLocked(rank);
+  if (me.active) NoteProgressLocked(rank, wrote);
+  me.reads.assign(read.begin(), read.end());
   me.state = State::kIdle;
   me.active = false;
   SetRunningLocked(-1);
@@ -113,12 +114,21 @@ void VirtualTimeScheduler::Leave(int rank) {
   ScheduleLocked();
 }
 
-void VirtualTimeScheduler::NoteProgressLocked(int rank) {
+void VirtualTimeScheduler::NoteProgressLocked(int rank, RankSet wrote) {
   ++progress_count_;
   const VirtualTime since = ranks_[rank].granted_at;
+  // Whether `reads` (empty: all) and `wrote` (empty: all) share a rank.
+  const auto overlaps = [&wrote](const std::vector<char>& reads) {
+    if (reads.empty() || wrote.empty()) return true;
+    const std::size_t n = std::min(reads.size(), wrote.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (reads[i] != 0 && wrote[i] != 0) return true;
+    }
+    return false;
+  };
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankState& other = ranks_[r];
-    if (static_cast<int>(r) == rank || other.state != State::kIdle) continue;
+    if (static_cast<int>(r) == rank || other.state != State::kIdle || !overlaps(other.reads)) continue;
     other.state = State::kRunnable;
     other.time = std::max(other.time, since);
   }

@@ -140,6 +140,46 @@ TEST(VirtualTimeScheduler, ReadOnlySegmentsWakeNoIdleRank) {
   EXPECT_EQ(seen_at, VirtualTimeFromPs(300));
 }
 
+// Rank 0 idles having read the memory of `read` (empty: every rank); rank 1
+// ends three segments that write only its own memory, then one that also
+// writes rank 2's memory and sets the flag. Returns rank 0's wakes.
+int WakesOfAnIdleReaderOfRankTwo(std::vector<char> read, VirtualTime& seen_at) {
+  VirtualTimeScheduler scheduler(3, kDeadline);
+  std::atomic<bool> flag{false};
+  int wakes = 0;
+  RunThreads(3, [&](int rank) {
+    // Rank 2 only joins and leaves, after the others (its leaving wakes all).
+    ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(rank == 2 ? 1000 : 0)).ok());
+    if (rank == 0) {
+      while (!flag.load()) {
+        auto woke = scheduler.IdleUntilProgress(rank, {}, read);
+        ASSERT_TRUE(woke.ok()) << woke.status().ToString();
+        ++wakes;
+        seen_at = *woke;
+      }
+    } else if (rank == 1) {
+      const std::vector<char> own = {0, 1, 0};
+      const std::vector<char> own_and_two = {0, 1, 1};
+      for (int i = 1; i <= 3; ++i) ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(100 * i), {}, own).ok());
+      flag.store(true);  // in the segment that starts at 300
+      ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(400), {}, own_and_two).ok());
+    }
+    scheduler.Leave(rank);
+  });
+  return wakes;
+}
+
+TEST(VirtualTimeScheduler, AnIdleRankWakesOnlyForSegmentsThatWroteMemoryItRead) {
+  VirtualTime seen_at{};
+  EXPECT_EQ(WakesOfAnIdleReaderOfRankTwo({1, 0, 1}, seen_at), 1);
+  EXPECT_EQ(seen_at, VirtualTimeFromPs(300));  // the writing segment's start
+  // A poll that read rank 1's memory, or says nothing of what it read, wakes
+  // at every one of rank 1's segments.
+  EXPECT_EQ(WakesOfAnIdleReaderOfRankTwo({1, 1, 0}, seen_at), 4);
+  EXPECT_EQ(seen_at, VirtualTimeFromPs(300));
+  EXPECT_EQ(WakesOfAnIdleReaderOfRankTwo({}, seen_at), 4);
+}
+
 TEST(VirtualTimeScheduler, EveryRankIdleIsADeadlockNotAHang) {
   VirtualTimeScheduler scheduler(2, kDeadline);
   std::vector<Status> results(2);
