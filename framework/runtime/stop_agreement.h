@@ -61,8 +61,12 @@ class StopAgreement {
   // how long that collective may wait.
   StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress, transport::SimulatedTime* sim,
                 Kind kind, int compute_ranks, std::chrono::nanoseconds timeout);
-  // debug.stop_at_clock: compute rank 0 asks for a stop (as SIGTERM) when it
-  // reaches `clock` in StopsBefore (at a clock's top or a segment's end).
+  // debug.stop_at_clock: this compute rank asks for a stop (as SIGTERM) when
+  // it reaches `clock` in StopsBefore (at a clock's top or a segment's end).
+  // Every compute rank is given it, as a signal reaches every rank: the
+  // first to arrive decides, so a stop planted at a segment boundary stops
+  // there whichever rank crosses it first (one rank alone would find the
+  // others committed past the boundary when it came last).
   void set_request_at_clock(std::int64_t clock) { request_at_clock_ = clock; }
   // This rank asks for a stop (`signal`: what the decision will name, e.g.
   // kEarlyStopRequest), without touching the process-wide request, so a

@@ -301,11 +301,13 @@ class RankRunner {
       total.counters.bytes_merged += result.counters.bytes_merged;
       total.counters.rejected_batches += result.counters.rejected_batches;
       total.snapshots += result.snapshots;
-      if (StoppedClock()) {
+      const std::int64_t end = checkpointer_->SegmentEnd(begin);
+      // A stop agreed past this segment's end (a compute rank had crossed
+      // the boundary before the request) lands in a later segment.
+      if (StoppedClock() && *StoppedClock() <= end) {
         if (WritesStopCheckpoint()) STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, *StoppedClock()).status());
         break;
       }
-      const std::int64_t end = checkpointer_->SegmentEnd(begin);
       if (!checkpointer_->IsBoundary(end)) break;
       STALELEARN_ASSIGN_OR_RETURN(carried, WriteShard(*memory, end));
       STALELEARN_RETURN_IF_ERROR(checkpointer_->LeaveScheduleForBoundary(env_.wait.sim));
@@ -505,6 +507,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   STALELEARN_RETURN_IF_ERROR(model::ValidateTables(tables));
   STALELEARN_ASSIGN_OR_RETURN(std::vector<sync::MergePolicySpec> merge,
                               MergeSpecsOf(config, tables, mode->uses_memory_ranks));
+  for (sync::MergePolicySpec& spec : merge) spec.batches_per_clock = std::max(1, roles.compute_ranks());
   const model::ModelLayout layout(std::move(tables), std::max(1, roles.memory_ranks()),
                                   SchemeOf(config.cluster().partitioning()));
   // training.locality "auto" becomes what it means for this app and rank

@@ -50,6 +50,9 @@ Status ValidateMergePolicySpec(const MergePolicySpec& spec) {
   STALELEARN_RETURN_IF_ERROR(CheckField(spec.epsilon > 0, "epsilon", "> 0", spec.epsilon));
   STALELEARN_RETURN_IF_ERROR(
       CheckField(spec.initial_accumulator >= 0, "initial_accumulator", ">= 0", spec.initial_accumulator));
+  if (spec.batches_per_clock < 1) {
+    return InvalidArgument(fmt::format("merge_policy.batches_per_clock must be >= 1, got {}", spec.batches_per_clock));
+  }
   return Status::Ok();
 }
 

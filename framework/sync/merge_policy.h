@@ -25,7 +25,10 @@
 //             bias correction, per element:
 //               m = beta1 * m + (1 - beta1) * g
 //               v = beta2 * v + (1 - beta2) * g * g
-//               master -= (lr * (m / c1)) / (sqrt(v / c2) + epsilon)
+//               master -= (lr' * (m / c1)) / (sqrt(v / c2) + epsilon)
+//             with lr' = lr / batches_per_clock: a clock's N batches (one per
+//             compute rank) together move a weight about lr, as one step of
+//             the clock's global batch would.
 //             where c1 = 1 - beta1^t and c2 = 1 - beta2^t are computed in
 //             double per row and rounded to float; every other operation is
 //             float, in the order written. m and v start at 0. float32 only.
@@ -86,6 +89,10 @@ struct MergePolicySpec {
   // adagrad: the accumulator's start value, >= 0 (epsilon > 0 keeps a zero
   // accumulator from dividing by zero).
   float initial_accumulator = 0.0f;
+  // Set by the runtime, not the config: the batches one clock brings (the
+  // compute ranks, each pushing its share of the clock's global samples),
+  // >= 1. adam divides its step by it (merge_policy_adam.cc).
+  int batches_per_clock = 1;
 };
 
 // kInvalidArgument with one line naming the field ("merge_policy.beta1 must be

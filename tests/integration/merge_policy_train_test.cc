@@ -153,7 +153,9 @@ TEST_P(MergePolicyTraining, TrainedModelEqualsTheSequentialReference) {
   if (c.one_window) hooks.merging_paused = [&](model::MemoryIndex) { return app.arrived() < c.compute; };
   const LocalRun run = RunLocal(config, app, c.compute + c.memory, hooks);
 
-  sync::testing::ReferenceMerge reference(spec, kRows, kWidth);
+  sync::MergePolicySpec reference_spec = spec;
+  reference_spec.batches_per_clock = c.compute;  // the runtime's: one batch per compute rank and clock
+  sync::testing::ReferenceMerge reference(reference_spec, kRows, kWidth);
   for (std::int64_t r = 0; r < kRows; ++r) {
     for (std::int32_t i = 0; i < kWidth; ++i) reference.set_value(r, i, InitialValue(r, i));
   }

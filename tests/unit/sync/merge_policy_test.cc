@@ -112,12 +112,21 @@ MergePolicySpec Spec(std::string name) {
   return spec;
 }
 
+// adam as the runtime sets it up for 4 compute ranks: each batch's step is a
+// quarter (a policy that ignored batches_per_clock would take the whole step).
+MergePolicySpec AdamOfFourBatchesPerClock() {
+  MergePolicySpec spec = Spec("adam");
+  spec.batches_per_clock = 4;
+  return spec;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Policies, MergePolicyVsReference,
     ::testing::Values(Scenario{"sum", Spec("sum"), 80, 5, 60, 4, 30, 1},
                       Scenario{"average", Spec("average"), 80, 5, 60, 4, 30, 1},
                       Scenario{"adagrad", Spec("adagrad"), 80, 5, 60, 4, 30, 1},
                       Scenario{"adam", Spec("adam"), 80, 5, 60, 4, 30, 1},
+                      Scenario{"adam_four_batches_per_clock", AdamOfFourBatchesPerClock(), 80, 5, 60, 4, 30, 1},
                       Scenario{"staleness_aware", Spec("staleness_aware"), 80, 5, 60, 4, 30, 1},
                       Scenario{"sum_parallel", Spec("sum"), 12000, 3, 5, 3, 6000, 2},
                       Scenario{"average_parallel", Spec("average"), 12000, 3, 5, 3, 6000, 2},

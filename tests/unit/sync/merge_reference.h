@@ -58,6 +58,7 @@ class ReferenceMerge {
       const float b2 = spec_.beta2;
       const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), t));
       const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), t));
+      const float lr = spec_.learning_rate / static_cast<float>(spec_.batches_per_clock);  // a clock's share
       for (std::int32_t i = 0; i < width_; ++i) {
         const float g = -delta[i];
         float& m = m_[row][i];
@@ -66,7 +67,7 @@ class ReferenceMerge {
         v = b2 * v + (1.0f - b2) * g * g;
         const float m_hat = m / c1;
         const float v_hat = v / c2;
-        x[i] = x[i] - (spec_.learning_rate * m_hat) / (std::sqrt(v_hat) + spec_.epsilon);
+        x[i] = x[i] - (lr * m_hat) / (std::sqrt(v_hat) + spec_.epsilon);
       }
     } else {
       ADD_FAILURE() << "the reference does not know policy '" << name << "'";
