@@ -93,6 +93,9 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
                  report.best().metric().c_str(), report.best().value(), report.best().epoch(),
                  report.best().model_checksum().c_str());
   }
+  if (report.has_best() && !report.best().model_file().empty()) {
+    std::fprintf(stderr, "[stalelearn] best model: %s\n", report.best().model_file().c_str());
+  }
   if (!report_path.empty()) std::fprintf(stderr, "[stalelearn] report: %s\n", report_path.c_str());
 }
 

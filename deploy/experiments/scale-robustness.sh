@@ -5,7 +5,8 @@
 # (timing backend) x SSP staleness 0, 2, 8, 16. Per cell: reached the app's
 # target or not, diverged or not, the final metric, and the clocks (and
 # simulated seconds on the timing backend) to the target.
-#   deploy/experiments/scale-robustness.sh [--out DIR] [--apps mf,lr,lda,snn]
+#   deploy/experiments/scale-robustness.sh [--out DIR] [--apps mf,lr,lda,snn] [--ranks 1:1,3:1,...]
+# --ranks keeps only those rows (each app's cells at the others are skipped).
 # The configs, each the app's shortest that reaches its target:
 #   mf   apps/mf/movielens.pbtxt (threads), movielens-pim.pbtxt (timing); RMSE <= 0.885
 #   lr   apps/lr/spam.pbtxt (backend.name=timing on the timing rows); accuracy >= 0.985
@@ -14,17 +15,23 @@
 # Writes OUT/table.csv (one row per cell) and OUT/<app>/<ranks>/ (the sweeps).
 source "$(dirname "$0")/lib.sh"
 APPS=mf,lr,lda,snn
+RANKS=1:1,3:1,8:2,16:4,64:8
 ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --apps) APPS=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
-experiment_init scale-robustness "${ARGS[@]}"
-
 THREAD_RANKS=(1:1 3:1 8:2)
 TIMING_RANKS=(16:4 64:8)
+for r in ${RANKS//,/ }; do
+  [[ " ${THREAD_RANKS[*]} ${TIMING_RANKS[*]} " == *" $r "* ]] ||
+    { echo "scale-robustness: --ranks: no row '$r' (rows: ${THREAD_RANKS[*]} ${TIMING_RANKS[*]})" >&2; exit 2; }
+done
+experiment_init scale-robustness "${ARGS[@]}"
+
 STALENESS=0,2,8,16
 
 # app | data set | target | thread config and --set | timing config and --set
@@ -56,10 +63,12 @@ for entry in "${CELLS[@]}"; do
   [[ ",$APPS," == *",$app,"* ]] || continue
   ./deploy/fetch-data.sh "$data" >/dev/null
   for ranks in "${THREAD_RANKS[@]}"; do
+    [[ ",$RANKS," == *",$ranks,"* ]] || continue
     # shellcheck disable=SC2086
     run_cell "$app" "$ranks" local "$target" $threads
   done
   for ranks in "${TIMING_RANKS[@]}"; do
+    [[ ",$RANKS," == *",$ranks,"* ]] || continue
     # shellcheck disable=SC2086
     run_cell "$app" "$ranks" timing "$target" $timing
   done

@@ -64,6 +64,8 @@ class Checkpointer {
   // True when training.checkpoint.dir is set: a stopped run writes its
   // checkpoint there (also without every_clocks).
   bool writes_checkpoints() const { return !dir_.empty(); }
+  // training.checkpoint.dir ("" when none).
+  const std::filesystem::path& dir() const { return dir_; }
   // Where checkpoint `clock` goes.
   std::filesystem::path CheckpointPath(std::int64_t clock) const;
   // The first protocol clock this run trains: 0, or the checkpoint's clock.

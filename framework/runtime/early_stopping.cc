@@ -37,6 +37,7 @@ Result<bool> EarlyStopping::Observe(int epoch, const proto::CurvePoint& point, c
     best.set_value(value);
     best.set_model_checksum(model::HexDigest(model::ModelChecksum(model)));
     best_ = std::move(best);
+    if (keep_best_model_) best_model_ = model;
     since_best_ = 0;
     return false;
   }

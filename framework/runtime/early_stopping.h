@@ -1,6 +1,7 @@
 // Early stopping and the best evaluation (training.early_stopping): the
 // evaluating compute rank shows it every evaluation of the whole model; it
-// keeps the best one (epoch, value, checksum of the evaluated model) and,
+// keeps the best one (epoch, value, checksum of the evaluated model, and the
+// model itself when asked: checkpointed runs write it beside the checkpoints) and,
 // after `patience` evaluations in a row that do not beat the best by more
 // than min_delta, asks for a stop (stop_request.h: kEarlyStopRequest), which
 // the stop agreement turns into one clock every compute rank stops before.
@@ -39,11 +40,18 @@ class EarlyStopping {
                        const TableSet& model);
   // The best evaluation so far (none before the first Observe).
   const std::optional<proto::Best>& best() const { return best_; }
+  // Keeps a copy of the best evaluation's model (checkpointed runs write it:
+  // best_model()); off, only its checksum is kept.
+  void set_keep_best_model(bool on) { keep_best_model_ = on; }
+  // The best evaluation's model, if kept; nullptr otherwise.
+  const TableSet* best_model() const { return best_model_ ? &*best_model_ : nullptr; }
   int evaluations_since_best() const { return since_best_; }
 
  private:
   proto::EarlyStoppingConfig config_;
   std::optional<proto::Best> best_;
+  bool keep_best_model_ = false;
+  std::optional<TableSet> best_model_;
   int since_best_ = 0;
   bool asked_ = false;
 };

@@ -10,6 +10,7 @@
 
 #include "framework/metrics/counting_transport.h"
 #include "framework/model/hash64.h"
+#include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/checkpointer.h"
 #include "framework/runtime/clock_loop.h"
 #include "framework/runtime/early_stopping.h"
@@ -321,6 +322,22 @@ class RankRunner {
     return Gather(std::move(partial), {});
   }
 
+  // The best evaluation's model beside the checkpoints (report.proto Best):
+  // a file per epoch, so a resumed run whose best is worse overwrites none.
+  Result<std::string> WriteBestModel(const TableSet& model, int epoch) {
+    proto::MemoryShardState state;
+    state.set_clock(static_cast<std::uint64_t>(clock_offset_ + epoch * clocks_per_epoch_));
+    for (const model::RowBlock& table : model) {
+      const std::span<const std::byte> bytes = table.bytes();
+      state.add_tables(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    const std::string bytes = state.SerializeAsString();
+    STALELEARN_ASSIGN_OR_RETURN(const proto::CheckpointFile file,
+                                WriteCheckpointFile(checkpointer_->dir(), fmt::format("best-model-epoch-{:06}.pb", epoch),
+                                                    std::as_bytes(std::span(bytes.data(), bytes.size()))));
+    return (checkpointer_->dir() / file.name()).string();
+  }
+
   // This memory rank's file of checkpoint `clock` (after Run returned);
   // returns the state written.
   Result<proto::MemoryShardState> WriteShard(const MemoryRank& memory, std::int64_t clock) {
@@ -386,6 +403,7 @@ class RankRunner {
       loop.set_evaluator(&*evaluator);
       if (!evaluator->in_parts()) {
         early.emplace(config().training().early_stopping());
+        early->set_keep_best_model(checkpointer_->writes_checkpoints());
         loop.set_early_stopping(&*early);
       }
     }
@@ -431,7 +449,13 @@ class RankRunner {
                                                                          evaluator->curve().back(),
                                                                          evaluator->metric(), final_model));
         (void)exhausted;  // nothing left to stop
-        if (reports_model && early->best()) *partial.mutable_best() = *early->best();
+        if (reports_model && early->best()) {
+          *partial.mutable_best() = *early->best();
+          if (early->best_model() != nullptr) {
+            STALELEARN_ASSIGN_OR_RETURN(*partial.mutable_best()->mutable_model_file(),
+                                        WriteBestModel(*early->best_model(), early->best()->epoch()));
+          }
+        }
       }
     }
     *partial.add_ranks() = MakeRankReport(me(), Role::kCompute, &result, nullptr, counting_.counters());

@@ -8,9 +8,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include "apps/mf/mf_app.h"
 #include "framework/core/error.h"
+#include "framework/model/hash64.h"
+#include "framework/model/row_block.h"
+#include "framework/proto/checkpoint.pb.h"
 #include "tests/integration/invariant_checks.h"
 #include "tests/integration/train_support.h"
 
@@ -35,7 +42,8 @@ TEST(MfAtScale, SixtyFourComputeRanksConvergeWithTheDerivedSamplesPerClock) {
 
 // MovieLens overfits after ~25 epochs (0.919 at 300): with a patience the
 // run stops once the test RMSE stopped falling, every rank at one clock,
-// and the report's best is the lowest point of the curve, not the last.
+// and the report's best is the lowest point of the curve, not the last; the
+// run checkpoints, so the best model is written beside the checkpoints.
 TEST(MfEarlyStopping, StopsAfterThePatienceAndReportsTheBestEvaluation) {
   const std::optional<std::filesystem::path> ratings = FetchedMovieLens();
   if (!ratings) GTEST_SKIP() << "MovieLens not fetched; run: deploy/fetch-data.sh movielens";
@@ -43,6 +51,11 @@ TEST(MfEarlyStopping, StopsAfterThePatienceAndReportsTheBestEvaluation) {
   proto::Config config = TestConfig("SSP", 2, /*memory_ranks=*/1, kEpochs, /*samples_per_clock=*/0);
   config.mutable_data()->set_name("movielens");
   config.mutable_training()->mutable_early_stopping()->set_patience(5);
+  const std::filesystem::path checkpoints =
+      std::filesystem::path(::testing::TempDir()) / ("stalelearn_mf_best." + std::to_string(::getpid()));
+  std::filesystem::remove_all(checkpoints);
+  config.mutable_training()->mutable_checkpoint()->set_dir(checkpoints.string());
+  config.mutable_training()->mutable_checkpoint()->set_every_clocks(200);
   const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, *ratings));
   const proto::Report report = RunLocal(config, *app, 3 + 1).report();
 
@@ -65,6 +78,20 @@ TEST(MfEarlyStopping, StopsAfterThePatienceAndReportsTheBestEvaluation) {
   EXPECT_GE(after_best, 5);
   EXPECT_GT(report.final().value(), report.best().value());
   EXPECT_NE(report.best().model_checksum(), report.model_checksum()) << "the best names its own model";
+  // The best model's file holds exactly the model the best evaluation saw.
+  const std::filesystem::path file = report.best().model_file();
+  EXPECT_EQ(file.parent_path(), checkpoints);
+  std::ifstream in(file, std::ios::binary);
+  proto::MemoryShardState saved;
+  ASSERT_TRUE(in && saved.ParseFromIstream(&in)) << "cannot read the best model " << file;
+  model::TableSet tables = model::MakeTableSet(app->Tables());
+  ASSERT_EQ(saved.tables_size(), static_cast<int>(tables.size()));
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    ASSERT_EQ(saved.tables(static_cast<int>(t)).size(), tables[t].size_bytes()) << "table " << t;
+    std::memcpy(tables[t].bytes().data(), saved.tables(static_cast<int>(t)).data(), tables[t].size_bytes());
+  }
+  EXPECT_EQ(model::HexDigest(model::ModelChecksum(tables)), report.best().model_checksum());
+  std::filesystem::remove_all(checkpoints);
   std::printf("  stopped after epoch %d; best test RMSE %.4f after epoch %d; last %.4f\n",
               report.curve().rbegin()->epoch(), report.best().value(), report.best().epoch(), report.final().value());
 }
