@@ -70,7 +70,7 @@ transport::Capabilities LocalTransport::capabilities() const {
   // A get here is a request object and a memcpy: ~100 ns of bookkeeping
   // against ~10 GB/s of copy.
   return {.enforces_remote_access = true, .checks_remote_bounds = true, .target_must_progress = false,
-          .in_process = true, .operation_cost_bytes = 1024};
+          .in_process = true, .completes_on_return = true, .operation_cost_bytes = 1024};
 }
 
 Result<std::unique_ptr<transport::MemoryRegion>> LocalTransport::Register(std::size_t bytes, Access access) {

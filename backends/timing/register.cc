@@ -41,7 +41,8 @@ Result<std::shared_ptr<VirtualTimeScheduler>> JobScheduler(const TimingOptions& 
   }
   transport::InProcessGroup& group = in_process->group();
   auto scheduler = group.GetOrCreateShared<VirtualTimeScheduler>("timing/virtual-time-scheduler", [&] {
-    return std::make_shared<VirtualTimeScheduler>(group.world_size(), group.deadline());
+    const transport::VirtualDuration quantum(static_cast<std::int64_t>(options.quantum_ns * 1000));
+    return std::make_shared<VirtualTimeScheduler>(group.world_size(), group.deadline(), quantum);
   });
   if (scheduler == nullptr) return Internal("timing: the in-process group holds another object as scheduler");
   return scheduler;
@@ -64,7 +65,7 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
 Status RegisterBackend(transport::BackendRegistry& registry) {
   return registry.Add("timing",
                       "simulated PIM, link and compute latencies in virtual time over another backend "
-                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s)",
+                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns)",
                       CreateTimingTransport);
 }
 

@@ -10,7 +10,7 @@ namespace stalelearn::backends::timing {
 namespace {
 
 constexpr std::string_view kInnerPrefix = "inner.";
-constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, inner.<key>";
+constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, inner.<key>";
 
 }  // namespace
 
@@ -41,6 +41,12 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
       if (value.empty() || *end != '\0' || !(parsed.link_bandwidth_gb_per_s > 0) ||
           !std::isfinite(parsed.link_bandwidth_gb_per_s)) {
         return InvalidArgument(fmt::format("option link_bandwidth_gb_per_s: '{}' is not a number > 0", value));
+      }
+    } else if (key == "quantum_ns") {
+      char* end = nullptr;
+      parsed.quantum_ns = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(parsed.quantum_ns >= 0) || !std::isfinite(parsed.quantum_ns)) {
+        return InvalidArgument(fmt::format("option quantum_ns: '{}' is not a number >= 0", value));
       }
     } else {
       return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, kKnownKeys));

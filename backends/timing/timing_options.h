@@ -9,6 +9,10 @@
 //               process), "virtual-time" (required; error otherwise) or "none"
 //   link_bandwidth_gb_per_s  replaces the link preset's bandwidth (GB/s, > 0):
 //               a bandwidth cap, or sweep (deploy/experiments/bandwidth.sh)
+//   quantum_ns  window (ns of virtual time, >= 0) within which turns go by
+//               rank instead of time (virtual_time_scheduler.h, the quantum):
+//               fewer thread switches, operations out of order by less than
+//               it; default 0, the strict order
 //   inner.KEY   passed to the inner backend as KEY
 // An unknown key is an error naming it and the known ones.
 #pragma once
@@ -32,6 +36,7 @@ struct TimingOptions {
   std::filesystem::path preset_dir;  // empty: DefaultPresetDir()
   ScheduleMode schedule = ScheduleMode::kAuto;
   double link_bandwidth_gb_per_s = 0;  // 0: the link preset's
+  double quantum_ns = 0;               // 0: strict (time, rank) order
   std::map<std::string, std::string> inner_options;
 };
 

@@ -45,6 +45,26 @@ class TimedRequest final : public transport::Request {
   bool completed_ = false;
 };
 
+// A region imported through this transport: the inner backend's, shared so
+// that an idle watch may keep it after the caller dropped its handle.
+class TimedRemoteRegion final : public transport::RemoteRegion {
+ public:
+  explicit TimedRemoteRegion(std::shared_ptr<const transport::RemoteRegion> inner) : inner_(std::move(inner)) {}
+  Rank owner() const override { return inner_->owner(); }
+  std::size_t size() const override { return inner_->size(); }
+  const std::shared_ptr<const transport::RemoteRegion>& inner() const { return inner_; }
+
+ private:
+  std::shared_ptr<const transport::RemoteRegion> inner_;
+};
+
+// The inner backend's region behind `region` (regions imported elsewhere pass
+// through as they are).
+const transport::RemoteRegion& Inner(const transport::RemoteRegion& region) {
+  const auto* timed = dynamic_cast<const TimedRemoteRegion*>(&region);
+  return timed != nullptr ? *timed->inner() : region;
+}
+
 }  // namespace
 
 TimingTransport::TimingTransport(std::unique_ptr<transport::Transport> inner, HardwareModel model,
@@ -52,6 +72,8 @@ TimingTransport::TimingTransport(std::unique_ptr<transport::Transport> inner, Ha
     : inner_(std::move(inner)),
       model_(std::move(model)),
       scheduler_(std::move(scheduler)),
+      watch_(*inner_),
+      watching_(inner_->capabilities().completes_on_return),
       acked_(static_cast<std::size_t>(inner_->world_size())) {
   std::lock_guard lock(schedule_mutex_);
   ResetMemorySetLocked(wrote_);
@@ -67,7 +89,9 @@ Result<std::unique_ptr<transport::MemoryRegion>> TimingTransport::Register(std::
 
 Result<std::unique_ptr<transport::RemoteRegion>> TimingTransport::Import(Rank owner,
                                                                          std::span<const std::byte> key) {
-  return inner_->Import(owner, key);
+  STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::RemoteRegion> region, inner_->Import(owner, key));
+  return std::unique_ptr<transport::RemoteRegion>(
+      std::make_unique<TimedRemoteRegion>(std::shared_ptr<const transport::RemoteRegion>(std::move(region))));
 }
 
 transport::Capabilities TimingTransport::capabilities() const {
@@ -81,7 +105,7 @@ transport::Capabilities TimingTransport::capabilities() const {
 
 Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
                                         std::uint64_t offset) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, dst, offset));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, Inner(dst), offset));
   const VirtualTime left = IssueOneWay(bytes);
   NoteAck(dst.owner(), left + 2 * model_.link.latency());
   NoteWrote(dst.owner());
@@ -91,16 +115,17 @@ Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, cons
 
 Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
                                         std::uint64_t offset) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, src, offset));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, Inner(src), offset));
   const VirtualTime done = IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
   NoteRead(src.owner());
+  Watch(src, offset, bytes, dst);
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint(kReadOnly));
   return Timed(std::move(request), done);
 }
 
 Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
                                               std::uint64_t value) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->AtomicAdd(dst, offset, value));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->AtomicAdd(Inner(dst), offset, value));
   const VirtualTime left = IssueOneWay(kAtomicBytes);
   NoteAck(dst.owner(), left + 2 * model_.link.latency() + model_.memory.AtomicRmw());
   NoteWrote(dst.owner());
@@ -110,10 +135,11 @@ Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst
 
 Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
                                              std::uint64_t value, std::uint64_t* old) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(dst, offset, value, old));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(Inner(dst), offset, value, old));
   const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
   NoteWrote(dst.owner());
   NoteRead(dst.owner());
+  Unwatched();
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -121,10 +147,11 @@ Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst,
 Result<RequestPtr> TimingTransport::CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
                                                 std::uint64_t expected, std::uint64_t desired,
                                                 std::uint64_t* old) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(dst, offset, expected, desired, old));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(Inner(dst), offset, expected, desired, old));
   const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
   NoteWrote(dst.owner());
   NoteRead(dst.owner());
+  Unwatched();
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), done);
 }
@@ -226,9 +253,11 @@ Status TimingTransport::IdleUntilProgress() {
     std::this_thread::yield();
     return Status::Ok();
   }
-  Result<VirtualTime> woke = scheduler_->IdleUntilProgress(rank().value, wrote_, read_);
+  Result<VirtualTime> woke =
+      scheduler_->IdleUntilProgress(rank().value, wrote_, read_, watch_.usable() ? &watch_ : nullptr);
   ResetMemorySetLocked(wrote_);
   ResetMemorySetLocked(read_);
+  watch_.Reset();
   STALELEARN_RETURN_IF_ERROR(KeepLocked(woke.status()));
   AdvanceClockTo(*woke, Category::kWait);
   turn_started_ = Now();
@@ -330,6 +359,35 @@ void TimingTransport::NoteWrote(Rank owner) {
 void TimingTransport::NoteRead(Rank owner) {
   std::lock_guard lock(schedule_mutex_);
   if (owner.value >= 0 && owner.value < static_cast<int>(read_.size())) read_[owner.value] = 1;
+}
+
+void TimingTransport::Watch(const transport::RemoteRegion& src, std::uint64_t offset, std::size_t bytes,
+                            const void* seen) {
+  std::lock_guard lock(schedule_mutex_);
+  const auto* timed = dynamic_cast<const TimedRemoteRegion*>(&src);
+  if (!watching_ || timed == nullptr) {
+    watch_.GiveUp();
+    return;
+  }
+  watch_.Record(timed->inner(), offset, bytes, seen);
+}
+
+void TimingTransport::WaitOnlyFor(const transport::RemoteRegion& region, std::uint64_t offset, const void* seen,
+                                  std::size_t bytes) {
+  {
+    // What the poll read before no longer matters: only the owner's memory
+    // (and this rank's own) can end the wait.
+    std::lock_guard lock(schedule_mutex_);
+    watch_.Reset();
+    ResetMemorySetLocked(read_);
+  }
+  NoteRead(region.owner());
+  Watch(region, offset, bytes, seen);
+}
+
+void TimingTransport::Unwatched() {
+  std::lock_guard lock(schedule_mutex_);
+  watch_.GiveUp();
 }
 
 void TimingTransport::ResetMemorySetLocked(std::vector<char>& set) const {

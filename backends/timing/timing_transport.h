@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "backends/timing/cost_model.h"
+#include "backends/timing/idle_watch.h"
 #include "backends/timing/virtual_time_scheduler.h"
 #include "framework/transport/transport.h"
 #include "framework/transport/virtual_time.h"
@@ -109,6 +110,8 @@ class TimingTransport final : public transport::Transport,
   }
   Status StartSchedule() override;
   Status IdleUntilProgress() override;
+  void WaitOnlyFor(const transport::RemoteRegion& region, std::uint64_t offset, const void* seen,
+                   std::size_t bytes) override;
   Status ExitScheduleForCollective() override;
   Status RejoinSchedule() override;
   void LeaveSchedule() override;
@@ -141,6 +144,11 @@ class TimingTransport final : public transport::Transport,
   // scheduler's targeted waking). Takes schedule_mutex_.
   void NoteWrote(transport::Rank owner);
   void NoteRead(transport::Rank owner);
+  // A completed Get delivered `seen` from `src` (the idle watch); Unwatched:
+  // this segment read something the watch cannot re-read (an atomic's
+  // result). Take schedule_mutex_.
+  void Watch(const transport::RemoteRegion& src, std::uint64_t offset, std::size_t bytes, const void* seen);
+  void Unwatched();
   // Back to "only my own memory". Requires schedule_mutex_.
   void ResetMemorySetLocked(std::vector<char>& set) const;
   // Keeps the first failure of a call that cannot return it (and logs it).
@@ -163,6 +171,10 @@ class TimingTransport final : public transport::Transport,
   // schedule_mutex_. Its own memory is always in both.
   std::vector<char> wrote_;
   std::vector<char> read_;
+  // What this rank read from others since it last went idle (idle_watch.h);
+  // guarded by schedule_mutex_ (and the scheduler's, while this rank idles).
+  IdleWatch watch_;
+  const bool watching_;  // the inner backend's Gets complete on return
 
   mutable std::mutex clock_mutex_;  // guards the members below; never held while yielding
   VirtualTime now_{};

@@ -8,8 +8,10 @@
 
 namespace stalelearn::backends::timing {
 
-VirtualTimeScheduler::VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline)
+VirtualTimeScheduler::VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline,
+                                           transport::VirtualDuration quantum)
     : deadline_(deadline),
+      quantum_(std::max(quantum, transport::VirtualDuration{0})),
       ranks_(static_cast<std::size_t>(std::max(world_size, 0))),
       max_pollers_(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1)) {}
 
@@ -56,7 +58,7 @@ Status VirtualTimeScheduler::Yield(int rank, VirtualTime now, Effect effect, Ran
   return WaitForTurnLocked(lock, rank);
 }
 
-Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank, RankSet wrote, RankSet read) {
+Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank, RankSet wrote, RankSet read, Watch* watch) {
   STALELEARN_RETURN_IF_ERROR(CheckRank(rank));
   std::unique_lock lock(mutex_);
   STALELEARN_RETURN_IF_ERROR(CheckRunningLocked(rank, "IdleUntilProgress"));
@@ -65,6 +67,7 @@ Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank, RankSet wr
   // changed what the others wait for; a bare poll did not.
   if (me.active) NoteProgressLocked(rank, wrote);
   me.reads.assign(read.begin(), read.end());
+  me.watch = watch;
   me.state = State::kIdle;
   me.active = false;
   SetRunningLocked(-1);
@@ -129,9 +132,18 @@ void VirtualTimeScheduler::NoteProgressLocked(int rank, RankSet wrote) {
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankState& other = ranks_[r];
     if (static_cast<int>(r) == rank || other.state != State::kIdle || !overlaps(other.reads)) continue;
+    // Its own memory written: its poll may have read that directly.
+    const bool wrote_its_memory = wrote.empty() || (r < wrote.size() && wrote[r] != 0);
+    if (!wrote_its_memory && other.watch != nullptr && other.watch->Unchanged()) continue;
+    other.watch = nullptr;
     other.state = State::kRunnable;
     other.time = std::max(other.time, since);
   }
+}
+
+std::int64_t VirtualTimeScheduler::OrderKey(VirtualTime time) const {
+  const std::int64_t t = time.time_since_epoch().count();
+  return quantum_.count() > 0 ? t / quantum_.count() : t;
 }
 
 int VirtualTimeScheduler::NextRankLocked() const {
@@ -148,7 +160,7 @@ int VirtualTimeScheduler::NextRankLocked() const {
     if (candidate.state != State::kRunnable) continue;
     // While a collective is under way only ranks that still have to reach it run.
     if (someone_outside && candidate.collectives >= max_collectives) continue;
-    if (next == -1 || candidate.time < ranks_[next].time) next = r;  // ties: lower rank
+    if (next == -1 || OrderKey(candidate.time) < OrderKey(ranks_[next].time)) next = r;  // ties: lower rank
   }
   return next;
 }
@@ -177,7 +189,9 @@ void VirtualTimeScheduler::ScheduleLocked() {
     }
     woken_all_at_progress_ = progress_count_;
     for (RankState& r : ranks_) {
-      if (r.state == State::kIdle) r.state = State::kRunnable;
+      if (r.state != State::kIdle) continue;
+      r.state = State::kRunnable;
+      r.watch = nullptr;
     }
     next = NextRankLocked();
   }

@@ -39,7 +39,23 @@
 // most of its time in thread switches (64 ranks waiting for ring slots woke
 // at each of the others' segments). An empty set means "everyone" (Leave,
 // collectives, callers that do not track memory); the all-idle wake below
-// still covers a wait on anything outside the transport.
+// still covers a wait on anything outside the transport. Finer still, an
+// idle rank may pass a Watch of the bytes its poll read from other ranks: a
+// segment that did not write the idle rank's own memory wakes it only if
+// those bytes changed (a memory rank's segment that merged one batch leaves
+// the clock table 63 compute ranks wait on as it was).
+//
+// The quantum: with a quantum Q, the turn goes by (floor(time / Q), rank)
+// instead of (time, rank): within one window of Q the lowest rank runs all its
+// operations before the next one, so a rank issuing many small operations (a
+// refresh of hundreds of gets, a push of many puts) runs them as one turn
+// instead of handing the turn around after each (64:8 runs spent most of
+// their time switching threads). Operations of different ranks may then run
+// out of virtual-time order by less than Q. Still deterministic, but the
+// windows are absolute times, so a run resumed from a checkpoint (whose
+// clocks restart elsewhere) may take other turns than the uninterrupted one:
+// the timing backend's default is 0, the strict order, and a quantum is an
+// explicit speed-for-fidelity trade (option quantum_ns).
 //
 // Collectives (blocking calls outside the schedule, e.g. an allreduce): each
 // rank calls ExitForCollective before and Rejoin after. While a rank is out,
@@ -76,7 +92,10 @@ class VirtualTimeScheduler {
     friend bool operator==(const Grant&, const Grant&) = default;
   };
 
-  VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline);
+  // `quantum`: the window within which turns go by rank rather than time
+  // (header comment, the quantum); 0: strict (time, rank) order.
+  VirtualTimeScheduler(int world_size, std::chrono::milliseconds deadline,
+                       transport::VirtualDuration quantum = transport::VirtualDuration{0});
 
   int world_size() const { return static_cast<int>(ranks_.size()); }
 
@@ -95,10 +114,19 @@ class VirtualTimeScheduler {
   // rank's turn again. Only the rank holding the turn may call it. `wrote`:
   // whose memory the segments since the last progress may have written.
   Status Yield(int rank, VirtualTime now, Effect effect = Effect::kMayWrite, RankSet wrote = {});
+  // What an idle rank read from other ranks' memory (backends/timing/idle_watch.h):
+  // Unchanged() is true while all of it still holds what the rank saw. Called
+  // under the scheduler's mutex on the thread of the rank ending a segment.
+  class Watch {
+   public:
+    virtual ~Watch() = default;
+    virtual bool Unchanged() = 0;
+  };
   // Gives the turn back and sleeps until another rank made progress that may
   // have written memory in `read` and this rank holds the turn again; returns
-  // this rank's new clock (>= its old one).
-  Result<VirtualTime> IdleUntilProgress(int rank, RankSet wrote = {}, RankSet read = {});
+  // this rank's new clock (>= its old one). With a `watch`, a segment that
+  // wrote only other ranks' memory wakes this rank only if the watch changed.
+  Result<VirtualTime> IdleUntilProgress(int rank, RankSet wrote = {}, RankSet read = {}, Watch* watch = nullptr);
   // Leaves the schedule for a blocking collective; Rejoin after it at `now`.
   Status ExitForCollective(int rank);
   Status Rejoin(int rank, VirtualTime now);
@@ -118,6 +146,7 @@ class VirtualTimeScheduler {
     int collectives = 0;        // ExitForCollective calls so far
     bool active = true;         // yielded (kMayWrite) since it last went idle
     std::vector<char> reads;    // idle: whose memory its poll read; empty: every rank
+    Watch* watch = nullptr;     // idle: what its poll read, if watched
     std::condition_variable turn;  // notified when it gets the turn (or on failure)
   };
 
@@ -126,7 +155,10 @@ class VirtualTimeScheduler {
   // `rank` ended a segment that may have written the memory of `wrote`: idle
   // ranks that read any of it wake at max(own, its grant time).
   void NoteProgressLocked(int rank, RankSet wrote = {});
-  // The runnable rank with the smallest (time, rank) allowed to run, or -1.
+  // A clock's place in the order: the time, or with a quantum the window of
+  // the quantum's length it falls in.
+  std::int64_t OrderKey(VirtualTime time) const;
+  // The runnable rank with the smallest (OrderKey(time), rank) allowed to run, or -1.
   int NextRankLocked() const;
   // Hands out the turn if nobody holds it; detects deadlock.
   void ScheduleLocked();
@@ -136,6 +168,7 @@ class VirtualTimeScheduler {
   std::string DescribeLocked() const;
 
   const std::chrono::milliseconds deadline_;
+  const transport::VirtualDuration quantum_;
   mutable std::mutex mutex_;  // guards everything below
   std::vector<RankState> ranks_;
   int arrived_ = 0;       // ranks that joined or left

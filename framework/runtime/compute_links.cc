@@ -48,6 +48,8 @@ Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_cloc
                                        if (merged < total_clocks) {
                                          missing = fmt::format("memory rank {} has {} of compute rank {}'s {} clocks",
                                                                m, merged, c, total_clocks);
+                                         // Nothing else can end the wait (timing backend: sleep until then).
+                                         clocks.WaitOnlyFor({model::ComputeIndex{c}, merged, model::MemoryIndex{m}});
                                          return false;
                                        }
                                      }

@@ -45,10 +45,21 @@ ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except) const {
     if (c == except.value) continue;
     for (int m = 0; m < memory_ranks(); ++m) {
       const std::uint64_t clock = merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
-      if (clock < slowest.merged_clock) slowest = {model::ComputeIndex{c}, clock};
+      if (clock < slowest.merged_clock) slowest = {model::ComputeIndex{c}, clock, model::MemoryIndex{m}};
     }
   }
   return slowest;
+}
+
+void ClockTable::WaitOnlyFor(const Slowest& slowest) const {
+  if (wait_.sim == nullptr || slowest.rank.value < 0 || slowest.memory.value < 0 ||
+      slowest.memory.value >= memory_ranks()) {
+    return;
+  }
+  // Refresh reads each block from offset 0 of the published region.
+  const std::size_t offset = geometry_.merged_clock_offset(slowest.rank);
+  wait_.sim->WaitOnlyFor(*published_[slowest.memory.value], offset, blocks_[slowest.memory.value].data() + offset,
+                         sizeof(std::uint64_t));
 }
 
 std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,

@@ -44,8 +44,13 @@ class ClockTable {
   struct Slowest {
     model::ComputeIndex rank;
     std::uint64_t merged_clock;
+    model::MemoryIndex memory{0};  // the memory rank that reported that clock
   };
   Slowest SlowestOther(model::ComputeIndex except) const;
+  // With a simulated clock: tells it that the caller's wait cannot end before
+  // `slowest`'s merged clock moves (SimulatedTime::WaitOnlyFor), so that it
+  // sleeps through the other ranks' merges. Call after a Refresh.
+  void WaitOnlyFor(const Slowest& slowest) const;
 
  private:
   std::uint64_t Word(model::MemoryIndex m, std::size_t offset) const;

@@ -21,7 +21,11 @@ Result<std::chrono::nanoseconds> StalenessGate::WaitUntilAllowed(std::uint64_t c
       wait_, transport_,
       [&]() -> Result<bool> {
         STALELEARN_RETURN_IF_ERROR(clocks_.Refresh());
-        return bound_.Allows(clock, clocks_.SlowestOther(except_).merged_clock);
+        const ClockTable::Slowest slowest = clocks_.SlowestOther(except_);
+        if (bound_.Allows(clock, slowest.merged_clock)) return true;
+        // Nothing else can let it through (timing backend: sleep until then).
+        clocks_.WaitOnlyFor(slowest);
+        return false;
       },
       [&] {
         const std::uint64_t s = static_cast<std::uint64_t>(bound_.value());

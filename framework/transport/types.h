@@ -50,6 +50,11 @@ struct Capabilities {
   bool target_must_progress = false;
   // All ranks are threads of one process.
   bool in_process = false;
+  // Put and Get are done when the call returns, and Get may be called from
+  // any thread of the process (the local backend: a memcpy). The timing
+  // backend then re-reads what an idle rank polled to decide whether a write
+  // could have ended its wait.
+  bool completes_on_return = false;
   // What one more operation costs, in bytes of transfer (its per-operation
   // overhead times the bandwidth): a reader fetching scattered small records
   // merges two into one get when the gap between them costs less, and

@@ -126,6 +126,13 @@ class SimulatedTime {
   // clock may jump to when that happened (counted as wait). Without a
   // scheduler: yields the thread.
   virtual Status IdleUntilProgress() = 0;
+  // A poll found that its wait cannot end before the `bytes` at `offset` of
+  // `region` differ from `seen` (what it read there): e.g. a staleness gate
+  // blocked by one rank's merged clock. The next IdleUntilProgress then
+  // sleeps until a segment changes them or writes this rank's own memory,
+  // instead of waking for every change to the rest of what the poll read
+  // (backends/timing/idle_watch.h). Without a scheduler: nothing.
+  virtual void WaitOnlyFor(const RemoteRegion& region, std::uint64_t offset, const void* seen, std::size_t bytes) = 0;
   // Leaves the schedule for a blocking collective (e.g. the ALLREDUCE mode's
   // allreduce) and rejoins after it. Every rank must bracket the same
   // collectives; after Rejoin the caller sets the clock with AdvanceTo (e.g.

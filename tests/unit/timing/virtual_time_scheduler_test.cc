@@ -2,6 +2,7 @@
 // interleaving on every run, whatever the real-time jitter, in (time, rank)
 // order; idle ranks wake at the right virtual time; deadlocks are reported.
 #include "backends/timing/virtual_time_scheduler.h"
+#include "tests/unit/timing/scheduler_threads.h"
 
 #include <gtest/gtest.h>
 
@@ -22,14 +23,8 @@ namespace {
 using namespace std::chrono_literals;
 using transport::VirtualTimeFromPs;
 
-constexpr auto kDeadline = std::chrono::milliseconds(20'000);
-
-// Runs body(rank) on `n` threads and joins them.
-void RunThreads(int n, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(body, r);
-  for (auto& t : threads) t.join();
-}
+using test_util::kDeadline;
+using test_util::RunThreads;
 
 // A real-time delay that differs between runs, to shake the OS interleaving.
 void Jitter() {
