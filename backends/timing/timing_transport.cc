@@ -45,27 +45,30 @@ class TimedRequest final : public transport::Request {
   bool completed_ = false;
 };
 
+}  // namespace
+
 // A region imported through this transport: the inner backend's, shared so
 // that an idle watch may keep it after the caller dropped its handle.
-class TimedRemoteRegion final : public transport::RemoteRegion {
+class TimingTransport::TimedRemoteRegion final : public transport::RemoteRegion {
  public:
   explicit TimedRemoteRegion(std::shared_ptr<const transport::RemoteRegion> inner) : inner_(std::move(inner)) {}
   Rank owner() const override { return inner_->owner(); }
   std::size_t size() const override { return inner_->size(); }
   const std::shared_ptr<const transport::RemoteRegion>& inner() const { return inner_; }
 
+  // `region` as imported here, or nullptr (imported elsewhere).
+  static const TimedRemoteRegion* Of(const transport::RemoteRegion& region) {
+    return dynamic_cast<const TimedRemoteRegion*>(&region);
+  }
+  // The inner backend's region behind `region` (others pass through as they are).
+  static const transport::RemoteRegion& Inner(const transport::RemoteRegion& region) {
+    const TimedRemoteRegion* timed = Of(region);
+    return timed != nullptr ? *timed->inner() : region;
+  }
+
  private:
   std::shared_ptr<const transport::RemoteRegion> inner_;
 };
-
-// The inner backend's region behind `region` (regions imported elsewhere pass
-// through as they are).
-const transport::RemoteRegion& Inner(const transport::RemoteRegion& region) {
-  const auto* timed = dynamic_cast<const TimedRemoteRegion*>(&region);
-  return timed != nullptr ? *timed->inner() : region;
-}
-
-}  // namespace
 
 TimingTransport::TimingTransport(std::unique_ptr<transport::Transport> inner, HardwareModel model,
                                  std::shared_ptr<VirtualTimeScheduler> scheduler)
@@ -105,7 +108,7 @@ transport::Capabilities TimingTransport::capabilities() const {
 
 Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, const transport::RemoteRegion& dst,
                                         std::uint64_t offset) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, Inner(dst), offset));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, TimedRemoteRegion::Inner(dst), offset));
   const VirtualTime left = IssueOneWay(bytes);
   NoteAck(dst.owner(), left + 2 * model_.link.latency());
   NoteWrote(dst.owner());
@@ -115,17 +118,21 @@ Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, cons
 
 Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
                                         std::uint64_t offset) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, Inner(src), offset));
+  const TimedRemoteRegion* timed = TimedRemoteRegion::Of(src);
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, timed ? *timed->inner() : src, offset));
   const VirtualTime done = IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
   NoteRead(src.owner());
-  Watch(src, offset, bytes, dst);
+  if (watching_) {
+    std::lock_guard lock(schedule_mutex_);
+    WatchLocked(timed, offset, bytes, dst);
+  }
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint(kReadOnly));
   return Timed(std::move(request), done);
 }
 
 Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
                                               std::uint64_t value) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->AtomicAdd(Inner(dst), offset, value));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->AtomicAdd(TimedRemoteRegion::Inner(dst), offset, value));
   const VirtualTime left = IssueOneWay(kAtomicBytes);
   NoteAck(dst.owner(), left + 2 * model_.link.latency() + model_.memory.AtomicRmw());
   NoteWrote(dst.owner());
@@ -135,7 +142,7 @@ Result<RequestPtr> TimingTransport::AtomicAdd(const transport::RemoteRegion& dst
 
 Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst, std::uint64_t offset,
                                              std::uint64_t value, std::uint64_t* old) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(Inner(dst), offset, value, old));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->FetchAdd(TimedRemoteRegion::Inner(dst), offset, value, old));
   const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
   NoteWrote(dst.owner());
   NoteRead(dst.owner());
@@ -147,7 +154,7 @@ Result<RequestPtr> TimingTransport::FetchAdd(const transport::RemoteRegion& dst,
 Result<RequestPtr> TimingTransport::CompareSwap(const transport::RemoteRegion& dst, std::uint64_t offset,
                                                 std::uint64_t expected, std::uint64_t desired,
                                                 std::uint64_t* old) {
-  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(Inner(dst), offset, expected, desired, old));
+  STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->CompareSwap(TimedRemoteRegion::Inner(dst), offset, expected, desired, old));
   const VirtualTime done = IssueRoundTrip(dst.owner(), model_.link.RoundTrip(kAtomicBytes) + model_.memory.AtomicRmw());
   NoteWrote(dst.owner());
   NoteRead(dst.owner());
@@ -361,31 +368,30 @@ void TimingTransport::NoteRead(Rank owner) {
   if (owner.value >= 0 && owner.value < static_cast<int>(read_.size())) read_[owner.value] = 1;
 }
 
-void TimingTransport::Watch(const transport::RemoteRegion& src, std::uint64_t offset, std::size_t bytes,
-                            const void* seen) {
-  std::lock_guard lock(schedule_mutex_);
-  const auto* timed = dynamic_cast<const TimedRemoteRegion*>(&src);
-  if (!watching_ || timed == nullptr) {
+void TimingTransport::WatchLocked(const TimedRemoteRegion* src, std::uint64_t offset, std::size_t bytes,
+                                  const void* seen) {
+  if (src == nullptr) {
     watch_.GiveUp();
     return;
   }
-  watch_.Record(timed->inner(), offset, bytes, seen);
+  watch_.Record(src->inner(), offset, bytes, seen);
 }
 
 void TimingTransport::WaitOnlyFor(const transport::RemoteRegion& region, std::uint64_t offset, const void* seen,
                                   std::size_t bytes) {
-  {
-    // What the poll read before no longer matters: only the owner's memory
-    // (and this rank's own) can end the wait.
-    std::lock_guard lock(schedule_mutex_);
-    watch_.Reset();
-    ResetMemorySetLocked(read_);
-  }
-  NoteRead(region.owner());
-  Watch(region, offset, bytes, seen);
+  if (!watching_) return;
+  // What the poll read before no longer matters: only the owner's memory
+  // (and this rank's own) can end the wait.
+  std::lock_guard lock(schedule_mutex_);
+  watch_.Reset();
+  ResetMemorySetLocked(read_);
+  const int owner = region.owner().value;
+  if (owner >= 0 && owner < static_cast<int>(read_.size())) read_[owner] = 1;
+  WatchLocked(TimedRemoteRegion::Of(region), offset, bytes, seen);
 }
 
 void TimingTransport::Unwatched() {
+  if (!watching_) return;
   std::lock_guard lock(schedule_mutex_);
   watch_.GiveUp();
 }

@@ -120,6 +120,8 @@ class TimingTransport final : public transport::Transport,
   Status CompleteAt(VirtualTime done);
 
  private:
+  // What Import returns: the inner region, shared (timing_transport.cc).
+  class TimedRemoteRegion;
   enum class Category { kCompute, kTransfer, kMerge, kWait };
 
   // Moves the clock to max(clock, t), booking the gap to `category`. Returns
@@ -144,10 +146,12 @@ class TimingTransport final : public transport::Transport,
   // scheduler's targeted waking). Takes schedule_mutex_.
   void NoteWrote(transport::Rank owner);
   void NoteRead(transport::Rank owner);
-  // A completed Get delivered `seen` from `src` (the idle watch); Unwatched:
-  // this segment read something the watch cannot re-read (an atomic's
-  // result). Take schedule_mutex_.
-  void Watch(const transport::RemoteRegion& src, std::uint64_t offset, std::size_t bytes, const void* seen);
+  // A completed Get delivered `seen` from `src` (the idle watch; nullptr: a
+  // region not imported here, which cannot be watched). Requires
+  // schedule_mutex_ and watching_.
+  void WatchLocked(const TimedRemoteRegion* src, std::uint64_t offset, std::size_t bytes, const void* seen);
+  // This segment read something the watch cannot re-read (an atomic's
+  // result). Takes schedule_mutex_.
   void Unwatched();
   // Back to "only my own memory". Requires schedule_mutex_.
   void ResetMemorySetLocked(std::vector<char>& set) const;

@@ -135,7 +135,6 @@ void VirtualTimeScheduler::NoteProgressLocked(int rank, RankSet wrote) {
     // Its own memory written: its poll may have read that directly.
     const bool wrote_its_memory = wrote.empty() || (r < wrote.size() && wrote[r] != 0);
     if (!wrote_its_memory && other.watch != nullptr && other.watch->Unchanged()) continue;
-    other.watch = nullptr;
     other.state = State::kRunnable;
     other.time = std::max(other.time, since);
   }
@@ -189,9 +188,7 @@ void VirtualTimeScheduler::ScheduleLocked() {
     }
     woken_all_at_progress_ = progress_count_;
     for (RankState& r : ranks_) {
-      if (r.state != State::kIdle) continue;
-      r.state = State::kRunnable;
-      r.watch = nullptr;
+      if (r.state == State::kIdle) r.state = State::kRunnable;
     }
     next = NextRankLocked();
   }

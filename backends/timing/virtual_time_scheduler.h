@@ -146,7 +146,7 @@ class VirtualTimeScheduler {
     int collectives = 0;        // ExitForCollective calls so far
     bool active = true;         // yielded (kMayWrite) since it last went idle
     std::vector<char> reads;    // idle: whose memory its poll read; empty: every rank
-    Watch* watch = nullptr;     // idle: what its poll read, if watched
+    Watch* watch = nullptr;     // what its poll read, if watched; set at every IdleUntilProgress, read only while idle
     std::condition_variable turn;  // notified when it gets the turn (or on failure)
   };
 
