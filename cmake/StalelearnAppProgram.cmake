@@ -1,6 +1,6 @@
 # Building a program of your own apps: installed with the stalelearn CMake
 # package (find_package(stalelearn) includes it) and used in the source tree
-# too (cmake/StalelearnTargets.cmake). README.md, "Your own app":
+# too (cmake/StalelearnTargets.cmake). apps/README.md:
 #
 #   find_package(stalelearn 0.1 REQUIRED)
 #   stalelearn_add_app_program(count_example

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts a cross-host training job from a hostfile with the mpirun, MCA and
-# UCX settings such a job needs (README, "Clusters"):
+# UCX settings such a job needs (docs/guide/clusters.md):
 #
 #   deploy/run.sh --hostfile hosts -np 8 [options] -- --config apps/mf/movielens.pbtxt --report r.json
 #

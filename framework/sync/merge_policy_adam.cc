@@ -8,7 +8,7 @@
 // about lr whatever the gradient's size, so N ranks' batches would move a
 // weight about N lr per clock, each computed on a model the others' steps of
 // that clock have not reached: a network trained this way lost accuracy as
-// the compute ranks grew (README, "One config at every rank count"). Divided,
+// the compute ranks grew (docs/guide/experiments.md, "One config at every rank count"). Divided,
 // a clock moves a weight about lr at every rank count, as one step of the
 // clock's global batch would, and what a stale read misses is the same
 // (s + 1) clocks' worth. AdaGrad needs no such division: its accumulator

@@ -11,8 +11,8 @@
 // count is the number of steps a rank has not seen, about global samples
 // per clock x (s + 1), and the derived samples per clock
 // (training.global_samples_per_clock) holds it, so nothing needs scaling.
-// Measured on the shipped matrix-factorization config (README, "One config
-// at every rank count"), scaling cost accuracy wherever sum converged and
+// Measured on the shipped matrix-factorization config (docs/guide/experiments.md,
+// "One config at every rank count"), scaling cost accuracy wherever sum converged and
 // rescued no config whose batches were too large, under every variant tried
 // (1 / (1 + tau) in clocks, 1 / (1 + tau / k), 1 / max(1, e), this rule).
 // It stays for staleness experiments and for tables whose rate of change a

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# An app built outside the tree, as a user builds it (README.md, "Your own
-# app"): install this build to a temporary prefix, configure and build
+# An app built outside the tree, as a user builds it (apps/README.md): install this build to a temporary prefix, configure and build
 # apps/example from a temporary copy against it with find_package(stalelearn),
 # then train it with --ranks 2:1 and under mpirun. The count app's totals are
 # exact: 3 epochs x 1000 samples over 16 buckets = 3000, buckets 186..189.

@@ -12,7 +12,7 @@
 #   term     SIGTERM sent to plain mpirun -np 4, given 3 s to pass it on and
 #            3 s more before SIGKILL (--mca odls_base_sigkill_timeout 3):
 #            the ranks stop as above, mpirun itself exits 1 (it was
-#            terminated; README, "Stopping a run"); not resumed (its run is
+#            terminated; docs/guide/faults-and-checkpoints.md, "Stopping a run"); not resumed (its run is
 #            long enough to be running whatever the machine's speed);
 #   allreduce  SIGUSR1 to mpirun -np 3 in the ALLREDUCE mode (no memory
 #            ranks: the ranks agree at every clock; no checkpoints in this

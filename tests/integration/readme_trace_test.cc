@@ -1,4 +1,4 @@
-// The README names the trace file's columns exactly as the runtime writes
+// The experiments guide (docs/guide/experiments.md) names the trace file's columns exactly as the runtime writes
 // them (a short SSP run with output.trace set, ranks as threads).
 #include <gtest/gtest.h>
 
@@ -12,13 +12,13 @@ namespace stalelearn::testing {
 namespace {
 
 TEST(Readme, TraceColumnsAreTheOnesTheRuntimeWrites) {
-  std::ifstream in(STALELEARN_SOURCE_DIR "/README.md");
+  std::ifstream in(STALELEARN_SOURCE_DIR "/docs/guide/experiments.md");
   std::stringstream readme;
   readme << in.rdbuf();
   std::smatch documented;
   const std::string text = readme.str();
   ASSERT_TRUE(std::regex_search(text, documented, std::regex("`output.trace` writes[^`]*`([a-z_,]+)`")))
-      << "README.md no longer documents the trace header after `output.trace`";
+      << "docs/guide/experiments.md no longer documents the trace header after `output.trace`";
 
   const CountingApp app(2 * 8 * 4);
   proto::Config config = TestConfig("SSP", 1, 1, /*epochs=*/1, /*samples_per_clock=*/8);

@@ -83,8 +83,17 @@ fs::path ConcretePrefix(const std::string& path) {
 }
 
 TEST(Repository, EveryPathTheDocumentsNameExists) {
-  const std::vector<fs::path> documents = {"README.md", "framework/README.md", "deploy/README.md",
-                                           "backends/timing/README.md"};
+  const std::vector<fs::path> documents = {"README.md",
+                                           "framework/README.md",
+                                           "deploy/README.md",
+                                           "backends/timing/README.md",
+                                           "apps/README.md",
+                                           "docs/guide/data.md",
+                                           "docs/guide/configuration.md",
+                                           "docs/guide/faults-and-checkpoints.md",
+                                           "docs/guide/timing-backend.md",
+                                           "docs/guide/experiments.md",
+                                           "docs/guide/clusters.md"};
   for (const fs::path& document : documents) {
     ASSERT_TRUE(fs::exists(kSource / document)) << document;
     const std::set<std::string> paths = RepositoryPathsIn(ReadAll(kSource / document));
@@ -93,6 +102,30 @@ TEST(Repository, EveryPathTheDocumentsNameExists) {
       EXPECT_TRUE(fs::exists(kSource / ConcretePrefix(path))) << document.string() << " names " << path;
     }
   }
+}
+
+TEST(Repository, EveryRelativeLinkOfEveryDocumentResolves) {
+  // [text](target): a target without a scheme, relative to the document.
+  static const std::regex link(R"(\]\(([^)#:\s]+)(#[^)]*)?\))");
+  int links = 0;
+  for (const fs::path& file : RepositoryFiles()) {
+    if (file.extension() != ".md") continue;
+    const std::string text = ReadAll(file);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+      ++links;
+      EXPECT_TRUE(fs::exists(file.parent_path() / (*it)[1].str()))
+          << fs::relative(file, kSource).string() << " links to " << (*it)[1].str();
+    }
+  }
+  EXPECT_GT(links, 10) << "almost no links found: is the link pattern still right?";
+}
+
+TEST(Repository, TheReadmeIsAnEntryPointNotTheReference) {
+  // Reference, measurements and history live in docs/ (README, "Where to go next").
+  std::istringstream lines(ReadAll(kSource / "README.md"));
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) ++count;
+  EXPECT_LE(count, 150) << "README.md has " << count << " lines; move reference material to docs/";
 }
 
 TEST(Repository, TheDesignListsEveryInvariantWithItsTest) {

@@ -106,7 +106,7 @@ TEST(LdaCorpusRealData, BrownHasTheDocumentedShape) {
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " not fetched: run deploy/fetch-data.sh brown";
   Result<TokenCorpus> corpus = ReadTokenCorpus(file);
   ASSERT_TRUE(corpus.ok()) << corpus.status().ToString();
-  // The UCI bag of words of Brown (README.md, "Data sets"): D 500, W 10,827, NNZ 243,610.
+  // The UCI bag of words of Brown (docs/guide/data.md): D 500, W 10,827, NNZ 243,610.
   EXPECT_EQ(corpus->documents.size(), 500u);
   EXPECT_EQ(corpus->vocabulary.size(), 10827u);
   EXPECT_EQ(corpus->distinct_pairs(), 243610u);
