@@ -11,7 +11,7 @@ if [ "$(id -u)" -eq 0 ]; then ./deploy/install-deps.sh --cluster; else ./deploy/
 # The real-data tests (MovieLens md5, MF convergence, heart_scale, the
 # SpamAssassin bag of words, the Brown corpus) need the data; fetching is idempotent and needs no
 # network once cached.
-./deploy/fetch-data.sh movielens heart_scale spam brown mnist
+./deploy/fetch-data.sh movielens heart_scale spam brown sotu mnist fashion-mnist
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 # Stray shared-memory segments of this user's earlier killed runs make vader
 # fail; other jobs' segments are left alone.

@@ -102,7 +102,7 @@ namespace {
 // whichever clone runs.
 STALELEARN_TARGET_CLONES_AVX2 void SgdSteps(
     std::span<const std::int64_t> samples, const MfApp::Sample* train, runtime::ModelView& model, float mean, float lr,
-    float lambda, int k, int trained_factors) {
+    float lambda, int k, int trained_factors, float item_factor_step) {
   constexpr std::size_t kBlock = 64;
   runtime::RowId users[kBlock];
   runtime::RowId items[kBlock];
@@ -139,11 +139,12 @@ STALELEARN_TARGET_CLONES_AVX2 void SgdSteps(
       p[k] += lr * (error - lambda * p[k]);
       q[k] += lr * (error - lambda * q[k]);
       const float lr_error = lr * error;
+      const float item_lr_error = item_factor_step * lr_error;  // lr_error (bit for bit) unless planted
       const float decay = 1.0f - lr * lambda;
       for (int g = 0; g < trained_factors; ++g) {
         const float pf = p[g];
         p[g] = decay * pf + lr_error * q[g];
-        q[g] = decay * q[g] + lr_error * pf;
+        q[g] = decay * q[g] + item_lr_error * pf;
       }
     }
   }
@@ -169,8 +170,10 @@ void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVie
                         runtime::KernelContext& ctx) const {
   // Planted defect (self-tests only): the factors are not trained.
   const int trained = DefectPlanted(PlantedDefect::kKernelSkipsFactors) ? 0 : params_.rank;
+  // Planted defect: the item factors only decay, never follow the error.
+  const float item_step = DefectPlanted(PlantedDefect::kItemFactorsNotTrained) ? 0.0f : 1.0f;
   SgdSteps(samples, train_.data(), model, mean_, params_.learning_rate, params_.regularization, params_.rank,
-           trained);
+           trained, item_step);
   ctx.work += WorkOf(samples.size());
 }
 

@@ -34,6 +34,7 @@ enum class PlantedDefect : int {
   kDeltaMergedTwice,        // the merger applies every 5th batch twice (I4)
   kSnapshotHalfWritten,     // a snapshot is installed with only half of its data written (I3)
   kKernelSkipsFactors,      // an app kernel updates its biases but not its latent factors
+  kItemFactorsNotTrained,   // an app kernel trains one side's factors, never the other's
   kKernelTakesBackWrongCount,  // a counting kernel removes a count from a slot it never added to
   kResumeDropsShardRows,    // a resumed memory rank publishes its shard without the checkpoint's rows (I8)
   kPlannerIgnoresScratchpad,  // the locality planner sizes blocks for 4x the scratchpad
@@ -43,6 +44,8 @@ enum class PlantedDefect : int {
   kDeadRankNeverDropped,    // a memory rank never declares a compute rank with a still heartbeat dead
   kStalenessScalingOff,     // staleness_aware merges every delta unscaled, as sum does
   kSamplesPerClockNotDerived,  // an unset samples_per_clock is the whole global batch on every rank
+  kPickedRefreshSkipsLastRecord,  // a picked refresh installs every record it read but the last (I3)
+  kLastTablePolicyStateNotRestored,  // a resumed memory rank restores no merge-policy state for its last table (I8)
 };
 
 namespace planted_defect_internal {

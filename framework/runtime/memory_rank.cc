@@ -40,6 +40,7 @@ Result<std::unique_ptr<MemoryRank>> MemoryRank::Make(const RankEnv& env, MemoryE
                                   restored->policy_state_size(), policies.size()));
     }
     for (std::size_t t = 0; t < policies.size(); ++t) {
+      if (DefectPlanted(PlantedDefect::kLastTablePolicyStateNotRestored) && t + 1 == policies.size()) continue;
       const std::string& bytes = restored->policy_state(static_cast<int>(t));
       Status status = policies[t]->RestoreState(std::as_bytes(std::span(bytes.data(), bytes.size())));
       if (!status.ok()) return status.WithContext(fmt::format("checkpoint of memory rank {}", me.value));
@@ -54,12 +55,17 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
       me_(env.roles.memory_index(env.transport.rank())),
       endpoints_(std::move(endpoints)),
       merger_(env.layout, me_, env.config.training().threads_per_rank(), std::move(policies)),
-      publisher_(*endpoints_.published, geometry.published[me_.value], env.layout),
       changed_(env.layout, me_) {
-  poller_ = std::make_unique<sync::RingPoller>(env.layout, me_, geometry.ring, RawRings(endpoints_),
+  Plumb(geometry);
+}
+
+void MemoryRank::Plumb(const DataPlaneGeometry& geometry) {
+  publisher_ = std::make_unique<sync::SnapshotPublisher>(*endpoints_.published, geometry.published[me_.value],
+                                                         env_.layout);
+  poller_ = std::make_unique<sync::RingPoller>(env_.layout, me_, geometry.ring, RawRings(endpoints_),
                                                *endpoints_.published, geometry.published[me_.value], merger_);
   poller_->set_changed_rows(&changed_);
-  if (transport::SimulatedTime* sim = env.wait.sim) {
+  if (transport::SimulatedTime* sim = env_.wait.sim) {
     // The PIM's merge work is priced by the memory preset; a scheduler error
     // ends the run at the next poll.
     poller_->set_merge_observer([this, sim](const metrics::WorkCounters& w) {
@@ -75,13 +81,34 @@ MemoryRank::MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const Data
   }
 }
 
+void MemoryRank::LeaveEndpoints() {
+  carried_merged_.assign(static_cast<std::size_t>(poller_->compute_ranks()), 0);
+  for (int c = 0; c < poller_->compute_ranks(); ++c) carried_merged_[c] = poller_->merged_clock(model::ComputeIndex{c});
+  poller_.reset();  // it and the publisher point into the endpoints
+  publisher_.reset();
+  endpoints_ = MemoryEndpoints{};
+}
+
+void MemoryRank::ContinueOnNewEndpoints(MemoryEndpoints endpoints, const DataPlaneGeometry& geometry) {
+  endpoints_ = std::move(endpoints);
+  Plumb(geometry);
+  for (int c = 0; c < poller_->compute_ranks(); ++c) {
+    poller_->RestoreMergedClock(model::ComputeIndex{c}, carried_merged_[static_cast<std::size_t>(c)]);
+  }
+  // The detector watches the rings' heartbeats: the new ones from now on.
+  if (detector_) EnableDeadRankDetection(dead_after_);
+  changed_.Clear();
+  changed_.MarkAll();
+  Publish();
+}
+
 void MemoryRank::Publish() {
   // The first generation of a data plane is stamped 0: it exists before the
   // schedule starts (and a segment's start must not depend on when it ended).
-  const std::int64_t now_ps = env_.wait.sim != nullptr && publisher_.generation() > 0
+  const std::int64_t now_ps = env_.wait.sim != nullptr && publisher_->generation() > 0
                                   ? env_.wait.sim->Now().time_since_epoch().count()
                                   : 0;
-  publisher_.Publish(merger_.master(), *poller_, changed_, now_ps);
+  publisher_->Publish(merger_.master(), *poller_, changed_, now_ps);
   changed_.Clear();
 }
 
@@ -143,6 +170,7 @@ proto::MemoryShardState MemoryRank::SaveState(std::uint64_t clock) const {
 MemoryRank::~MemoryRank() = default;
 
 void MemoryRank::EnableDeadRankDetection(std::chrono::duration<double> dead_after) {
+  dead_after_ = dead_after;
   detector_ = std::make_unique<DeadRankDetector>(RawRings(endpoints_), poller_->ring_geometry(), dead_after);
 }
 
@@ -223,7 +251,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
     }
     STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
-  return MemoryRankResult{poller_->counters(), publisher_.generation()};
+  return MemoryRankResult{poller_->counters(), publisher_->generation()};
 }
 
 }  // namespace stalelearn::runtime

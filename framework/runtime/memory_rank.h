@@ -50,6 +50,18 @@ class MemoryRank {
   // clock from `state` (the one given to Make), published as generation 1.
   // kDataLoss if the state does not fit this shard.
   Status PublishRestored(const proto::MemoryShardState& state);
+
+  // A checkpointed run's segment boundary (checkpointer.h), after Run
+  // returned and the shard's state was saved: frees the segment's endpoints
+  // (before the next segment registers its own); the shard stays.
+  void LeaveEndpoints();
+  // The next segment, after LeaveEndpoints: the same shard (master rows, merge-policy state, every
+  // compute rank's merged clock) carried in memory onto the segment's new
+  // endpoints and published as generation 1. What PublishRestored does from
+  // a checkpoint's bytes, without the round trip: an uninterrupted run never
+  // goes through the restore, so a resume test compares the restore against
+  // a run that did not use it.
+  void ContinueOnNewEndpoints(MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
   // After Run returned at a segment boundary (every batch merged, no merge
   // window open): the shard's state for a checkpoint of `clock`.
   proto::MemoryShardState SaveState(std::uint64_t clock) const;
@@ -70,6 +82,8 @@ class MemoryRank {
  private:
   MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry,
              std::vector<std::unique_ptr<sync::MergePolicy>> policies);
+  // The poller and publisher of `endpoints_` (a segment's data plane).
+  void Plumb(const DataPlaneGeometry& geometry);
   std::uint64_t MinMergedClock() const;
   // Publishes the master as the next snapshot, stamped with the virtual time.
   void Publish();
@@ -79,11 +93,13 @@ class MemoryRank {
   MemoryEndpoints endpoints_;
   sync::ShardMerger merger_;
   std::unique_ptr<sync::RingPoller> poller_;
-  sync::SnapshotPublisher publisher_;
+  std::unique_ptr<sync::SnapshotPublisher> publisher_;
   sync::ChangedRows changed_;  // rows merged since the last publish
   Status charge_status_;  // first error of charging merge work (timing backend)
   std::function<void(std::uint64_t)> merged_clock_observer_;
   std::unique_ptr<DeadRankDetector> detector_;
+  std::chrono::duration<double> dead_after_{0};
+  std::vector<std::uint64_t> carried_merged_;  // [compute rank]: merged clocks across LeaveEndpoints
   std::vector<DeadRank> dead_ranks_;
   // Drops the compute ranks whose heartbeat stopped; true if it dropped any.
   bool DropDeadRanks();

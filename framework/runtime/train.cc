@@ -264,35 +264,41 @@ class RankRunner {
   }
 
   // A checkpointed or resumed run (checkpointer.h): one data plane per
-  // segment; the shard's state goes to disk at each boundary and the next
-  // segment starts from those bytes, as a resumed run does.
+  // segment; the shard's state goes to disk at each boundary, and the next
+  // segment carries it on in memory (a resumed run starts from the bytes).
   Result<RankRun> RunMemorySegments(const DataPlaneGeometry& geometry) {
     const model::MemoryIndex mi = env_.roles.memory_index(me());
-    std::optional<proto::MemoryShardState> carried;
+    std::optional<proto::MemoryShardState> resumed;
     if (checkpointer_->resumed() != nullptr) {
       STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes,
                                   checkpointer_->ReadResumedFile(MemoryShardFileName(mi)));
-      carried.emplace();
-      if (!carried->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      resumed.emplace();
+      if (!resumed->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
         return DataLoss(fmt::format("{}: {} does not parse", checkpointer_->resumed()->path.string(),
                                     MemoryShardFileName(mi)));
       }
     }
     MemoryRankResult total;
+    std::unique_ptr<MemoryRank> memory;
     std::int64_t begin = checkpointer_->first_clock();
     for (bool first = true;; first = false) {
       STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints,
                                   RegisterMemoryEndpoints(env_.transport, env_.bootstrap, env_.roles, mi, geometry));
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
-      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MemoryRank> memory,
-                                  MemoryRank::Make(env_, std::move(endpoints), geometry, carried ? &*carried : nullptr));
-      if (carried) {
-        STALELEARN_RETURN_IF_ERROR(memory->PublishRestored(*carried));
+      if (memory != nullptr) {
+        memory->ContinueOnNewEndpoints(std::move(endpoints), geometry);
       } else {
-        memory->PublishInitial();
+        STALELEARN_ASSIGN_OR_RETURN(memory, MemoryRank::Make(env_, std::move(endpoints), geometry,
+                                                             resumed ? &*resumed : nullptr));
+        if (resumed) {
+          STALELEARN_RETURN_IF_ERROR(memory->PublishRestored(*resumed));
+          resumed.reset();
+        } else {
+          memory->PublishInitial();
+        }
+        memory->set_merged_clock_observer(
+            [this](std::uint64_t clock) { checkpointer_->MaybeKill(static_cast<std::int64_t>(clock)); });
       }
-      memory->set_merged_clock_observer(
-          [this](std::uint64_t clock) { checkpointer_->MaybeKill(static_cast<std::int64_t>(clock)); });
       STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(env_.wait.sim));
       STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
       STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(env_.wait.sim, first));
@@ -310,8 +316,9 @@ class RankRunner {
         break;
       }
       if (!checkpointer_->IsBoundary(end)) break;
-      STALELEARN_ASSIGN_OR_RETURN(carried, WriteShard(*memory, end));
+      STALELEARN_RETURN_IF_ERROR(WriteShard(*memory, end).status());
       STALELEARN_RETURN_IF_ERROR(checkpointer_->LeaveScheduleForBoundary(env_.wait.sim));
+      memory->LeaveEndpoints();
       begin = end;
     }
     LeaveSchedule();

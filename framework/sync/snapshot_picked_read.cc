@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "framework/core/planted_defect.h"
 #include "framework/sync/snapshot.h"
 #include "framework/sync/wait_until.h"
 
@@ -243,6 +244,10 @@ Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta
               cost += operation_cost_bytes_;
               if (!logged) break;
               for (; next < end; ++next) {
+                if (DefectPlanted(PlantedDefect::kPickedRefreshSkipsLastRecord) &&
+                    next + 1 == scratch_->picked.size()) {
+                  continue;
+                }
                 const PickScratch::Picked& p = scratch_->picked[next];
                 const std::span<const std::byte> bytes(scratch_->rows.data() + p.staged, p.bytes);
                 if (picker.take && p.id >= 0) {

@@ -31,10 +31,13 @@ constexpr int kMfEpochs = 20;
 // samples are all in (I2), others' are within the bound (I1).
 class RefreshChecker {
  public:
+  // `whole_replica`: the replicas hold every row (training.full_replicas),
+  // so both tables can be checked against each other.
   RefreshChecker(const CountingApp& app, int compute_ranks, int samples_per_clock, std::uint64_t seed,
-                 std::optional<int> bound)
+                 std::optional<int> bound, bool whole_replica = false)
       : samples_per_clock_(samples_per_clock),
         bound_(bound),
+        whole_replica_(whole_replica),
         owner_(static_cast<std::size_t>(app.TrainingSamples())),
         compute_ranks_(compute_ranks) {
     for (int c = 0; c < compute_ranks; ++c) {
@@ -60,15 +63,27 @@ class RefreshChecker {
       if (sums[c] < std::max<std::int64_t>(0, t - *bound_) * samples_per_clock_) ++stale_violations_;
       if (sums[c] > (t + *bound_ + 1) * samples_per_clock_) ++ahead_violations_;
     }
+    if (whole_replica_) {
+      // Every sample adds 1 to its row of table 0 and to its bucket of table
+      // 1 in the same batch, and a refresh installs whole generations (I3):
+      // the two tables' totals agree after every refresh. A record of either
+      // table left out (or installed twice) breaks that.
+      std::int64_t rows = 0, buckets = 0;
+      for (std::int64_t s : sums) rows += s;
+      for (std::int64_t b = 0; b < replica[1].rows(); ++b) buckets += replica[1].IntRow(b)[0];
+      if (rows != buckets) ++table_mismatches_;
+    }
     if (bound_ && record.observed_staleness > *bound_) ++record_violations_;
     if (bound_ && static_cast<std::int64_t>(record.min_merged_of_others) + *bound_ < t) ++record_violations_;
   }
 
   int checks_ = 0, own_violations_ = 0, stale_violations_ = 0, ahead_violations_ = 0, record_violations_ = 0;
+  int table_mismatches_ = 0;
 
  private:
   int samples_per_clock_;
   std::optional<int> bound_;
+  bool whole_replica_;
   std::vector<int> owner_;
   int compute_ranks_;
   std::mutex mutex_;
@@ -163,7 +178,7 @@ void CheckBoundedStalenessWithStraggler(int s, const char* mode) {
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
   // The checker reads every rank's rows: replicas must hold them all.
   config.mutable_training()->set_full_replicas(true);
-  RefreshChecker checker(app, kCompute, kPerClock, config.seed(), s);
+  RefreshChecker checker(app, kCompute, kPerClock, config.seed(), s, /*whole_replica=*/true);
   runtime::RuntimeHooks hooks;
   hooks.after_refresh = [&](const runtime::ClockRecord& r, const runtime::TableSet& m) { checker.Check(r, m); };
   const LocalRun run = RunLocal(config, app, kCompute + 1, hooks);
@@ -173,6 +188,7 @@ void CheckBoundedStalenessWithStraggler(int s, const char* mode) {
   EXPECT_EQ(checker.stale_violations_, 0) << kStaleReplicaMessage;
   EXPECT_EQ(checker.ahead_violations_, 0) << "a rank ran more than s clocks ahead (I1)";
   EXPECT_EQ(checker.record_violations_, 0) << "a clock record reports staleness beyond the bound (I1)";
+  EXPECT_EQ(checker.table_mismatches_, 0) << kPartialRefreshMessage;
   for (const runtime::RankRun& rank : run.ranks) {
     for (const runtime::ClockRecord& r : rank.records) EXPECT_LE(r.observed_staleness, s) << "clock " << r.clock;
   }

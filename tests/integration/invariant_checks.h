@@ -21,6 +21,8 @@ namespace stalelearn::testing {
 inline constexpr const char* kMergedTwiceMessage = "more merged than pushed: a delta was merged twice (I4)";
 inline constexpr const char* kLostDeltaMessage = "less merged than pushed: a committed delta was lost (I4)";
 inline constexpr const char* kStaleReplicaMessage = "a replica missed updates older than the bound (I1)";
+inline constexpr const char* kPartialRefreshMessage =
+    "after a refresh the replica's tables disagree: part of a generation was not installed (I3)";
 inline constexpr const char* kResumeNotExactMessage =
     "the run resumed from a checkpoint does not end with the uninterrupted run's exact model (I8)";
 inline constexpr const char* kFactorsIdleMessage =

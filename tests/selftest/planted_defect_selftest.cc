@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "framework/core/planted_defect.h"
+#include "tests/integration/checkpoint_checks.h"
 #include "tests/integration/invariant_checks.h"
 #include "tests/integration/lda_checks.h"
 #include "tests/unit/runtime/liveness_checks.h"
@@ -95,11 +96,22 @@ INSTANTIATE_TEST_SUITE_P(
         PlantedCase{"resume_drops_shard_rows", PlantedDefect::kResumeDropsShardRows,
                     "ResumeIsExact.ResumedRunEndsAtExactlyThePushedTotal/ssp1_3x1",
                     [] { CheckResumeIsExact(kSsp1); }, kResumeNotExactMessage},
+        PlantedCase{"picked_refresh_skips_last_record", PlantedDefect::kPickedRefreshSkipsLastRecord,
+                    "BoundedStaleness.WithAStragglerNoRankRunsMoreThanSClocksAhead/1",
+                    [] { CheckBoundedStalenessWithStraggler(1); }, kPartialRefreshMessage},
+        PlantedCase{"last_table_policy_state_not_restored", PlantedDefect::kLastTablePolicyStateNotRestored,
+                    "EveryPolicy/StatefulMergeResume.ResumedRunEndsWithTheUninterruptedModel/adam",
+                    [] { CheckStatefulMergeResumeIsExact("adam", *FetchedMovieLens()); },
+                    kMergeStateNotResumedMessage, /*needs_movielens=*/true},
         PlantedCase{"snapshot_half_written", PlantedDefect::kSnapshotHalfWritten,
                     "Snapshot.ConcurrentReaderSeesOnlyWholeGenerations",
                     [] { sync::testing::CheckConcurrentReaderSeesOnlyWholeGenerations(); },
                     "torn snapshots read"},
         PlantedCase{"factors_not_updated", PlantedDefect::kKernelSkipsFactors,
+                    "MfConverges.FactorsBeatTheBiasesOnlyModel/ssp2_3x1",
+                    [] { CheckMfBeatsBiasesOnly({"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE}, *FetchedMovieLens()); },
+                    kFactorsIdleMessage, /*needs_movielens=*/true},
+        PlantedCase{"item_factors_not_trained", PlantedDefect::kItemFactorsNotTrained,
                     "MfConverges.FactorsBeatTheBiasesOnlyModel/ssp2_3x1",
                     [] { CheckMfBeatsBiasesOnly({"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE}, *FetchedMovieLens()); },
                     kFactorsIdleMessage, /*needs_movielens=*/true},
