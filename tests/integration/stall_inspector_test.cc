@@ -5,6 +5,7 @@
 // an error that names it too. Ranks are threads on the local backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
@@ -60,14 +61,25 @@ proto::Config BspConfig(double warn_after_seconds, double timeout_seconds) {
   return config;
 }
 
-// The thresholds sit well above the ranks' natural skew and well below the
-// pause: under ThreadSanitizer (deploy/tsan.sh, 2 loaded cores) compute rank 1
-// waited 0.1 s for unpaused compute rank 0 at clock 1 with a 0.05 s warning
-// threshold, and a 0.3 s deadline is as close to that skew.
+// The thresholds follow the machine's pace instead of fixed seconds: the
+// warning threshold is at least 0.3 s and twice what the whole run takes
+// without a pause (the ranks' natural skew at a gate stays below that, even
+// under ThreadSanitizer on 2 loaded cores, where compute rank 1 once waited
+// 0.1 s for unpaused compute rank 0), and the pause is five times it.
+double MeasuredWarnSeconds(const CountingApp& app) {
+  const auto start = std::chrono::steady_clock::now();
+  RunLocal(BspConfig(-1, 0), app, 3);
+  const double run = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::max(0.3, 2 * run);
+}
+
+std::chrono::milliseconds Millis(double seconds) { return std::chrono::milliseconds(static_cast<int>(seconds * 1000)); }
+
 TEST(StallInspector, WaitingRankNamesTheStragglerAndItsClock) {
   const CountingApp app(2 * kPerClock * 4);
+  const double warn = MeasuredWarnSeconds(app);
   ::testing::internal::CaptureStderr();
-  const LocalRun run = RunLocal(BspConfig(0.3, 0), app, 3, PauseComputeRankOne(std::chrono::milliseconds(1500)));
+  const LocalRun run = RunLocal(BspConfig(warn, 0), app, 3, PauseComputeRankOne(Millis(5 * warn)));
   const std::string log = ::testing::internal::GetCapturedStderr();
   // The pause changes timing, never the result (BSP, integer sums).
   EXPECT_EQ(run.report().final().value(), app.TrainingSamples() * kEpochs);
@@ -81,10 +93,11 @@ TEST(StallInspector, WaitingRankNamesTheStragglerAndItsClock) {
 
 TEST(StallInspector, DeadlineErrorNamesTheStraggler) {
   const CountingApp app(2 * kPerClock * 4);
+  const double deadline = std::max(1.0, 3 * MeasuredWarnSeconds(app));
   ::testing::internal::CaptureStderr();
   std::string error;
   try {
-    RunLocal(BspConfig(-1, 1.0), app, 3, PauseComputeRankOne(std::chrono::milliseconds(3000)));
+    RunLocal(BspConfig(-1, deadline), app, 3, PauseComputeRankOne(Millis(3 * deadline)));
   } catch (const Error& e) {
     error = e.what();
   }

@@ -5,7 +5,9 @@
 // backpressure when the memory rank stops merging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "tests/integration/fault_injecting_transport.h"
@@ -130,9 +132,15 @@ TEST(Backpressure, StoppedMemoryRankMakesWritersWaitWithinTheRing) {
   };
   std::atomic<bool> run_over{false};
   std::thread release([&] {
-    // Let the writers fill their rings, then resume merging.
+    // Let the writers fill their rings, then resume merging. The wait before
+    // resuming follows the ranks' own pace (ten times what their first
+    // kSlots + 1 clocks took, at least 100 ms): on a loaded machine a rank
+    // still gets to its blocked push of clock kSlots first.
+    const auto start = std::chrono::steady_clock::now();
     while (!run_over.load() && started_while_paused.load() < 2 * (kSlots + 1)) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto progress = std::chrono::steady_clock::now() - start;
+    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(std::chrono::milliseconds(100),
+                                                                              10 * progress));
     paused = false;
   });
   LocalRun run;
