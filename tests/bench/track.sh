@@ -8,7 +8,8 @@
 # line, not a failure: absolute rates move 2-3x between machines and with
 # load on a shared one. Fails only when a benchmark does not run.
 #   track.sh BENCH_BIN_DIR STALELEARN_BIN SOURCE_DIR
-# CSV columns: name, metric, value, unit (higher is better for every row).
+# CSV columns: name, metric, value, unit. Rates (*_per_second) and merge_bench's
+# vs_triad are compared (higher is better); other counters are recorded only.
 set -euo pipefail
 bench_dir=$1 bin=$2 source_dir=$3
 history=${STALELEARN_BENCH_DIR:-$(dirname "$bin")/bench-history}
@@ -28,12 +29,20 @@ fi
 python3 - "$work" "$history" <<'PY'
 import csv, glob, json, os, sys
 work, history = sys.argv[1:3]
+STANDARD = {"family_index", "per_family_instance_index", "run_name", "run_type", "repetitions", "repetition_index",
+            "threads", "iterations", "real_time", "cpu_time", "time_unit", "items_per_second", "bytes_per_second",
+            "name", "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
 rows = []
 for path in sorted(glob.glob(os.path.join(work, "*_kernel.json")) + glob.glob(os.path.join(work, "merge.json"))
                    + glob.glob(os.path.join(work, "codec.json"))):
     for b in json.load(open(path))["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
+        # A benchmark's own counters (merge_bench's vs_triad: the merge's
+        # rate over a triad on the same buffers) are figures too.
+        for key, value in b.items():
+            if key not in STANDARD and isinstance(value, (int, float)) and not isinstance(value, bool):
+                rows.append((b["name"], key, value, ""))
         if "items_per_second" in b:
             rows.append((b["name"], "items_per_second", b["items_per_second"], "1/s"))
         elif "bytes_per_second" in b:
@@ -64,7 +73,8 @@ with open(latest, "w", newline="") as f:
 slower = 0
 for name, metric, value, unit in rows:
     old = before.get((name, metric))
-    if old and value < 0.75 * old:
+    rate = metric.endswith("_per_second") or metric == "vs_triad"  # higher is better
+    if rate and old and value < 0.75 * old:
         slower += 1
         print(f"WARNING: {name} {metric} {value:.4g} {unit}, {value / old:.2f}x the previous run's {old:.4g}")
 print(f"track.sh: {len(rows)} figures in {latest}; "
