@@ -28,8 +28,8 @@
 #include "apps/cli/commands.h"
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
-#include "framework/data/rdata_frame.h"
-#include "framework/data/rdata_lazyload.h"
+#include "apps/cli/rdata/frame.h"
+#include "apps/cli/rdata/lazyload.h"
 #include "framework/data/synth_ratings.h"
 #include "framework/data/text_lines.h"
 

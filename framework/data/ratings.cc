@@ -17,8 +17,15 @@
 namespace stalelearn::data {
 namespace {
 
-constexpr std::array<std::string_view, 4> kColumns = {"userId", "movieId", "rating", "timestamp"};
 constexpr std::size_t kRequiredColumns = 3;
+constexpr std::size_t kMaxColumns = 4;
+
+// The header line: the file's own names of its columns (user, item, rating
+// and an optional timestamp, in that order). They name columns in errors.
+struct Header {
+  std::array<std::string_view, kMaxColumns> names;
+  std::size_t count = 0;
+};
 
 // Splits a line on tabs; returns the number of fields, which is larger than
 // fields.size() (and the rest unset) when the line has too many.
@@ -32,17 +39,22 @@ std::size_t SplitTabs(std::string_view line, std::array<std::string_view, 4>& fi
   return count;
 }
 
-Result<std::size_t> ParseHeader(std::string_view line, std::string_view source) {
-  std::array<std::string_view, 4> fields;
-  std::size_t count = SplitTabs(line, fields);
-  bool ok = count >= kRequiredColumns && count <= kColumns.size();
-  for (std::size_t i = 0; ok && i < count; ++i) ok = fields[i] == kColumns[i];
+Result<Header> ParseHeader(std::string_view line, std::string_view source) {
+  Header header;
+  header.count = SplitTabs(line, header.names);
+  // Names, not values: a file without a header must not lose its first
+  // rating to one.
+  bool ok = header.count >= kRequiredColumns && header.count <= kMaxColumns;
+  for (std::size_t i = 0; ok && i < header.count; ++i) {
+    ok = !header.names[i].empty() && !ParseFiniteDouble(header.names[i]).has_value();
+  }
   if (!ok) {
     return LineError(source, 1,
-                     fmt::format("expected the header 'userId<TAB>movieId<TAB>rating[<TAB>timestamp]', got '{}'",
+                     fmt::format("expected a header line naming the columns (user, item, rating[, timestamp]: 3 or 4 "
+                                 "tab-separated names), got '{}'",
                                  Quotable(line)));
   }
-  return count;
+  return header;
 }
 
 struct RawRating {
@@ -52,13 +64,15 @@ struct RawRating {
   std::int64_t timestamp;
 };
 
-// One data line, already split into `num_columns` fields. The error message
+// One data line, already split into the header's number of fields. The error message
 // is the reason only; the caller adds file:line.
-Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& fields, std::size_t num_columns,
+Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& fields, const Header& header,
                                     const RatingsReadOptions& options) {
   auto integer = [&](std::size_t column, std::int64_t& out) -> Status {
     std::optional<std::int64_t> value = ParseInt64(fields[column]);
-    if (!value) return InvalidArgument(fmt::format("{} '{}' is not an integer", kColumns[column], Quotable(fields[column])));
+    if (!value) {
+      return InvalidArgument(fmt::format("{} '{}' is not an integer", header.names[column], Quotable(fields[column])));
+    }
     out = *value;
     return Status::Ok();
   };
@@ -66,13 +80,15 @@ Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& field
   STALELEARN_RETURN_IF_ERROR(integer(0, r.user_id));
   STALELEARN_RETURN_IF_ERROR(integer(1, r.item_id));
   std::optional<double> value = ParseFiniteDouble(fields[2]);
-  if (!value) return InvalidArgument(fmt::format("rating '{}' is not a finite number", Quotable(fields[2])));
+  if (!value) {
+    return InvalidArgument(fmt::format("{} '{}' is not a finite number", header.names[2], Quotable(fields[2])));
+  }
   if (*value < options.min_rating || *value > options.max_rating) {
     return InvalidArgument(
-        fmt::format("rating {} outside [{}, {}]", fields[2], options.min_rating, options.max_rating));
+        fmt::format("{} {} outside [{}, {}]", header.names[2], fields[2], options.min_rating, options.max_rating));
   }
   r.value = static_cast<float>(*value);
-  if (num_columns > 3) STALELEARN_RETURN_IF_ERROR(integer(3, r.timestamp));
+  if (header.count > 3) STALELEARN_RETURN_IF_ERROR(integer(3, r.timestamp));
   return r;
 }
 
@@ -93,7 +109,7 @@ Status CheckNoDuplicatePairs(const std::vector<RawRating>& raw, std::string_view
     const RawRating& b = raw[order[k]];
     if (a.user_id == b.user_id && a.item_id == b.item_id) {
       return LineError(source, std::size_t{order[k]} + 2,
-                       fmt::format("duplicate rating of movie {} by user {} (first at line {})", b.item_id,
+                       fmt::format("duplicate rating of item {} by user {} (first at line {})", b.item_id,
                                    b.user_id, std::size_t{order[k - 1]} + 2));
     }
   }
@@ -175,7 +191,7 @@ std::vector<Piece> CutIntoPieces(std::string_view body, std::size_t parts) {
 
 // Parses one piece's lines into out[0, piece.lines). The error names the
 // file and line.
-Status ParsePiece(const Piece& piece, std::size_t num_columns, const RatingsReadOptions& options,
+Status ParsePiece(const Piece& piece, const Header& header, const RatingsReadOptions& options,
                   std::string_view source, RawRating* out) {
   LineCursor cursor(piece.text);
   std::string_view line;
@@ -185,11 +201,11 @@ Status ParsePiece(const Piece& piece, std::size_t num_columns, const RatingsRead
     const std::size_t n = piece.first_line + i;
     if (line.empty()) return LineError(source, n, "empty line");
     std::size_t count = SplitTabs(line, fields);
-    if (fields[0] == kColumns[0]) return LineError(source, n, "duplicate header line");
-    if (count != num_columns) {
-      return LineError(source, n, fmt::format("expected {} tab-separated fields, got {}", num_columns, count));
+    if (fields[0] == header.names[0]) return LineError(source, n, "duplicate header line");
+    if (count != header.count) {
+      return LineError(source, n, fmt::format("expected {} tab-separated fields, got {}", header.count, count));
     }
-    Result<RawRating> parsed = ParseRatingFields(fields, num_columns, options);
+    Result<RawRating> parsed = ParseRatingFields(fields, header, options);
     if (!parsed.ok()) return LineError(source, n, parsed.status().message());
     out[i++] = *parsed;
   }
@@ -219,7 +235,7 @@ Result<RatingsTable> ParseRatingsTsv(std::string_view text, std::string_view sou
   LineCursor cursor(text);
   std::string_view line;
   if (!cursor.Next(line)) return LineError(source, 1, "empty file: expected a header line");
-  STALELEARN_ASSIGN_OR_RETURN(std::size_t num_columns, ParseHeader(line, source));
+  STALELEARN_ASSIGN_OR_RETURN(const Header header, ParseHeader(line, source));
 
   // The data lines, parsed in pieces on all cores: each piece counts its
   // lines, then parses them into its slice of `raw` (one rating per line).
@@ -246,7 +262,7 @@ Result<RatingsTable> ParseRatingsTsv(std::string_view text, std::string_view sou
     offset += piece.lines;
   }
   OnThreads(pieces.size(), [&](std::size_t k) {
-    errors[k] = ParsePiece(pieces[k], num_columns, options, source, raw.data() + offsets[k]);
+    errors[k] = ParsePiece(pieces[k], header, options, source, raw.data() + offsets[k]);
   });
   for (const Status& error : errors) STALELEARN_RETURN_IF_ERROR(error);
   STALELEARN_RETURN_IF_ERROR(CheckNoDuplicatePairs(raw, source));

@@ -1,12 +1,14 @@
 // Ratings datasets (user, item, rating triples): a TSV reader and a
 // deterministic train/test split.
 //
-// File format (what deploy/fetch-data.sh writes): a header line
-//   userId<TAB>movieId<TAB>rating[<TAB>timestamp]
-// then one rating per line with the same number of fields. Ids are integers,
-// ratings finite numbers inside [min_rating, max_rating], timestamps integers.
-// A (user, movie) pair may appear once. Any other line is rejected with
-// InvalidArgument "file:line: reason".
+// File format: a header line naming the columns, in this order,
+//   user<TAB>item<TAB>rating[<TAB>timestamp]
+// (any names that are not numbers; `stalelearn data synth ratings` writes
+// user/item/rating), then one rating per line with the same number of
+// fields. Ids are integers, ratings finite numbers inside [min_rating,
+// max_rating], timestamps integers. A (user, item) pair may appear once. Any
+// other line is rejected with InvalidArgument "file:line: reason", which
+// names a column by the file's own name for it.
 //
 // Ids are remapped to dense indices in ascending id order, so the mapping does
 // not depend on the order of the lines.

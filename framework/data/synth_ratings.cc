@@ -195,7 +195,7 @@ Result<SynthRatingsResult> WriteSynthRatings(const SynthRatingsSpec& spec, const
   if (!out) return NotFound(fmt::format("{}: cannot create: {}", temporary.string(), std::strerror(errno)));
 
   SynthRatingsResult result;
-  std::string buffer = "userId\tmovieId\trating\n";
+  std::string buffer = "user\titem\trating\n";
   buffer.reserve(kFlushBytes + 256);
   std::vector<std::uint32_t> taken_by(items, 0);  // user index + 1 that last took the item
   std::vector<std::uint32_t> ratings_of_item(items, 0);

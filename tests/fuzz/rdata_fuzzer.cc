@@ -1,10 +1,10 @@
-// Fuzzes R's serialization reader (framework/data/rdata_unserialize.h) and
+// Fuzzes R's serialization reader (apps/cli/rdata/unserialize.h) and
 // the data.frame export behind it (rdata_frame.h), on uncompressed bytes as
 // they sit in a lazy-load database entry.
 #include <algorithm>
 
-#include "framework/data/rdata_frame.h"
-#include "framework/data/rdata_unserialize.h"
+#include "apps/cli/rdata/frame.h"
+#include "apps/cli/rdata/unserialize.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,4 +1,4 @@
-// Fuzzes the R lazy-load database reader (framework/data/rdata_lazyload.h)
+// Fuzzes the R lazy-load database reader (apps/cli/rdata/lazyload.h)
 // through its files. The input is the .rdx index's R serialization,
 // uncompressed, then the separator "\n#RDB#\n", then the .rdb's bytes; the
 // target gzips the index (as R does) so the fuzzer mutates what the reader
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "framework/data/rdata_lazyload.h"
+#include "apps/cli/rdata/lazyload.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

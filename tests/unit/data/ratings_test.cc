@@ -146,7 +146,12 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedRatingsTest,
     ::testing::Values(
         MalformedCase{"EmptyFile", "", "f.tsv:1: empty file"},
-        MalformedCase{"BadHeader", "user\tmovie\trating\n1\t2\t3\n", "f.tsv:1: expected the header"},
+        // A file without a header would lose its first rating to one.
+        MalformedCase{"NoHeader", "1\t2\t3\n4\t5\t3\n", "f.tsv:1: expected a header line naming the columns"},
+        MalformedCase{"TwoColumnHeader", "user\titem\n1\t2\n", "f.tsv:1: expected a header line naming the columns"},
+        // Errors name a column by the file's own name for it.
+        MalformedCase{"OwnColumnNames", "customer\tproduct\tstars\nc1\t2\t3\n",
+                      "f.tsv:2: customer 'c1' is not an integer"},
         // Bytes that are not printable are quoted as \xNN: a NUL must not cut the message short.
         MalformedCase{"BinaryHeader", std::string("gz\x1f\x8b\0\r\n", 7), "got 'gz\\x1f\\x8b\\x00'"},
         MalformedCase{"BinaryField", kHeader + std::string("1\t2\t3\0x\t4\n", 10),
@@ -165,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "f.tsv:2: timestamp 'yesterday' is not an integer"},
         MalformedCase{"DuplicateHeader", kHeader + "1\t2\t3\t4\n" + kHeader, "f.tsv:3: duplicate header line"},
         MalformedCase{"DuplicatePair", kHeader + "1\t2\t3\t4\n5\t2\t3\t4\n1\t2\t4\t9\n",
-                      "f.tsv:4: duplicate rating of movie 2 by user 1 (first at line 2)"},
+                      "f.tsv:4: duplicate rating of item 2 by user 1 (first at line 2)"},
         MalformedCase{"EmptyLine", kHeader + "1\t2\t3\t4\n\n5\t2\t3\t4\n", "f.tsv:3: empty line"}),
     [](const ::testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
 

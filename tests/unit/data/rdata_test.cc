@@ -7,9 +7,9 @@
 #include <limits>
 #include <string>
 
-#include "framework/data/rdata_frame.h"
-#include "framework/data/rdata_lazyload.h"
-#include "framework/data/rdata_unserialize.h"
+#include "apps/cli/rdata/frame.h"
+#include "apps/cli/rdata/lazyload.h"
+#include "apps/cli/rdata/unserialize.h"
 #include "framework/data/text_lines.h"
 #include "tests/unit/data/rdata_fixture.h"
 #include "tests/unit/data/test_files.h"

@@ -1,4 +1,4 @@
-#include "framework/data/rdata_frame.h"
+#include "apps/cli/rdata/frame.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

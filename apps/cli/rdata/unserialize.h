@@ -19,7 +19,7 @@
 #include <span>
 
 #include "framework/core/status.h"
-#include "framework/data/rdata_object.h"
+#include "apps/cli/rdata/object.h"
 
 namespace stalelearn::data::rdata {
 

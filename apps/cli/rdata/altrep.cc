@@ -1,4 +1,4 @@
-#include "framework/data/rdata_altrep.h"
+#include "apps/cli/rdata/altrep.h"
 
 #include <fmt/format.h>
 

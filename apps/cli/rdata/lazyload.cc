@@ -1,4 +1,4 @@
-#include "framework/data/rdata_lazyload.h"
+#include "apps/cli/rdata/lazyload.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "framework/data/rdata_unserialize.h"
+#include "apps/cli/rdata/unserialize.h"
 #include "framework/data/text_lines.h"
 
 namespace stalelearn::data::rdata {

@@ -1,4 +1,4 @@
-#include "framework/data/rdata_unserialize.h"
+#include "apps/cli/rdata/unserialize.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/data/rdata_altrep.h"
+#include "apps/cli/rdata/altrep.h"
 
 namespace stalelearn::data::rdata {
 namespace {

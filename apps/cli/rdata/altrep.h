@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "framework/core/status.h"
-#include "framework/data/rdata_object.h"
+#include "apps/cli/rdata/object.h"
 
 namespace stalelearn::data::rdata {
 

@@ -1,4 +1,4 @@
-#include "framework/data/rdata_object.h"
+#include "apps/cli/rdata/object.h"
 
 #include <cstring>
 
