@@ -1,5 +1,5 @@
 // Fuzzes R's serialization reader (apps/cli/rdata/unserialize.h) and
-// the data.frame export behind it (rdata_frame.h), on uncompressed bytes as
+// the data.frame export behind it (apps/cli/rdata/frame.h), on uncompressed bytes as
 // they sit in a lazy-load database entry.
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// The R reader (rdata_unserialize, rdata_lazyload, rdata_frame) on fixtures
+// The R reader (apps/cli/rdata: unserialize, lazyload, frame) on fixtures
 // these tests write themselves, valid and corrupt.
 #include <gtest/gtest.h>
 
