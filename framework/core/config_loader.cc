@@ -245,6 +245,7 @@ Status ResolveDefaults(proto::Config& c) {
   if (cl->ring_slots() == 0) cl->set_ring_slots(8);
   if (cl->slot_bytes() == 0) cl->set_slot_bytes(4 << 20);
   if (c.wait().warn_after_seconds() == 0) c.mutable_wait()->set_warn_after_seconds(30);
+  if (c.output().progress_seconds() == 0) c.mutable_output()->set_progress_seconds(10);
   auto* cp = t->mutable_checkpoint();
   if (cp->keep() == 0) cp->set_keep(2);
   if (cp->dir().empty() && cp->every_clocks() > 0) cp->set_dir(cp->resume_dir());
@@ -297,6 +298,10 @@ Status Validate(const proto::Config& c) {
   if (!(c.wait().timeout_seconds() >= 0 && std::isfinite(c.wait().timeout_seconds()))) {
     return InvalidArgument(fmt::format("wait.timeout_seconds must be >= 0 (0: the default), got {}",
                                        c.wait().timeout_seconds()));
+  }
+  if (!std::isfinite(c.output().progress_seconds())) {
+    return InvalidArgument(fmt::format("output.progress_seconds must be finite (negative: no progress lines), got {}",
+                                       c.output().progress_seconds()));
   }
   if (!std::isfinite(c.wait().warn_after_seconds())) {
     return InvalidArgument(fmt::format("wait.warn_after_seconds must be finite (negative: never), got {}",

@@ -49,7 +49,25 @@ Result<bool> ClockLoop::StopsBefore(std::int64_t clock) {
   return env_.stop->StopsBefore(info_.rank.value, clock);
 }
 
+void ClockLoop::MaybeReportProgress(int epoch, int epochs, std::int64_t clocks_done, std::int64_t clocks_per_epoch) {
+  const double every = env_.config.output().progress_seconds();
+  if (info_.rank.value != 0 || every <= 0 || env_.config.output().quiet()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_progress_ < std::chrono::duration<double>(every)) return;
+  last_progress_ = now;
+  std::string simulated;
+  if (env_.wait.sim != nullptr) {
+    simulated = fmt::format(", simulated {:.6f} s",
+                            static_cast<double>(env_.wait.sim->Now().time_since_epoch().count()) * 1e-12);
+  }
+  env_.progress.Line(fmt::format("epoch {}/{}: clock {}/{} ({:.0f}%), elapsed {:.2f} s{}", epoch + 1, epochs,
+                                 clocks_done, clocks_per_epoch,
+                                 100.0 * static_cast<double>(clocks_done) / static_cast<double>(clocks_per_epoch),
+                                 std::chrono::duration<double>(now - started_).count(), simulated));
+}
+
 Result<TrainerResult> ClockLoop::Run() {
+  started_ = last_progress_ = std::chrono::steady_clock::now();
   if (env_.stop != nullptr) env_.stop->Begin(info_.rank.value, std::max(first_clock_, clock_offset_));
   if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
   if (StrataOf(env_.config, info_.compute_ranks) > 1 && !plan_.planned()) {
@@ -125,7 +143,9 @@ Result<TrainerResult> ClockLoop::Run() {
 
       STALELEARN_RETURN_IF_ERROR(mode_.AfterClock(record.clock, record));
       result.Add(record);
+      MaybeReportProgress(epoch, epochs, k + 1, clocks_per_epoch);
     }
+    last_progress_ = std::chrono::steady_clock::now();  // an epoch's end has its own line
     if (stopped) break;  // the final evaluation follows
     const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
     const bool before_resume = clock_offset_ + (epoch + 1) * clocks_per_epoch < first_clock_;

@@ -16,6 +16,7 @@
 // evaluator must outlive it.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "framework/runtime/consistency_mode.h"
@@ -63,6 +64,9 @@ class ClockLoop {
   Result<bool> StopsBefore(std::int64_t clock);
   // The app's kernel on the clock's samples: on threads_per_rank threads when the app allows it.
   void RunKernel(std::span<const std::int64_t> samples, KernelContext& context);
+  // Compute rank 0, after a clock: a progress line within the epoch when
+  // output.progress_seconds have passed since the last line.
+  void MaybeReportProgress(int epoch, int epochs, std::int64_t clocks_done, std::int64_t clocks_per_epoch);
 
   const RankEnv& env_;
   RankInfo info_;
@@ -80,6 +84,7 @@ class ClockLoop {
   TableSet final_model_;
   TableSet hook_model_;  // RuntimeHooks::after_refresh only
   std::int64_t first_clock_ = 0;  // > 0 when resumed
+  std::chrono::steady_clock::time_point started_, last_progress_;  // Run's start, the last progress line
 };
 
 }  // namespace stalelearn::runtime

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -234,6 +235,48 @@ TEST_F(SynthAndDivergence, TrainedMfEndsAboveTheOracleBoundAndCloseToIt) {
   const double rmse = std::stod(rmse_match[1].str());
   EXPECT_GT(rmse, bound * 0.98);  // 10,000 test ratings: the RMSE's own spread is under 1%
   EXPECT_LT(rmse, bound * 1.1);
+}
+
+// output.progress_seconds: compute rank 0 says where it is within an epoch
+// (clock, share of the epoch, elapsed and, on the timing backend, simulated
+// seconds); with a tiny interval, after every clock of every epoch, in order.
+// Negative prints none; a value that is not finite is one line and exit 2.
+TEST_F(SynthAndDivergence, ProgressLinesWithinAnEpochFollowEveryClock) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  const std::string train = "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 1:1 "
+                            "--set backend.name=timing --set data.path='" +
+                            (Dir() / "a" / "ratings.tsv").string() +
+                            "' --set training.epochs=2 --set training.samples_per_clock=256 ";
+  const CommandRun every = Stalelearn(train + "--set output.progress_seconds=1e-9");
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  const std::regex line("\\[stalelearn\\] epoch ([0-9]+)/2: clock ([0-9]+)/([0-9]+) \\(([0-9]+)%\\), "
+                        "elapsed [0-9.]+ s, simulated [0-9.]+ s\n");
+  int lines = 0, epoch = 1;
+  long clock = 0, clocks = 0;
+  for (auto it = std::sregex_iterator(every.err.begin(), every.err.end(), line); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    if (std::stoi(m[1].str()) != epoch) {
+      EXPECT_EQ(clock, clocks) << "epoch " << epoch << " ended before its last clock's line";
+      epoch = std::stoi(m[1].str());
+      clock = 0;
+    }
+    clocks = std::stol(m[3].str());
+    EXPECT_EQ(std::stol(m[2].str()), clock + 1) << m[0];
+    clock = std::stol(m[2].str());
+    EXPECT_EQ(std::stol(m[4].str()), std::lround(100.0 * static_cast<double>(clock) / static_cast<double>(clocks)))
+        << m[0];
+    ++lines;
+  }
+  EXPECT_EQ(epoch, 2);
+  EXPECT_EQ(clock, clocks);
+  EXPECT_GT(clocks, 10);  // 5,400 training ratings at 256 a clock
+  EXPECT_EQ(lines, 2 * clocks) << every.err;
+  const CommandRun none = Stalelearn(train + "--set output.progress_seconds=-1");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.err.find(": clock "), std::string::npos) << none.err;
+  const CommandRun bad = Stalelearn(train + "--set output.progress_seconds=inf");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "stalelearn: error: --set output.progress_seconds: 'inf' is not finite\n");
 }
 
 // `stalelearn plot` draws every evaluation of every report it is given: one
