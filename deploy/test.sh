@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then ./deploy/install-deps.sh --cluster; else ./deploy/install-deps.sh; fi
 ./deploy/build.sh
 # The real-data tests (MovieLens md5, MF convergence, heart_scale, the
-# SpamAssassin bag of words, the Brown corpus) need the data; fetching is idempotent and needs no
-# network once cached.
+# SpamAssassin bag of words, the Brown and State of the Union corpora, MNIST
+# and Fashion-MNIST; the quality label: tests/README.md) need the data;
+# fetching is idempotent and needs no network once cached.
 ./deploy/fetch-data.sh movielens heart_scale spam brown sotu mnist fashion-mnist
 BUILD_DIR=${STALELEARN_BUILD_DIR:-build}
 # Stray shared-memory segments of this user's earlier killed runs make vader
