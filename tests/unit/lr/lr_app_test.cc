@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "apps/lr/datasets.h"
 #include "apps/lr/lr_app.h"
 #include "framework/core/error.h"
+#include "framework/model/replica.h"
 #include "tests/unit/data/test_files.h"
 
 namespace stalelearn::apps::lr {
@@ -103,6 +105,41 @@ TEST(LoadLrApp, SplitIsDeterministicDisjointAndCoversEveryRow) {
   }
   // Not simply the first rows: the split is a shuffle.
   EXPECT_GT(*std::ranges::max_element(a->test_rows()), 19) << "the test rows are not the first 19";
+}
+
+}  // namespace
+}  // namespace stalelearn::apps::lr
+
+namespace stalelearn::apps::lr {
+namespace {
+
+// One Update is one SGD step of the L2-regularised log-loss on the sample's
+// nonzeros and the bias: w_j -= lr (g x_j + l2 w_j), bias -= lr g, with
+// g = sigmoid(margin) - label. An l2 large enough to show (0.5): a kernel
+// that dropped the L2 term, or flipped the gradient's sign, gives other weights.
+TEST(LrApp, UpdateIsOneRegularisedLogLossStep) {
+  data::SparseDataset data;
+  data.labels = {1.0f};
+  data.row_offsets = {0, 2};
+  data.columns = {0, 2};
+  data.values = {1.0f, 2.0f};
+  data.num_columns = 3;
+  const LrApp app("tiny", data, {0}, {}, LrParams{0.1f, 0.5f, false});
+  model::Replica replica(app.Tables());
+  auto& t = replica.mutable_tables();
+  t[0].FloatRow(0)[0] = 0.5f;
+  t[0].FloatRow(2)[0] = -0.25f;
+  t[0].FloatRow(3)[0] = 0.125f;  // the bias (row num_columns)
+  runtime::WorkCounters work;
+  runtime::RandomStream random(1);
+  runtime::KernelContext ctx{runtime::RankInfo{}, 0, 0, random, nullptr, work};
+  app.Update(0, replica, ctx);
+  const double margin = 0.5 * 1 + -0.25 * 2 + 0.125;  // 0.125
+  const double g = 1 / (1 + std::exp(-margin)) - 1;
+  EXPECT_FLOAT_EQ(t[0].FloatRow(0)[0], static_cast<float>(0.5 - 0.1 * (g * 1 + 0.5 * 0.5)));
+  EXPECT_FLOAT_EQ(t[0].FloatRow(2)[0], static_cast<float>(-0.25 - 0.1 * (g * 2 + 0.5 * -0.25)));
+  EXPECT_FLOAT_EQ(t[0].FloatRow(3)[0], static_cast<float>(0.125 - 0.1 * g));
+  EXPECT_EQ(t[0].FloatRow(1)[0], 0.0f);  // not in the sample: untouched
 }
 
 }  // namespace
