@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "apps/cli/commands.h"
-#include "framework/core/error.h"
-#include "framework/data/catalog.h"
 #include "apps/cli/rdata/frame.h"
 #include "apps/cli/rdata/lazyload.h"
+#include "framework/core/error.h"
+#include "framework/data/catalog.h"
 #include "framework/data/synth_ratings.h"
 #include "framework/data/text_lines.h"
 

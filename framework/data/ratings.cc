@@ -64,14 +64,15 @@ struct RawRating {
   std::int64_t timestamp;
 };
 
-// One data line, already split into the header's number of fields. The error message
-// is the reason only; the caller adds file:line.
+// One data line, already split into the header's number of fields. The error
+// message is the reason only; the caller adds file:line.
 Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& fields, const Header& header,
                                     const RatingsReadOptions& options) {
   auto integer = [&](std::size_t column, std::int64_t& out) -> Status {
     std::optional<std::int64_t> value = ParseInt64(fields[column]);
     if (!value) {
-      return InvalidArgument(fmt::format("{} '{}' is not an integer", header.names[column], Quotable(fields[column])));
+      return InvalidArgument(
+          fmt::format("{} '{}' is not an integer", Quotable(header.names[column]), Quotable(fields[column])));
     }
     out = *value;
     return Status::Ok();
@@ -81,11 +82,13 @@ Result<RawRating> ParseRatingFields(const std::array<std::string_view, 4>& field
   STALELEARN_RETURN_IF_ERROR(integer(1, r.item_id));
   std::optional<double> value = ParseFiniteDouble(fields[2]);
   if (!value) {
-    return InvalidArgument(fmt::format("{} '{}' is not a finite number", header.names[2], Quotable(fields[2])));
+    return InvalidArgument(
+        fmt::format("{} '{}' is not a finite number", Quotable(header.names[2]), Quotable(fields[2])));
   }
   if (*value < options.min_rating || *value > options.max_rating) {
     return InvalidArgument(
-        fmt::format("{} {} outside [{}, {}]", header.names[2], fields[2], options.min_rating, options.max_rating));
+        fmt::format("{} {} outside [{}, {}]", Quotable(header.names[2]), fields[2], options.min_rating,
+                    options.max_rating));
   }
   r.value = static_cast<float>(*value);
   if (header.count > 3) STALELEARN_RETURN_IF_ERROR(integer(3, r.timestamp));

@@ -97,7 +97,6 @@ void MemoryRank::ContinueOnNewEndpoints(MemoryEndpoints endpoints, const DataPla
   }
   // The detector watches the rings' heartbeats: the new ones from now on.
   if (detector_) EnableDeadRankDetection(dead_after_);
-  changed_.Clear();
   changed_.MarkAll();
   Publish();
 }

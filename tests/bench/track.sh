@@ -33,8 +33,7 @@ STANDARD = {"family_index", "per_family_instance_index", "run_name", "run_type",
             "threads", "iterations", "real_time", "cpu_time", "time_unit", "items_per_second", "bytes_per_second",
             "name", "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
 rows = []
-for path in sorted(glob.glob(os.path.join(work, "*_kernel.json")) + glob.glob(os.path.join(work, "merge.json"))
-                   + glob.glob(os.path.join(work, "codec.json"))):
+for path in sorted(p for p in glob.glob(os.path.join(work, "*.json")) if not p.endswith("mf.json")):
     for b in json.load(open(path))["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
