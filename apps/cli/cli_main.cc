@@ -54,6 +54,7 @@ int Main(int argc, char** argv, std::initializer_list<runtime::Registration> reg
   AddBenchCommand(app, std::vector<AppBench>(benches));
   AddSweepCommand(app, registries);
   AddPlotCommand(app);
+  AddCalibrateCommand(app);
 
   try {
     app.parse(argc, argv);

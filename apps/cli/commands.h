@@ -28,6 +28,7 @@ void AddBenchCommand(CLI::App& app, std::vector<AppBench> app_benches = {});  //
 void AddSweepCommand(CLI::App& app, const runtime::Registries& registries);  // sweep_command.cc
 void AddVersionCommand(CLI::App& app);  // version_command.cc
 void AddPlotCommand(CLI::App& app);  // plot_command.cc
+void AddCalibrateCommand(CLI::App& app);  // calibrate_command.cc
 
 // What `stalelearn version` prints: this build and the UCX and MPI libraries.
 std::string VersionText();

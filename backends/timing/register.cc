@@ -14,12 +14,28 @@
 namespace stalelearn::backends::timing {
 namespace {
 
-Result<HardwareModel> LoadHardwareModel(const TimingOptions& options) {
+// Ranks sharing `options.cores` cores (timing_options.h): each price of work
+// on a core is stretched by `share`. Scaling the presets does it exactly: the
+// compute price is a max of terms each divided by a peak or bandwidth or
+// multiplied by a latency.
+void ShareCores(double share, proto::MemoryPreset& memory, proto::LinkPreset& link, proto::ComputePreset& compute) {
+  if (share <= 1) return;
+  compute.mutable_peak_gflops()->set_value(compute.peak_gflops().value() / share);
+  compute.mutable_memory_bandwidth_gb_per_s()->set_value(compute.memory_bandwidth_gb_per_s().value() / share);
+  compute.mutable_memory_latency_ns()->set_value(compute.memory_latency_ns().value() * share);
+  if (memory.has_dram()) {  // merged by a host core; PIM devices merge in the memory
+    memory.mutable_dram()->mutable_bandwidth_gb_per_s()->set_value(memory.dram().bandwidth_gb_per_s().value() / share);
+  }
+  link.mutable_per_op_overhead_ns()->set_value(link.per_op_overhead_ns().value() * share);
+}
+
+Result<HardwareModel> LoadHardwareModel(const TimingOptions& options, int world_size) {
   const std::filesystem::path dir = options.preset_dir.empty() ? DefaultPresetDir() : options.preset_dir;
   STALELEARN_ASSIGN_OR_RETURN(proto::MemoryPreset memory, LoadMemoryPreset(dir, options.memory));
   STALELEARN_ASSIGN_OR_RETURN(proto::LinkPreset link, LoadLinkPreset(dir, options.link));
   if (options.link_bandwidth_gb_per_s > 0) link.mutable_bandwidth_gb_per_s()->set_value(options.link_bandwidth_gb_per_s);
   STALELEARN_ASSIGN_OR_RETURN(proto::ComputePreset compute, LoadComputePreset(dir, options.compute));
+  if (options.cores > 0) ShareCores(static_cast<double>(world_size) / options.cores, memory, link, compute);
   return HardwareModel{MemoryModel(memory), LinkModel(link), ComputeModel(compute)};
 }
 
@@ -50,10 +66,10 @@ Result<std::shared_ptr<VirtualTimeScheduler>> JobScheduler(const TimingOptions& 
 
 Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transport::BackendContext& context) {
   STALELEARN_ASSIGN_OR_RETURN(TimingOptions options, ParseTimingOptions(context.options));
-  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options));
   const transport::BackendContext inner_context{context.bootstrap, options.inner_options, context.registry};
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> inner,
                               context.registry.Create(options.inner, inner_context));
+  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options, inner->world_size()));
   STALELEARN_ASSIGN_OR_RETURN(std::shared_ptr<VirtualTimeScheduler> scheduler,
                               JobScheduler(options, context, *inner));
   return std::unique_ptr<transport::Transport>(
@@ -65,7 +81,7 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
 Status RegisterBackend(transport::BackendRegistry& registry) {
   return registry.Add("timing",
                       "simulated PIM, link and compute latencies in virtual time over another backend "
-                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns)",
+                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, cores)",
                       CreateTimingTransport);
 }
 

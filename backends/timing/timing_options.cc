@@ -10,7 +10,7 @@ namespace stalelearn::backends::timing {
 namespace {
 
 constexpr std::string_view kInnerPrefix = "inner.";
-constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, inner.<key>";
+constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, cores, inner.<key>";
 
 }  // namespace
 
@@ -48,6 +48,13 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
       if (value.empty() || *end != '\0' || !(parsed.quantum_ns >= 0) || !std::isfinite(parsed.quantum_ns)) {
         return InvalidArgument(fmt::format("option quantum_ns: '{}' is not a number >= 0", value));
       }
+    } else if (key == "cores") {
+      char* end = nullptr;
+      const long cores = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || cores < 0 || cores > 1'000'000) {
+        return InvalidArgument(fmt::format("option cores: '{}' is not a whole number >= 0", value));
+      }
+      parsed.cores = static_cast<int>(cores);
     } else {
       return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, kKnownKeys));
     }

@@ -13,6 +13,12 @@
 //               rank instead of time (virtual_time_scheduler.h, the quantum):
 //               fewer thread switches, operations out of order by less than
 //               it; default 0, the strict order
+//   cores       > 0: the ranks are threads sharing this many cores (emulation
+//               on a small machine, timing-validation.sh): with R ranks, every
+//               price of work done on a core (compute, a host-DRAM merge, a
+//               link operation's overhead) is stretched by max(1, R / cores),
+//               since every rank thread is runnable (compute ranks compute,
+//               memory ranks poll). Default 0: a device of its own per rank
 //   inner.KEY   passed to the inner backend as KEY
 // An unknown key is an error naming it and the known ones.
 #pragma once
@@ -37,6 +43,7 @@ struct TimingOptions {
   ScheduleMode schedule = ScheduleMode::kAuto;
   double link_bandwidth_gb_per_s = 0;  // 0: the link preset's
   double quantum_ns = 0;               // 0: strict (time, rank) order
+  int cores = 0;                       // 0: every rank has its own device
   std::map<std::string, std::string> inner_options;
 };
 

@@ -84,6 +84,7 @@ Result<TrainerResult> ClockLoop::Run() {
                                    p.reason, p.rows_named_per_clock, p.distinct_rows_per_clock,
                                    p.bytes_per_clock / 1024, p.largest_subbatch_bytes / 1024));
   }
+  std::chrono::duration<double> evaluating{0};  // left out of train_seconds
   const int epochs = env_.config.training().epochs();
   const int eval_every = env_.config.training().eval_every_epochs();
   const std::int64_t clocks_per_epoch = schedule_.clocks_per_epoch();
@@ -150,6 +151,7 @@ Result<TrainerResult> ClockLoop::Run() {
     const bool last = epoch + 1 == epochs;  // the final evaluation happens after all ranks finished
     const bool before_resume = clock_offset_ + (epoch + 1) * clocks_per_epoch < first_clock_;
     if (evaluator_ != nullptr && !last && !before_resume && (epoch + 1) % eval_every == 0) {
+      const auto eval_start = std::chrono::steady_clock::now();
       if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables());
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
@@ -161,6 +163,7 @@ Result<TrainerResult> ClockLoop::Run() {
         if (!exhausted.ok() && early_error_.ok()) early_error_ = exhausted.status();
         if ((!exhausted.ok() || *exhausted) && env_.stop != nullptr) env_.stop->RequestLocal(kEarlyStopRequest);
       }
+      evaluating += std::chrono::steady_clock::now() - eval_start;
     }
   }
   STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(end)));
@@ -169,6 +172,8 @@ Result<TrainerResult> ClockLoop::Run() {
     STALELEARN_RETURN_IF_ERROR(env_.stop->JoinAtEnd(end));
   }
   result.end_clock = end;
+  result.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() - evaluating.count();
   if (evaluator_ != nullptr) {
     // Read while the memory ranks still progress (before any collective).
     final_model_ = eval_model.empty() ? model::MakeTableSet(env_.layout.tables()) : std::move(eval_model);

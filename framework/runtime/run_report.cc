@@ -22,6 +22,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_samples(trainer->samples);
     r.set_clocks(trainer->clocks);
     r.set_stall_seconds(trainer->stall_seconds);
+    r.set_train_seconds(trainer->train_seconds);
     r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
     const LocalityPlanStats& p = trainer->plan;
     proto::LocalityPlanReport* plan = r.mutable_locality_plan();

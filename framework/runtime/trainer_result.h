@@ -19,6 +19,7 @@ struct TrainerResult {
   std::vector<ClockRecord> records;
   std::vector<proto::CurvePoint> curve;  // evaluating rank only
   LocalityPlanStats plan;                // the compute rank's locality plan
+  double train_seconds = 0;              // the clock loop's wall seconds, evaluations left out (report.proto)
   std::int64_t end_clock = 0;            // the protocol clock the run stopped before (its total unless stopped)
 
   void Add(const ClockRecord& record) {

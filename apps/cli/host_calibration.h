@@ -1,0 +1,58 @@
+// The machine at hand measured for the timing backend's presets
+// (`stalelearn calibrate`, backends/timing/README.md "Validation"): one core's
+// arithmetic peak, streaming bandwidth, memory latency and memory-level
+// parallelism (the compute preset), and the project's own merge kernel per
+// merge policy (memory presets of the `dram` model). Every number comes with
+// the method that measured it, so a preset written from it tags each
+// Quantity MEASURED with its source.
+//
+//   const HostCalibration host = MeasureHost({.quick = false});
+//   proto::ComputePreset cpu = ComputePresetOf(host, "calibrated-cpu", "stalelearn calibrate on vm, 2026-12-02");
+//
+// Single-threaded measurements on the calling thread; each allocates its own
+// buffers (quick: ~16 MiB, else ~512 MiB) and frees them before returning.
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "framework/proto/timing_presets.pb.h"
+
+namespace stalelearn::cli {
+
+struct Measured {
+  double value = 0;
+  std::string method;  // what was timed, e.g. "median of 5 triad passes over 3 x 128 MiB"
+};
+
+struct MergeCalibration {
+  std::string policy;  // sum, average, adagrad, adam
+  Measured bandwidth_gb_per_s;  // (batch bytes + 8 x element updates) / second: the dram model's formula
+};
+
+struct HostCalibration {
+  Measured peak_gflops;
+  Measured bandwidth_gb_per_s;
+  Measured transaction_bytes;
+  Measured latency_ns;
+  Measured outstanding;
+  Measured atomic_rmw_ns;
+  std::vector<MergeCalibration> merges;
+};
+
+struct HostCalibrationOptions {
+  bool quick = false;  // small buffers and few repetitions (tests): about a second
+  std::vector<std::string> policies = {"sum", "average", "adagrad", "adam"};
+};
+
+HostCalibration MeasureHost(const HostCalibrationOptions& options);
+
+// Presets from a measurement; `source_prefix` (machine and date) starts every
+// Quantity's source. The memory preset uses `merge` (one policy's figure).
+proto::ComputePreset ComputePresetOf(const HostCalibration& host, const std::string& name,
+                                     const std::string& source_prefix);
+proto::MemoryPreset MemoryPresetOf(const HostCalibration& host, const MergeCalibration& merge,
+                                   const std::string& name, const std::string& source_prefix);
+
+}  // namespace stalelearn::cli

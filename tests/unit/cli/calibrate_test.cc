@@ -1,0 +1,118 @@
+// `stalelearn calibrate` (issue 30): the host measurement gives presets whose
+// every number is tagged MEASURED with the measurement named, which survive
+// a write-and-parse round trip; the command writes a preset directory the
+// timing backend runs with; bad input is one line and exit 2.
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "apps/cli/host_calibration.h"
+#include "backends/timing/presets.h"
+#include "stalelearn_command.h"
+
+namespace stalelearn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CommandRun;
+
+constexpr const char* kPrefix = "stalelearn calibrate on test-host, 2026-12-02";
+
+CommandRun Stalelearn(const std::string& arguments) { return testing::RunStalelearn(arguments, "calibrate_test"); }
+
+// Every Quantity of `preset` (as its text shows them): MEASURED, sourced
+// with the prefix and a method after it, finite and > 0.
+void ExpectEveryQuantityMeasured(const google::protobuf::Message& preset) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(preset, &text);
+  const std::regex quantity(R"(\{\s*value: ([^\s]+)\s*tag: (\w+)\s*source: "([^"]*)\")");
+  int found = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), quantity), end; it != end; ++it, ++found) {
+    const double value = std::stod((*it)[1].str());
+    EXPECT_TRUE(std::isfinite(value) && value > 0) << (*it)[0];
+    EXPECT_EQ((*it)[2].str(), "MEASURED") << (*it)[0];
+    const std::string source = (*it)[3].str();
+    EXPECT_EQ(source.rfind(std::string(kPrefix) + ": ", 0), 0u) << source;
+    EXPECT_GT(source.size(), std::string(kPrefix).size() + 20) << "no method named: " << source;
+  }
+  EXPECT_GE(found, 2) << text;
+}
+
+template <class Preset>
+void ExpectRoundTrip(const Preset& preset) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(preset, &text);
+  Preset back;
+  ASSERT_TRUE(backends::timing::ParsePreset(text, preset.name() + ".pbtxt", preset.name(), back).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(preset, back)) << text;
+}
+
+TEST(HostCalibration, PresetsAreMeasuredAndRoundTrip) {
+  const HostCalibration host = MeasureHost({.quick = true, .policies = {"sum", "adam"}});
+  ASSERT_EQ(host.merges.size(), 2u);
+  // The latency of a dependent miss is longer than one independent load's share.
+  EXPECT_GE(host.outstanding.value, 1);
+  EXPECT_EQ(host.outstanding.value, std::round(host.outstanding.value));
+  const proto::ComputePreset cpu = ComputePresetOf(host, "calibrated-cpu", kPrefix);
+  ExpectEveryQuantityMeasured(cpu);
+  ExpectRoundTrip(cpu);
+  for (const MergeCalibration& merge : host.merges) {
+    const proto::MemoryPreset memory = MemoryPresetOf(host, merge, "calibrated-host-" + merge.policy, kPrefix);
+    ExpectEveryQuantityMeasured(memory);
+    ExpectRoundTrip(memory);
+    EXPECT_NE(memory.dram().bandwidth_gb_per_s().source().find("'" + merge.policy + "' merge"), std::string::npos);
+  }
+  // Each policy is measured on its own (its own run of its own merge).
+  EXPECT_NE(host.merges[0].bandwidth_gb_per_s.method, host.merges[1].bandwidth_gb_per_s.method);
+}
+
+TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
+  const fs::path dir = testing::ScratchDir("calibrate_presets");
+  fs::remove_all(dir);
+  const CommandRun run = Stalelearn("calibrate --quick --links local --out '" + dir.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("compute calibrated-cpu: peak"), std::string::npos) << run.out;
+  for (const char* file : {"compute/calibrated-cpu.pbtxt", "memory/calibrated-host.pbtxt",
+                           "memory/calibrated-host-adam.pbtxt", "link/calibrated-local.pbtxt",
+                           "memory/hmc2.pbtxt"}) {
+    EXPECT_TRUE(fs::exists(dir / file)) << file;
+  }
+  const fs::path report = dir / "r.json";
+  const CommandRun train = Stalelearn(
+      "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 2:1 --quiet --set training.epochs=1 "
+      "--set backend.name=timing --set timing.preset_dir='" + dir.string() + "' --set timing.compute=calibrated-cpu "
+      "--set timing.memory=calibrated-host --set timing.link=calibrated-local --set backend.options.cores=2 "
+      "--report '" + report.string() + "'");
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  const std::string json = testing::ReadAll(report);
+  EXPECT_NE(json.find("\"compute_preset\": \"calibrated-cpu\""), std::string::npos) << json.substr(0, 2000);
+  EXPECT_NE(json.find("\"train_seconds\""), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(CalibrateCommand, BadInputIsOneLineAndExitTwo) {
+  const CommandRun out = Stalelearn("calibrate --quick --out /proc/stalelearn-calibrate");
+  EXPECT_EQ(out.exit_code, 2) << out.err;
+  EXPECT_NE(out.err.find("cannot write to --out /proc/stalelearn-calibrate"), std::string::npos) << out.err;
+  EXPECT_EQ(std::count(out.err.begin(), out.err.end(), '\n'), 1) << out.err;
+  const CommandRun link = Stalelearn("calibrate --quick --links local,bogus --out '" +
+                                     testing::ScratchDir("calibrate_bad").string() + "'");
+  EXPECT_EQ(link.exit_code, 2) << link.err;
+  EXPECT_NE(link.err.find("unknown link 'bogus'"), std::string::npos) << link.err;
+  EXPECT_FALSE(fs::exists(testing::ScratchDir("calibrate_bad"))) << "nothing is written before the input is checked";
+  const CommandRun cores = Stalelearn(
+      "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 1:1 --quiet "
+      "--set backend.name=timing --set backend.options.cores=-1");
+  EXPECT_EQ(cores.exit_code, 2) << cores.err;
+  EXPECT_NE(cores.err.find("option cores: '-1' is not a whole number >= 0"), std::string::npos) << cores.err;
+}
+
+}  // namespace
+}  // namespace stalelearn::cli
