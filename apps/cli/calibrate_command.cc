@@ -5,6 +5,9 @@
 //   DIR/memory/NAME-host-POLICY.pbtxt     the same for average, adagrad, adam
 //   DIR/link/NAME-LINK.pbtxt              local (ranks as threads), ucx-shm, ucx-tcp
 //                                         (link_calibration.h: one-sided RMA)
+//   DIR/compute/NAME-cpu-CONFIG.pbtxt     per --config FILE: that config's compute
+//                                         step per sample, measured by running it
+//                                         (kernel_calibration.h; CONFIG = its name)
 // plus a copy of the shipped presets, so DIR is a whole preset directory:
 //   stalelearn train ... --set backend.name=timing --set timing.preset_dir=DIR \
 //     --set timing.compute=NAME-cpu --set timing.memory=NAME-host --set timing.link=NAME-local
@@ -25,6 +28,7 @@
 
 #include "apps/cli/commands.h"
 #include "apps/cli/host_calibration.h"
+#include "apps/cli/kernel_calibration.h"
 #include "apps/cli/link_calibration.h"
 #include "backends/timing/presets.h"
 #include "framework/core/error.h"
@@ -39,6 +43,7 @@ struct CalibrateOptions {
   std::string out;
   std::string name = "calibrated";
   std::string links = "local,ucx-shm,ucx-tcp";
+  std::vector<std::string> configs;  // apps' configs whose compute step is measured
   bool quick = false;
 };
 
@@ -148,6 +153,16 @@ void RunCalibrate(const CalibrateOptions& options) {
     fmt::print("link {}: latency {:.0f} ns, bandwidth {:.2f} GB/s, per-op overhead {:.0f} ns\n", spec.preset_name,
                link.latency_ns().value(), link.bandwidth_gb_per_s().value(), link.per_op_overhead_ns().value());
   }
+  const fs::path scratch = dir / ".calibrate-runs";
+  fs::create_directories(scratch);
+  for (const std::string& config : options.configs) {
+    fmt::print(stderr, "calibrate: measuring the compute step of {}\n", config);
+    const KernelCalibration kernel = ValueOrThrow(MeasureKernel(config, scratch, options.quick));
+    const std::string name = cpu + "-" + kernel.config_name;
+    WritePreset(dir, PresetKind::kCompute, KernelPresetOf(host, kernel, name, prefix), name);
+    fmt::print("compute {}: {:.1f} ns per sample\n", name, kernel.ns_per_sample.value);
+  }
+  fs::remove_all(scratch);
   fmt::print("presets written to {} (timing.preset_dir)\n", dir.string());
 }
 
@@ -165,6 +180,9 @@ void AddCalibrateCommand(CLI::App& app) {
                    : std::string("letters, digits, '-' and '_' only");
       });
   cmd->add_option("--links", options->links, "Links to measure, comma-separated: local, ucx-shm, ucx-tcp");
+  cmd->add_option("--config", options->configs,
+                  "An app's config whose compute step to measure (repeatable): writes NAME-cpu-<config name>")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--quick", options->quick, "Small buffers and few repetitions (tests; less accurate)");
   cmd->callback([options] { RunCalibrate(*options); });
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/metrics/work_counters.h"
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/merge_policy.h"
 #include "framework/sync/shard_merger.h"
@@ -152,6 +153,14 @@ Measured AtomicRmw(Lines& lines, bool quick) {
                           lines.words.size() * 8 >> 20)};
 }
 
+// What the dram model divides by its bandwidth for `work`, as a memory rank
+// charges it (metrics::ToMergeWork, cost_model.h): batch bytes + 2 x 4 per
+// element update.
+double ModelBytes(const metrics::WorkCounters& work) {
+  const transport::MergeWork merge = metrics::ToMergeWork(work);
+  return static_cast<double>(merge.bytes) + 2.0 * 4.0 * static_cast<double>(merge.ops);
+}
+
 // The merge kernel the memory ranks run (sync::ShardMerger), on a master far
 // beyond the caches, fed batches of ~256 KiB of random distinct rows in
 // increasing order (as compute ranks send them), 4 batches per window.
@@ -189,8 +198,8 @@ Measured MergeBandwidth(const std::string& policy, bool quick) {
     const auto start = Clock::now();
     while (SecondsSince(start) < seconds) {
       merger.BeginWindow();
-      for (int k = 0; k < 4; ++k) counted += ValueOrThrow(merger.Merge(batches[next++ % batches.size()])).bytes;
-      counted += merger.EndWindow().bytes;
+      for (int k = 0; k < 4; ++k) counted += ModelBytes(ValueOrThrow(merger.Merge(batches[next++ % batches.size()])));
+      counted += ModelBytes(merger.EndWindow());
     }
     return counted / SecondsSince(start) / 1e9;
   };
@@ -198,10 +207,12 @@ Measured MergeBandwidth(const std::string& policy, bool quick) {
   std::vector<double> rates;
   for (int rep = 0; rep < (quick ? 1 : 5); ++rep) rates.push_back(pass(quick ? 0.02 : 0.15));
   return {Median(rates), fmt::format("median of {} runs of the '{}' merge (sync::ShardMerger, one thread) of "
-                                     "256-KiB batches of random rows of 21 floats into a {} MiB master; bytes as "
-                                     "the merge counts them (batch + 8 per element update)",
+                                     "256-KiB batches of random rows of 21 floats into a {} MiB master; bytes as the "
+                                     "timing backend prices a merge (batch + 8 per element update, metrics::ToMergeWork)",
                                      rates.size(), policy, rows * kWidth * 4 >> 20)};
 }
+
+}  // namespace
 
 proto::Quantity QuantityOf(const Measured& m, const std::string& prefix) {
   proto::Quantity q;
@@ -210,8 +221,6 @@ proto::Quantity QuantityOf(const Measured& m, const std::string& prefix) {
   q.set_source(fmt::format("{}: {}", prefix, m.method));
   return q;
 }
-
-}  // namespace
 
 HostCalibration MeasureHost(const HostCalibrationOptions& options) {
   HostCalibration host;

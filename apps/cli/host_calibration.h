@@ -28,7 +28,7 @@ struct Measured {
 
 struct MergeCalibration {
   std::string policy;  // sum, average, adagrad, adam
-  Measured bandwidth_gb_per_s;  // (batch bytes + 8 x element updates) / second: the dram model's formula
+  Measured bandwidth_gb_per_s;  // (batch bytes + 8 x element updates) / second, as the dram model prices a merge
 };
 
 struct HostCalibration {
@@ -47,6 +47,9 @@ struct HostCalibrationOptions {
 };
 
 HostCalibration MeasureHost(const HostCalibrationOptions& options);
+
+// A Quantity tagged MEASURED, its source "<prefix>: <method>".
+proto::Quantity QuantityOf(const Measured& m, const std::string& prefix);
 
 // Presets from a measurement; `source_prefix` (machine and date) starts every
 // Quantity's source. The memory preset uses `merge` (one policy's figure).

@@ -92,7 +92,8 @@ VirtualDuration MemoryModel::MergeDram(const proto::DramModel& m, const MergeWor
 ComputeModel::ComputeModel(const proto::ComputePreset& preset) : name_(preset.name()), preset_(preset) {}
 
 VirtualDuration ComputeModel::Compute(const ComputeWork& work) const {
-  assert(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0);
+  assert(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0 && work.samples >= 0);
+  if (preset_.has_kernel()) return Nanoseconds(work.samples * preset_.kernel().ns_per_sample().value());
   // flops / (GFLOP/s * 1e9) seconds = flops * 1e3 / GFLOP/s picoseconds.
   const VirtualDuration arithmetic = Picoseconds(work.flops * 1e3 / preset_.peak_gflops().value());
   const double traffic = work.bytes + work.random_accesses * preset_.transaction_bytes().value();

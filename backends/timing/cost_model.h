@@ -26,6 +26,8 @@
 //   atomic at the memory: atomic_rmw_ns (all models)
 //   compute of F flops, S bytes, R random row accesses (each one transaction of T bytes):
 //           t = max(F / peak, (S + R*T) / bandwidth, R * latency / outstanding)
+//   or, with a calibrated kernel (stalelearn calibrate --config), of S samples:
+//           t = S * ns_per_sample
 //
 // Each model is monotone: raising a latency, lowering a bandwidth, a clock, a
 // parallelism or a peak never shortens a price, and more work never costs less.

@@ -75,6 +75,7 @@ Status ValidateMessage(const pb::Message& message, const std::string& prefix, co
     if (field.containing_oneof() != nullptr && !reflection.HasField(message, &field)) continue;
     const std::string path = JoinPath(prefix, field.name());
     if (!reflection.HasField(message, &field)) {
+      if (field.options().GetExtension(proto::optional_section)) continue;
       return InvalidArgument(fmt::format("{}: field {}: missing", file, path));
     }
     const pb::Message& child = reflection.GetMessage(message, &field);

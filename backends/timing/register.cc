@@ -23,6 +23,9 @@ void ShareCores(double share, proto::MemoryPreset& memory, proto::LinkPreset& li
   compute.mutable_peak_gflops()->set_value(compute.peak_gflops().value() / share);
   compute.mutable_memory_bandwidth_gb_per_s()->set_value(compute.memory_bandwidth_gb_per_s().value() / share);
   compute.mutable_memory_latency_ns()->set_value(compute.memory_latency_ns().value() * share);
+  if (compute.has_kernel()) {
+    compute.mutable_kernel()->mutable_ns_per_sample()->set_value(compute.kernel().ns_per_sample().value() * share);
+  }
   if (memory.has_dram()) {  // merged by a host core; PIM devices merge in the memory
     memory.mutable_dram()->mutable_bandwidth_gb_per_s()->set_value(memory.dram().bandwidth_gb_per_s().value() / share);
   }

@@ -15,18 +15,20 @@ struct WorkCounters {
   double flops = 0;                    // floating-point (or integer) arithmetic operations
   double bytes = 0;                    // bytes read + written by the kernel
   std::int64_t random_row_accesses = 0;  // rows reached by a data-dependent index (divergent accesses)
+  std::int64_t samples = 0;            // samples of the step (the clock loop counts them; calibrated kernels price them)
 
   WorkCounters& operator+=(const WorkCounters& o) {
     flops += o.flops;
     bytes += o.bytes;
     random_row_accesses += o.random_row_accesses;
+    samples += o.samples;
     return *this;
   }
 };
 
 // What a timing backend charges for a kernel's counters.
 inline transport::ComputeWork ToComputeWork(const WorkCounters& work) {
-  return {work.flops, work.bytes, static_cast<double>(work.random_row_accesses)};
+  return {work.flops, work.bytes, static_cast<double>(work.random_row_accesses), static_cast<double>(work.samples)};
 }
 // The merge work of a merger's counters: `flops` element updates and `bytes`
 // = batch bytes read + master bytes read and written (4-byte elements, as

@@ -84,7 +84,10 @@ Result<TrainerResult> ClockLoop::Run() {
                                    p.reason, p.rows_named_per_clock, p.distinct_rows_per_clock,
                                    p.bytes_per_clock / 1024, p.largest_subbatch_bytes / 1024));
   }
-  std::chrono::duration<double> evaluating{0};  // left out of train_seconds
+  // train_seconds: from here (after any data initialisation) to the final
+  // flush, evaluations left out.
+  const auto loop_start = std::chrono::steady_clock::now();
+  std::chrono::duration<double> evaluating{0};
   const int epochs = env_.config.training().epochs();
   const int eval_every = env_.config.training().eval_every_epochs();
   const std::int64_t clocks_per_epoch = schedule_.clocks_per_epoch();
@@ -137,6 +140,7 @@ Result<TrainerResult> ClockLoop::Run() {
       KernelContext context{info_, epoch, record.clock, random, state_.get(), work};
       const auto compute_start = std::chrono::steady_clock::now();
       if (!samples.empty()) RunKernel(samples, context);
+      work.samples += static_cast<std::int64_t>(samples.size());
       STALELEARN_RETURN_IF_ERROR(
           straggler_.EndComputeStep(env_.wait.sim, work, std::chrono::steady_clock::now() - compute_start,
                                     record.clock));
@@ -173,7 +177,7 @@ Result<TrainerResult> ClockLoop::Run() {
   }
   result.end_clock = end;
   result.train_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() - evaluating.count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() - evaluating.count();
   if (evaluator_ != nullptr) {
     // Read while the memory ranks still progress (before any collective).
     final_model_ = eval_model.empty() ? model::MakeTableSet(env_.layout.tables()) : std::move(eval_model);

@@ -55,6 +55,7 @@ Status Straggler::EndComputeStep(transport::SimulatedTime* sim, const WorkCounte
   slowed.flops *= scale;
   slowed.bytes *= scale;
   slowed.random_row_accesses = static_cast<std::int64_t>(static_cast<double>(work.random_row_accesses) * scale);
+  slowed.samples = static_cast<std::int64_t>(static_cast<double>(work.samples) * scale);
   return sim->ChargeComputeWork(metrics::ToComputeWork(slowed));
 }
 

@@ -51,6 +51,7 @@ struct ComputeWork {
   double flops = 0;
   double bytes = 0;
   double random_accesses = 0;
+  double samples = 0;  // priced only by a calibrated kernel (timing_presets.proto KernelCost)
 };
 
 // One batch merged on a memory rank: bytes of the batch (header, indices,

@@ -76,23 +76,28 @@ TEST(HostCalibration, PresetsAreMeasuredAndRoundTrip) {
 TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
   const fs::path dir = testing::ScratchDir("calibrate_presets");
   fs::remove_all(dir);
-  const CommandRun run = Stalelearn("calibrate --quick --links local --out '" + dir.string() + "'");
+  const CommandRun run = Stalelearn("calibrate --quick --links local --out '" + dir.string() +
+                                    "' --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt'");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("compute calibrated-cpu: peak"), std::string::npos) << run.out;
   for (const char* file : {"compute/calibrated-cpu.pbtxt", "memory/calibrated-host.pbtxt",
                            "memory/calibrated-host-adam.pbtxt", "link/calibrated-local.pbtxt",
-                           "memory/hmc2.pbtxt"}) {
+                           "memory/hmc2.pbtxt", "compute/calibrated-cpu-mf-movielens.pbtxt"}) {
     EXPECT_TRUE(fs::exists(dir / file)) << file;
   }
+  const std::string kernel = testing::ReadAll(dir / "compute/calibrated-cpu-mf-movielens.pbtxt");
+  EXPECT_NE(kernel.find("ns_per_sample"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find("train_seconds - stall_seconds"), std::string::npos) << kernel;
+  EXPECT_FALSE(fs::exists(dir / ".calibrate-runs")) << "the measuring runs' files are removed";
   const fs::path report = dir / "r.json";
   const CommandRun train = Stalelearn(
       "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 2:1 --quiet --set training.epochs=1 "
-      "--set backend.name=timing --set timing.preset_dir='" + dir.string() + "' --set timing.compute=calibrated-cpu "
+      "--set backend.name=timing --set timing.preset_dir='" + dir.string() + "' --set timing.compute=calibrated-cpu-mf-movielens "
       "--set timing.memory=calibrated-host --set timing.link=calibrated-local --set backend.options.cores=2 "
       "--report '" + report.string() + "'");
   ASSERT_EQ(train.exit_code, 0) << train.err;
   const std::string json = testing::ReadAll(report);
-  EXPECT_NE(json.find("\"compute_preset\": \"calibrated-cpu\""), std::string::npos) << json.substr(0, 2000);
+  EXPECT_NE(json.find("\"compute_preset\": \"calibrated-cpu-mf-movielens\""), std::string::npos) << json.substr(0, 2000);
   EXPECT_NE(json.find("\"train_seconds\""), std::string::npos);
   fs::remove_all(dir);
 }
@@ -112,6 +117,28 @@ TEST(CalibrateCommand, BadInputIsOneLineAndExitTwo) {
       "--set backend.name=timing --set backend.options.cores=-1");
   EXPECT_EQ(cores.exit_code, 2) << cores.err;
   EXPECT_NE(cores.err.find("option cores: '-1' is not a whole number >= 0"), std::string::npos) << cores.err;
+}
+
+// Two ranks on one core: every rank's compute is priced at twice the time.
+TEST(TimingCores, RanksSharingCoresStretchTheirCompute) {
+  const auto compute_seconds = [](const std::string& extra) {
+    const fs::path report = testing::ScratchDir("calibrate_cores") / "r.json";
+    fs::create_directories(report.parent_path());
+    const CommandRun run = Stalelearn("train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 1:1 "
+                                      "--quiet --set training.epochs=1 --set backend.name=timing " + extra +
+                                      " --report '" + report.string() + "'");
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const std::string json = testing::ReadAll(report);
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(json, m, std::regex(R"("compute_seconds": ([0-9.eE+-]+))"))) << json.substr(0, 500);
+    fs::remove_all(report.parent_path());
+    return m.empty() ? 0.0 : std::stod(m[1].str());
+  };
+  const double own = compute_seconds("");
+  const double shared = compute_seconds("--set backend.options.cores=1");
+  ASSERT_GT(own, 0);
+  EXPECT_NEAR(shared / own, 2.0, 1e-6);
+  EXPECT_NEAR(compute_seconds("--set backend.options.cores=4") / own, 1.0, 1e-9) << "more cores than ranks: no stretch";
 }
 
 }  // namespace

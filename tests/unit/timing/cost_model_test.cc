@@ -143,5 +143,23 @@ TEST(ComputeModel, DivergentAccessCostsATransactionNotItsBytes) {
   EXPECT_GT(divergent, 30 * coalesced);
 }
 
+// A calibrated kernel (stalelearn calibrate --config) prices samples, not the
+// roofline; without the section the roofline stands; a section without its
+// number is refused.
+TEST(ComputeModel, CalibratedKernelPricesSamplesInPlaceOfTheRoofline) {
+  const std::string roofline = "name: 'c' peak_gflops " + Q(1) + " memory_bandwidth_gb_per_s " + Q(1) +
+                               " transaction_bytes " + Q(64) + " memory_latency_ns " + Q(100) +
+                               " outstanding_transactions " + Q(1);
+  const ComputeWork work{.flops = 1000, .bytes = 0, .random_accesses = 0, .samples = 7};
+  EXPECT_EQ(ComputeModel(Parse<proto::ComputePreset>(roofline)).Compute(work), nanoseconds(1000));
+  const ComputeModel kernel(Parse<proto::ComputePreset>(roofline + " kernel { ns_per_sample " + Q(50) + " }"));
+  EXPECT_EQ(kernel.Compute(work), nanoseconds(350));
+  EXPECT_EQ(kernel.Compute(ComputeWork{.flops = 1e9}), nanoseconds(0));
+  proto::ComputePreset empty;
+  const Status status = ParsePreset(roofline + " kernel { }", "k.pbtxt", "", empty);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("k.pbtxt: field kernel.ns_per_sample: missing"), std::string::npos) << status.message();
+}
+
 }  // namespace
 }  // namespace stalelearn::backends::timing

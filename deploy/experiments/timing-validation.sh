@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Does the timing backend predict real runs? (backends/timing/README.md "Validation")
+# 1. `stalelearn calibrate` measures this machine: OUT/presets.
+# 2. Each configuration below runs for real (local backend with ranks as
+#    threads, or mpirun over UCX), then on the timing backend priced by the
+#    calibrated presets, with the ranks sharing this machine's cores
+#    (timing option cores = nproc).
+# 3. OUT/validation.csv: config, measured training seconds (the slowest
+#    compute rank's clock loop, report field train_seconds), predicted
+#    (simulated makespan), relative error (predicted / measured - 1), and
+#    each side's breakdown; OUT/validation.png plots predicted against
+#    measured (gnuplot). The summary line gives the median |error| and the
+#    worst ratio.
+#
+#   deploy/experiments/timing-validation.sh [--out DIR]
+# About 5 minutes on 2 cores. Wall-clock measurements: rerun on a quiet machine.
+source "$(dirname "$0")/lib.sh"
+experiment_init timing-validation "$@"
+command -v python3 >/dev/null || { echo "timing-validation.sh: needs python3 to read the reports" >&2; exit 1; }
+./deploy/fetch-data.sh movielens spam brown >/dev/null
+CORES=$(nproc)
+PRESETS=$OUT/presets
+echo "timing-validation: calibrating into $PRESETS" >&2
+"$BIN" calibrate --out "$PRESETS" --config apps/mf/movielens.pbtxt --config apps/lr/spam.pbtxt \
+  --config apps/lda/brown.pbtxt > "$OUT/calibration.txt"
+cat "$OUT/calibration.txt" >&2
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --timeout 600)
+
+# name | launcher (threads C:M, or mpi NP) | config | memory preset | link preset | --set ...
+# The compute preset is calibrated-cpu-<the config's name>: its step measured at 1:1.
+ROWS=(
+  "mf-1x1-ssp|threads 1:1|apps/mf/movielens.pbtxt|calibrated-host|calibrated-local|training.epochs=20"
+  "mf-3x1-ssp|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host|calibrated-local|training.epochs=20"
+  "mf-3x1-bsp|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host|calibrated-local|training.epochs=20 consistency.mode=BSP"
+  "mf-3x1-asp|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host|calibrated-local|training.epochs=20 consistency.mode=ASP"
+  "mf-2x2-ssp|threads 2:2|apps/mf/movielens.pbtxt|calibrated-host|calibrated-local|training.epochs=20 cluster.memory_ranks=2"
+  "mf-3x1-adam|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host-adam|calibrated-local|training.epochs=20 merge.*.policy=adam"
+  "lr-1x1-ssp|threads 1:1|apps/lr/spam.pbtxt|calibrated-host-adagrad|calibrated-local|"
+  "lr-3x1-ssp|threads 3:1|apps/lr/spam.pbtxt|calibrated-host-adagrad|calibrated-local|"
+  "lda-1x1-ssp|threads 1:1|apps/lda/brown.pbtxt|calibrated-host|calibrated-local|training.epochs=3 training.eval_every_epochs=3"
+  "lda-3x1-ssp|threads 3:1|apps/lda/brown.pbtxt|calibrated-host|calibrated-local|training.epochs=3 training.eval_every_epochs=3"
+  "mf-mpirun4-ssp|mpi 4|apps/mf/movielens.pbtxt|calibrated-host|calibrated-ucx-shm|training.epochs=20"
+)
+
+for row in "${ROWS[@]}"; do
+  IFS='|' read -r name launcher config memory link sets <<<"$row"
+  compute=calibrated-cpu-$(sed -n 's/^name: "\(.*\)"/\1/p' "$config")
+  read -r how ranks <<<"$launcher"
+  set_args=(--set output.quiet=true)
+  for s in $sets; do set_args+=(--set "$s"); done
+  echo "timing-validation: $name" >&2
+  if [ "$how" = mpi ]; then
+    "${MPIRUN[@]}" -np "$ranks" "$BIN" train --config "$config" "${set_args[@]}" --report "$OUT/$name.measured.json" >/dev/null
+    threads=$(( ranks - 1 )):1  # the prediction emulates the same ranks as threads
+  else
+    "$BIN" train --config "$config" --ranks "$ranks" "${set_args[@]}" --report "$OUT/$name.measured.json" >/dev/null
+    threads=$ranks
+  fi
+  "$BIN" train --config "$config" --ranks "$threads" "${set_args[@]}" --report "$OUT/$name.predicted.json" \
+    --set backend.name=timing --set timing.preset_dir="$PRESETS" --set timing.compute="$compute" \
+    --set timing.memory="$memory" --set timing.link="$link" --set backend.options.cores="$CORES" >/dev/null
+done
+
+python3 - "$OUT" "${ROWS[@]}" <<'PY'
+import json, statistics, sys
+out, rows = sys.argv[1], sys.argv[2:]
+lines = ["config,measured_seconds,predicted_seconds,relative_error,measured_stall_seconds,"
+         "predicted_compute,predicted_transfer,predicted_merge,predicted_wait"]
+errors = []
+for row in rows:
+    name = row.split("|")[0]
+    m = json.load(open(f"{out}/{name}.measured.json"))
+    p = json.load(open(f"{out}/{name}.predicted.json"))
+    compute = [r for r in m["ranks"] if r.get("role") == "compute"]
+    measured = max(float(r.get("train_seconds", 0)) for r in compute)
+    stall = max(float(r.get("stall_seconds", 0)) for r in compute)
+    sim = p["simulated"]
+    predicted = float(sim["total_seconds"])
+    ranks = [r for r in sim["ranks"] if r["rank"] < len(compute)]  # compute ranks come first
+    parts = [statistics.mean(float(r.get(k, 0)) for r in ranks)
+             for k in ("compute_seconds", "transfer_seconds", "merge_seconds", "wait_seconds")]
+    error = predicted / measured - 1
+    errors.append(error)
+    lines.append(f"{name},{measured:.4f},{predicted:.4f},{error:+.3f},{stall:.4f}," + ",".join(f"{x:.4f}" for x in parts))
+open(f"{out}/validation.csv", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+worst = max(max(1 + e, 1 / (1 + e)) for e in errors)
+print(f"rows {len(errors)}, median |error| {statistics.median(abs(e) for e in errors):.1%}, "
+      f"worst ratio {worst:.2f}x")
+PY
+
+if command -v gnuplot >/dev/null; then
+  gnuplot -e "set terminal pngcairo size 800,600; set output '$OUT/validation.png'; set datafile separator ',';
+    set key off; set logscale xy; set xlabel 'measured training seconds'; set ylabel 'predicted (timing backend)';
+    set title 'timing backend against real runs (calibrated presets)';
+    plot '$OUT/validation.csv' every ::1 using 2:3 with points pt 7, x with lines dt 2, 1.2*x with lines dt 3, 0.8*x with lines dt 3,
+    '' every ::1 using 2:3:1 with labels offset 1,0.5 font ',8' left" 2>/dev/null || echo "timing-validation: plot skipped" >&2
+fi
+echo "timing-validation: $OUT/validation.csv" >&2
