@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -18,6 +20,7 @@
 #include "framework/model/hash64.h"
 #include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/sample_schedule.h"
+#include "framework/transport/forwarding_transport.h"
 #include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
 
@@ -324,6 +327,64 @@ void CheckOwnClocksCountUnderAdam() {
       }
     }
   }
+}
+
+namespace {
+
+// Sleeps once, in its `pause_at`-th Progress: the memory rank stops merging
+// for a while (it progresses between polls of its rings).
+class ProgressPausingTransport final : public transport::ForwardingTransport {
+ public:
+  ProgressPausingTransport(transport::Transport& inner, int pause_at, std::chrono::milliseconds pause)
+      : ForwardingTransport(inner), pause_at_(pause_at), pause_(pause) {}
+  void Progress() override {
+    if (++calls_ == pause_at_) std::this_thread::sleep_for(pause_);
+    ForwardingTransport::Progress();
+  }
+
+ private:
+  const int pause_at_;
+  const std::chrono::milliseconds pause_;
+  int calls_ = 0;  // the memory rank's own thread only
+};
+
+}  // namespace
+
+// How a blocked rank waits: with one compute rank under adam and the memory
+// rank paused, the rank runs s clocks ahead of its own merged clock and then
+// waits at the staleness gate for that clock (the stall inspector names it),
+// not in a loop of snapshot refreshes (what a gate that leaves its own clocks
+// out does: the snapshot check still holds the bound, so only the waiting
+// shows the difference). The warning threshold follows the machine's pace
+// (twice an unpaused run, at least 0.3 s); the pause is five times it.
+void CheckOwnClocksBlockTheGate() {
+  constexpr std::int64_t kClocks = 60;
+  const auto config_with = [](double warn) {
+    proto::Config config = TestConfig("SSP", /*staleness=*/2, 1, /*epochs=*/1, /*samples_per_clock=*/1);
+    proto::MergeConfig& merge = (*config.mutable_merge())["*"];
+    merge.set_policy("adam");
+    merge.set_learning_rate(0.01f);
+    config.mutable_wait()->set_warn_after_seconds(warn);
+    return config;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  RunLocal(config_with(-1), ReadRecordingApp(kClocks), 2);
+  const double warn =
+      std::max(0.3, 2 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  runtime::RuntimeHooks hooks;
+  hooks.wrap_transport = [warn](transport::Transport& inner) -> std::unique_ptr<transport::Transport> {
+    if (inner.rank().value != 1) return nullptr;  // world rank 1: the memory rank (MEMORY_LAST)
+    return std::make_unique<ProgressPausingTransport>(
+        inner, /*pause_at=*/20, std::chrono::milliseconds(static_cast<int>(5 * warn * 1000)));
+  };
+  ::testing::internal::CaptureStderr();
+  RunLocal(config_with(warn), ReadRecordingApp(kClocks), 2, hooks);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("stall: rank 0 has waited"), std::string::npos) << log;
+  EXPECT_NE(log.find("merged clock: compute rank 0 may start clock"), std::string::npos)
+      << kOwnClocksNotAtTheGateMessage << "\n" << log;
+  EXPECT_NE(log.find("behind: compute rank 0 (merged clock "), std::string::npos)
+      << kOwnClocksNotAtTheGateMessage << "\n" << log;
 }
 
 }  // namespace stalelearn::testing

@@ -66,6 +66,12 @@ void CheckReadYourWritesWithoutABound();
 inline constexpr const char* kRawOwnDeltasMessage = "raw own deltas beyond the bound";
 void CheckOwnClocksCountUnderAdam();
 
+// One compute rank under adam, the memory rank paused: the rank waits at the
+// staleness gate for its own merged clock (the stall inspector's line names
+// it), not in snapshot refreshes. Kills the mutant gate_ignores_own_clocks.
+inline constexpr const char* kOwnClocksNotAtTheGateMessage = "the gate did not wait for the rank's own clocks";
+void CheckOwnClocksBlockTheGate();
+
 // The MovieLens ratings file, if deploy/fetch-data.sh fetched it.
 std::optional<std::filesystem::path> FetchedMovieLens();
 

@@ -195,6 +195,7 @@ TEST_P(MergePolicyTraining, TrainedModelEqualsTheSequentialReference) {
 // I1 at one compute rank under adam (invariant_checks.h; planted defect
 // kOwnClocksNotCounted, the SNN 1:1 defect of issue 26).
 TEST(MergePolicyTraining, OneComputeRankReadsTheMastersVersionOfItsOwnClocks) { CheckOwnClocksCountUnderAdam(); }
+TEST(MergePolicyTraining, OneComputeRankWaitsAtTheGateForItsOwnMergedClocks) { CheckOwnClocksBlockTheGate(); }
 
 INSTANTIATE_TEST_SUITE_P(
     Policies, MergePolicyTraining,
