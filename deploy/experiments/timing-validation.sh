@@ -61,6 +61,33 @@ for row in "${ROWS[@]}"; do
     --set timing.memory="$memory" --set timing.link="$link" --set backend.options.cores="$CORES" >/dev/null
 done
 
+# A capped link between hosts: 3 network namespaces (deploy/cluster/box.sh,
+# root only), every link capped at 50 Mbit/s by tbf, MF under mpirun over UCX
+# tcp; predicted as threads with the calibrated tcp link at that bandwidth.
+box_row() {
+  local name=mf-box3-tcp-50mbit tool
+  [ "$(id -u)" -eq 0 ] || { echo "timing-validation: skipping $name: needs root" >&2; return; }
+  for tool in ip tc unshare nsenter mpirun; do
+    command -v "$tool" >/dev/null || { echo "timing-validation: skipping $name: no $tool (install-deps.sh --cluster)" >&2; return; }
+  done
+  echo "timing-validation: $name" >&2
+  trap './deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
+  ./deploy/cluster/box.sh up 3 --rate 50mbit >/dev/null
+  ./deploy/cluster/box.sh hostfile >"$OUT/box-hosts"
+  ./deploy/run.sh --hostfile "$OUT/box-hosts" -np 3 --box --memory-hosts slnode3 --timeout 300 --bin "$BIN" -- \
+    --config apps/mf/movielens.pbtxt --set output.quiet=true --set training.epochs=3 \
+    --report "$OUT/$name.measured.json" >/dev/null
+  ./deploy/cluster/box.sh down >/dev/null
+  trap - EXIT
+  "$BIN" train --config apps/mf/movielens.pbtxt --ranks 2:1 --set output.quiet=true --set training.epochs=3 \
+    --report "$OUT/$name.predicted.json" --set backend.name=timing --set timing.preset_dir="$PRESETS" \
+    --set timing.compute=calibrated-cpu-mf-movielens --set timing.memory=calibrated-host \
+    --set timing.link=calibrated-ucx-tcp --set backend.options.link_bandwidth_gb_per_s=0.00625 \
+    --set backend.options.cores="$CORES" >/dev/null
+  ROWS+=("$name")
+}
+box_row
+
 python3 - "$OUT" "${ROWS[@]}" <<'PY'
 import json, statistics, sys
 out, rows = sys.argv[1], sys.argv[2:]
