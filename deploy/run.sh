@@ -182,10 +182,20 @@ run_mpirun() {
   return "$status"
 }
 
+# One error line for a failed job: mpirun's own banners (-q) repeat what the
+# ranks said, and an input error every rank finds alike (a bad config) is
+# printed once. (Not with --restart: it reads mpirun's "process rank N" line.)
+once_errors() { awk '/^stalelearn: error/ { if (seen[$0]++) next } { print; fflush() }' >&2; }
+
 set +e
 if [ "$restarts" -eq 0 ]; then
-  run_mpirun "${mpirun_args[@]}" "$bin" train "${train_args[@]}"
-  exit $?
+  exec {errors}> >(once_errors)
+  filter=$!
+  run_mpirun -q "${mpirun_args[@]}" "$bin" train "${train_args[@]}" 2>&"$errors"
+  rc=$?
+  exec {errors}>&-  # the filter sees the end and flushes
+  wait "$filter"
+  exit $rc
 fi
 
 # --restart: the checkpoint directory, from a --set or the config file.
