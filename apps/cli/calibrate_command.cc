@@ -3,6 +3,7 @@
 //   DIR/compute/NAME-cpu.pbtxt            one core (host_calibration.h)
 //   DIR/memory/NAME-host.pbtxt            DRAM merged by one core, 'sum' policy
 //   DIR/memory/NAME-host-POLICY.pbtxt     the same for average, adagrad, adam
+//   DIR/memory/NAME-host-cached[-POLICY]  the same with a 1 MiB shard (in cache)
 //   DIR/link/NAME-LINK.pbtxt              local (ranks as threads), ucx-shm, ucx-tcp
 //                                         (link_calibration.h: one-sided RMA)
 //   DIR/compute/NAME-cpu-CONFIG.pbtxt     per --config FILE: that config's compute
@@ -141,7 +142,7 @@ void RunCalibrate(const CalibrateOptions& options) {
              cpu, host.peak_gflops.value, host.bandwidth_gb_per_s.value, host.transaction_bytes.value,
              host.latency_ns.value, host.outstanding.value);
   for (const MergeCalibration& merge : host.merges) {
-    const std::string name = options.name + "-host" + (merge.policy == "sum" ? "" : "-" + merge.policy);
+    const std::string name = MemoryPresetName(options.name, merge);
     WritePreset(dir, PresetKind::kMemory, MemoryPresetOf(host, merge, name, prefix), name);
     fmt::print("memory {}: merge '{}' {:.2f} GB/s, atomic {:.1f} ns\n", name, merge.policy,
                merge.bandwidth_gb_per_s.value, host.atomic_rmw_ns.value);

@@ -162,11 +162,12 @@ double ModelBytes(const metrics::WorkCounters& work) {
 }
 
 // The merge kernel the memory ranks run (sync::ShardMerger), on a master far
-// beyond the caches, fed batches of ~256 KiB of random distinct rows in
-// increasing order (as compute ranks send them), 4 batches per window.
-Measured MergeBandwidth(const std::string& policy, bool quick) {
+// of `master_bytes` (beyond the caches, or a small shard in them), fed
+// batches of ~256 KiB of random distinct rows in increasing order (as
+// compute ranks send them), 4 batches per window.
+Measured MergeBandwidth(const std::string& policy, std::int64_t master_bytes, bool quick) {
   constexpr std::int32_t kWidth = 21;  // a float row of 20 factors and a bias
-  const std::int64_t rows = (quick ? (std::int64_t{4} << 20) : (std::int64_t{128} << 20)) / (kWidth * 4);
+  const std::int64_t rows = master_bytes / (kWidth * 4);
   const model::ModelLayout layout({{"w", model::ElementType::kFloat32, rows, kWidth}}, 1,
                                   model::PartitionScheme::kRange);
   sync::MergePolicySpec spec;
@@ -207,9 +208,9 @@ Measured MergeBandwidth(const std::string& policy, bool quick) {
   std::vector<double> rates;
   for (int rep = 0; rep < (quick ? 1 : 5); ++rep) rates.push_back(pass(quick ? 0.02 : 0.15));
   return {Median(rates), fmt::format("median of {} runs of the '{}' merge (sync::ShardMerger, one thread) of "
-                                     "256-KiB batches of random rows of 21 floats into a {} MiB master; bytes as the "
+                                     "256-KiB batches of random rows of 21 floats into a {} KiB master; bytes as the "
                                      "timing backend prices a merge (batch + 8 per element update, metrics::ToMergeWork)",
-                                     rates.size(), policy, rows * kWidth * 4 >> 20)};
+                                     rates.size(), policy, rows * kWidth * 4 >> 10)};
 }
 
 }  // namespace
@@ -235,7 +236,9 @@ HostCalibration MeasureHost(const HostCalibrationOptions& options) {
   host.outstanding = Outstanding(lines, host.latency_ns.value, options.quick);
   host.atomic_rmw_ns = AtomicRmw(lines, options.quick);
   for (const std::string& policy : options.policies) {
-    host.merges.push_back({policy, MergeBandwidth(policy, options.quick)});
+    const std::int64_t large = options.quick ? (std::int64_t{4} << 20) : (std::int64_t{128} << 20);
+    host.merges.push_back({policy, false, MergeBandwidth(policy, large, options.quick)});
+    host.merges.push_back({policy, true, MergeBandwidth(policy, kCachedMasterBytes, options.quick)});
   }
   return host;
 }
@@ -253,12 +256,16 @@ proto::ComputePreset ComputePresetOf(const HostCalibration& host, const std::str
   return p;
 }
 
+std::string MemoryPresetName(const std::string& prefix, const MergeCalibration& merge) {
+  return prefix + "-host" + (merge.cached ? "-cached" : "") + (merge.policy == "sum" ? "" : "-" + merge.policy);
+}
+
 proto::MemoryPreset MemoryPresetOf(const HostCalibration& host, const MergeCalibration& merge,
                                    const std::string& name, const std::string& source_prefix) {
   proto::MemoryPreset p;
   p.set_name(name);
-  p.set_description(fmt::format("this machine's DRAM merged by one core with the '{}' policy, measured ({})",
-                                merge.policy, source_prefix));
+  p.set_description(fmt::format("this machine's {} merged by one core with the '{}' policy, measured ({})",
+                                merge.cached ? "caches (a shard of 1 MiB)" : "DRAM", merge.policy, source_prefix));
   *p.mutable_atomic_rmw_ns() = QuantityOf(host.atomic_rmw_ns, source_prefix);
   *p.mutable_dram()->mutable_bandwidth_gb_per_s() = QuantityOf(merge.bandwidth_gb_per_s, source_prefix);
   return p;

@@ -14,6 +14,7 @@
 // Thread-safety: free functions without shared state.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,14 @@ struct Measured {
   std::string method;  // what was timed, e.g. "median of 5 triad passes over 3 x 128 MiB"
 };
 
+// A shard that fits the caches (MovieLens-sized models) merges several times
+// faster than one in DRAM: both are measured, and a run picks the preset
+// that matches its shard.
+inline constexpr std::int64_t kCachedMasterBytes = std::int64_t{1} << 20;
+
 struct MergeCalibration {
   std::string policy;  // sum, average, adagrad, adam
+  bool cached = false;  // master of kCachedMasterBytes (else far beyond the caches)
   Measured bandwidth_gb_per_s;  // (batch bytes + 8 x element updates) / second, as the dram model prices a merge
 };
 
@@ -55,6 +62,8 @@ proto::Quantity QuantityOf(const Measured& m, const std::string& prefix);
 // Quantity's source. The memory preset uses `merge` (one policy's figure).
 proto::ComputePreset ComputePresetOf(const HostCalibration& host, const std::string& name,
                                      const std::string& source_prefix);
+// <prefix>-host[-cached][-POLICY] (no POLICY for sum).
+std::string MemoryPresetName(const std::string& prefix, const MergeCalibration& merge);
 proto::MemoryPreset MemoryPresetOf(const HostCalibration& host, const MergeCalibration& merge,
                                    const std::string& name, const std::string& source_prefix);
 

@@ -56,7 +56,7 @@ void ExpectRoundTrip(const Preset& preset) {
 
 TEST(HostCalibration, PresetsAreMeasuredAndRoundTrip) {
   const HostCalibration host = MeasureHost({.quick = true, .policies = {"sum", "adam"}});
-  ASSERT_EQ(host.merges.size(), 2u);
+  ASSERT_EQ(host.merges.size(), 4u);  // each policy with a shard in DRAM and in cache
   // The latency of a dependent miss is longer than one independent load's share.
   EXPECT_GE(host.outstanding.value, 1);
   EXPECT_EQ(host.outstanding.value, std::round(host.outstanding.value));
@@ -64,13 +64,16 @@ TEST(HostCalibration, PresetsAreMeasuredAndRoundTrip) {
   ExpectEveryQuantityMeasured(cpu);
   ExpectRoundTrip(cpu);
   for (const MergeCalibration& merge : host.merges) {
-    const proto::MemoryPreset memory = MemoryPresetOf(host, merge, "calibrated-host-" + merge.policy, kPrefix);
+    const proto::MemoryPreset memory = MemoryPresetOf(host, merge, MemoryPresetName("calibrated", merge), kPrefix);
     ExpectEveryQuantityMeasured(memory);
     ExpectRoundTrip(memory);
     EXPECT_NE(memory.dram().bandwidth_gb_per_s().source().find("'" + merge.policy + "' merge"), std::string::npos);
   }
   // Each policy is measured on its own (its own run of its own merge).
-  EXPECT_NE(host.merges[0].bandwidth_gb_per_s.method, host.merges[1].bandwidth_gb_per_s.method);
+  EXPECT_NE(host.merges[0].bandwidth_gb_per_s.method, host.merges[2].bandwidth_gb_per_s.method);  // sum, adam
+  EXPECT_TRUE(host.merges[1].cached);
+  EXPECT_NE(host.merges[1].bandwidth_gb_per_s.method.find(" KiB master"), std::string::npos)
+      << host.merges[1].bandwidth_gb_per_s.method;
 }
 
 TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
@@ -81,7 +84,8 @@ TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("compute calibrated-cpu: peak"), std::string::npos) << run.out;
   for (const char* file : {"compute/calibrated-cpu.pbtxt", "memory/calibrated-host.pbtxt",
-                           "memory/calibrated-host-adam.pbtxt", "link/calibrated-local.pbtxt",
+                           "memory/calibrated-host-adam.pbtxt", "memory/calibrated-host-cached-adam.pbtxt",
+                           "link/calibrated-local.pbtxt",
                            "memory/hmc2.pbtxt", "compute/calibrated-cpu-mf-movielens.pbtxt"}) {
     EXPECT_TRUE(fs::exists(dir / file)) << file;
   }
