@@ -25,9 +25,16 @@ job=$(sbatch --parsable --time=1 --signal=B:USR1@30 --chdir="$WORK" --output="$W
   "$ROOT/deploy/slurm/stalelearn.sbatch" --set output.quiet=true --set training.epochs=300)
 note "job $job submitted"
 deadline=$((SECONDS + 420))
+gone=0  # consecutive polls that did not find the job: one can be a busy slurmctld's failed squeue
 while :; do
   state=$(squeue -h -j "$job" -o "%T %r" 2>/dev/null || true)
-  [ -n "$state" ] || break
+  if [ -z "$state" ]; then
+    gone=$((gone + 1))
+    [ "$gone" -lt 3 ] || break
+    sleep 2
+    continue
+  fi
+  gone=0
   if [ "$state" = "PENDING BeginTime" ]; then
     note "requeued: releasing its BeginTime hold"
     scontrol update JobId="$job" StartTime=now
