@@ -43,7 +43,7 @@ using backends::timing::PresetKind;
 struct CalibrateOptions {
   std::string out;
   std::string name = "calibrated";
-  std::string links = "local,ucx-shm,ucx-tcp";
+  std::vector<std::string> links = {"local", "ucx-shm", "ucx-tcp"};
   std::vector<std::string> configs;  // apps' configs whose compute step is measured
   bool quick = false;
 };
@@ -112,22 +112,11 @@ LinkCalibrationSpec LinkSpec(const std::string& link, const CalibrateOptions& op
   return spec;
 }
 
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    if (comma > at) out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
 void RunCalibrate(const CalibrateOptions& options) {
   const fs::path dir(options.out);
   const std::string prefix = SourcePrefix();
   std::vector<LinkCalibrationSpec> links;
-  for (const std::string& link : SplitComma(options.links)) links.push_back(LinkSpec(link, options, prefix));
+  for (const std::string& link : options.links) links.push_back(LinkSpec(link, options, prefix));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || access(dir.c_str(), W_OK) != 0) {
@@ -180,7 +169,8 @@ void AddCalibrateCommand(CLI::App& app) {
                    ? std::string()
                    : std::string("letters, digits, '-' and '_' only");
       });
-  cmd->add_option("--links", options->links, "Links to measure, comma-separated: local, ucx-shm, ucx-tcp");
+  cmd->add_option("--links", options->links, "Links to measure, comma-separated: local, ucx-shm, ucx-tcp")
+      ->delimiter(',');
   cmd->add_option("--config", options->configs,
                   "An app's config whose compute step to measure (repeatable): writes NAME-cpu-<config name>")
       ->check(CLI::ExistingFile);

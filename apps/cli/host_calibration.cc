@@ -217,7 +217,8 @@ Measured MergeBandwidth(const std::string& policy, std::int64_t master_bytes, bo
 
 proto::Quantity QuantityOf(const Measured& m, const std::string& prefix) {
   proto::Quantity q;
-  q.set_value(m.value);
+  // 4 significant digits: the file stays readable and its text parses back exactly.
+  q.set_value(std::stod(fmt::format("{:.4g}", m.value)));
   q.set_tag(proto::MEASURED);
   q.set_source(fmt::format("{}: {}", prefix, m.method));
   return q;

@@ -55,7 +55,8 @@ struct HostCalibrationOptions {
 
 HostCalibration MeasureHost(const HostCalibrationOptions& options);
 
-// A Quantity tagged MEASURED, its source "<prefix>: <method>".
+// A Quantity tagged MEASURED, its value to 4 significant digits, its source
+// "<prefix>: <method>" (every calibrated preset's numbers are made here).
 proto::Quantity QuantityOf(const Measured& m, const std::string& prefix);
 
 // Presets from a measurement; `source_prefix` (machine and date) starts every

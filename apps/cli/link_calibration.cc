@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "apps/cli/host_calibration.h"
 #include "apps/cli/rma_measure.h"
 #include "backends/timing/presets.h"
 
@@ -63,17 +64,6 @@ RmaSpec MakeRma(const LinkCalibrationSpec& spec, RmaOp op, std::size_t size, Cou
   return rma;
 }
 
-// 4 significant digits: the file stays readable and the text form parses back exactly.
-double Significant(double value) { return std::stod(fmt::format("{:.4g}", value)); }
-
-proto::Quantity Measured(double value, std::string source) {
-  proto::Quantity q;
-  q.set_value(Significant(value));
-  q.set_tag(proto::MEASURED);
-  q.set_source(std::move(source));
-  return q;
-}
-
 }  // namespace
 
 Result<proto::LinkPreset> CalibrateLink(const LinkCalibrationSpec& spec) {
@@ -111,22 +101,24 @@ Result<proto::LinkPreset> CalibrateLink(const LinkCalibrationSpec& spec) {
   proto::LinkPreset preset;
   preset.set_name(spec.preset_name);
   preset.set_description(spec.description);
-  *preset.mutable_per_op_overhead_ns() = Measured(
-      overhead_ns, fmt::format("{}: origin time per operation of a windowed run of {} {}-B puts, window {}, each "
-                               "window flushed ({}): seconds / {}",
-                               spec.source_prefix, small_puts.iters, kSmallBytes, kWindow, BenchCommand(small_puts),
-                               small_puts.iters));
-  *preset.mutable_latency_ns() = Measured(
-      latency_ns,
-      fmt::format("{}: median of {} single {}-B get round trips ({}), minus the overhead, halved{}", spec.source_prefix,
-                  gets.latency_samples, kSmallBytes, BenchCommand(small_gets),
-                  floored ? fmt::format("; floored at {} ns: the round trip ({:.4g} ns) was not above the overhead",
-                                        kMinLatencyNs, round_trip_ns)
-                          : std::string()));
-  *preset.mutable_bandwidth_gb_per_s() = Measured(
-      gb_per_s, fmt::format("{}: windowed put bandwidth of {} {}-B (1 MiB) puts, window {}, each window flushed "
-                            "({}), 1 GB = 1e9 B",
-                            spec.source_prefix, large_puts.iters, kLargeBytes, kWindow, BenchCommand(large_puts)));
+  *preset.mutable_per_op_overhead_ns() = QuantityOf(
+      {overhead_ns, fmt::format("origin time per operation of a windowed run of {} {}-B puts, window {}, each "
+                                "window flushed ({}): seconds / {}",
+                                small_puts.iters, kSmallBytes, kWindow, BenchCommand(small_puts), small_puts.iters)},
+      spec.source_prefix);
+  *preset.mutable_latency_ns() = QuantityOf(
+      {latency_ns,
+       fmt::format("median of {} single {}-B get round trips ({}), minus the overhead, halved{}", gets.latency_samples,
+                   kSmallBytes, BenchCommand(small_gets),
+                   floored ? fmt::format("; floored at {} ns: the round trip ({:.4g} ns) was not above the overhead",
+                                         kMinLatencyNs, round_trip_ns)
+                           : std::string())},
+      spec.source_prefix);
+  *preset.mutable_bandwidth_gb_per_s() = QuantityOf(
+      {gb_per_s, fmt::format("windowed put bandwidth of {} {}-B (1 MiB) puts, window {}, each window flushed "
+                             "({}), 1 GB = 1e9 B",
+                             large_puts.iters, kLargeBytes, kWindow, BenchCommand(large_puts))},
+      spec.source_prefix);
   // Rounding to 4 digits cannot make a value 0 here, but the loader's rules are the contract.
   STALELEARN_RETURN_IF_ERROR(backends::timing::ValidatePreset(preset, path.string())
                                  .WithContext(fmt::format("calibrating {}", link)));

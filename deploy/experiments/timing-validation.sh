@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does the timing backend predict real runs? (backends/timing/README.md "Validation")
+# Does the timing backend predict real runs? (docs/guide/timing-backend.md "Is the model right?")
 # 1. `stalelearn calibrate` measures this machine: OUT/presets.
 # 2. Each configuration below runs for real (local backend with ranks as
 #    threads, or mpirun over UCX), then on the timing backend priced by the
@@ -112,10 +112,10 @@ for row in rows:
     runs.sort()
     measured, stall = runs[len(runs) // 2]
     p = json.load(open(f"{out}/{name}.predicted.json"))
-    compute = [r for r in json.load(open(path))["ranks"] if r.get("role") == "compute"]
+    compute_ranks = sum(1 for r in p["ranks"] if r.get("role") == "compute")
     sim = p["simulated"]
     predicted = float(sim["total_seconds"])
-    ranks = [r for r in sim["ranks"] if r["rank"] < len(compute)]  # compute ranks come first
+    ranks = [r for r in sim["ranks"] if r["rank"] < compute_ranks]  # compute ranks come first
     parts = [statistics.mean(float(r.get(k, 0)) for r in ranks)
              for k in ("compute_seconds", "transfer_seconds", "merge_seconds", "wait_seconds")]
     error = predicted / measured - 1
