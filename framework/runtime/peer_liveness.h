@@ -114,7 +114,7 @@ class DeadRankAwareMode final : public ConsistencyMode {
   // Called inside Release once the dead set is known (every survivor sees
   // the same one) and before this rank releases the memory ranks, so it may
   // still read the final model (ReadFinalModel): the way a survivor takes
-  // over a dead rank's duties (train.cc: the whole-model evaluation of a
+  // over a dead rank's duties (compute_role.cc: the whole-model evaluation of a
   // dead compute rank 0). An error fails the Release.
   void set_on_settled(std::function<Status(const std::vector<model::ComputeIndex>& dead)> on_settled) {
     on_settled_ = std::move(on_settled);

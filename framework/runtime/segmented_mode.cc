@@ -6,15 +6,19 @@
 
 namespace stalelearn::runtime {
 
-SegmentedConsistency::SegmentedConsistency(const RankEnv& env, const ModeDefinition& definition,
-                                           model::ComputeIndex me, const DataPlaneGeometry& geometry,
-                                           Checkpointer& checkpointer)
-    : env_(env), definition_(definition), me_(me), geometry_(geometry), checkpointer_(checkpointer) {}
+SegmentedConsistency::SegmentedConsistency(RunLifecycle& lifecycle, model::ComputeIndex me,
+                                           const DataPlaneGeometry& geometry)
+    : lifecycle_(lifecycle),
+      env_(lifecycle.env()),
+      me_(me),
+      geometry_(geometry),
+      checkpointer_(lifecycle.checkpointer()) {}
 
-Result<std::unique_ptr<SegmentedConsistency>> SegmentedConsistency::Make(
-    const RankEnv& env, const ModeDefinition& definition, model::ComputeIndex me, ComputeEndpoints endpoints,
-    const DataPlaneGeometry& geometry, Checkpointer& checkpointer) {
-  std::unique_ptr<SegmentedConsistency> mode(new SegmentedConsistency(env, definition, me, geometry, checkpointer));
+Result<std::unique_ptr<SegmentedConsistency>> SegmentedConsistency::Make(RunLifecycle& lifecycle,
+                                                                         model::ComputeIndex me,
+                                                                         ComputeEndpoints endpoints,
+                                                                         const DataPlaneGeometry& geometry) {
+  std::unique_ptr<SegmentedConsistency> mode(new SegmentedConsistency(lifecycle, me, geometry));
   STALELEARN_RETURN_IF_ERROR(mode->StartSegment(std::move(endpoints)));
   return mode;
 }
@@ -22,7 +26,7 @@ Result<std::unique_ptr<SegmentedConsistency>> SegmentedConsistency::Make(
 Status SegmentedConsistency::StartSegment(ComputeEndpoints endpoints) {
   endpoints_ = std::move(endpoints);
   ModeContext context{env_, me_, &endpoints_, &geometry_};
-  STALELEARN_ASSIGN_OR_RETURN(inner_, definition_.create(context));
+  STALELEARN_ASSIGN_OR_RETURN(inner_, lifecycle_.mode().create(context));
   return Status::Ok();
 }
 
@@ -54,24 +58,17 @@ Status SegmentedConsistency::CrossBoundary(std::int64_t clock) {
     STALELEARN_ASSIGN_OR_RETURN(const bool stops, env_.stop->StopsBefore(me_.value, clock));
     if (stops) {
       // The run stops here: the clock loop reads the final model and
-      // releases this segment; train.cc writes the checkpoint.
+      // releases this segment; compute_role.cc writes the checkpoint.
       ended_ = true;
       return Status::Ok();
     }
   }
   STALELEARN_RETURN_IF_ERROR(inner_->Release());
   STALELEARN_RETURN_IF_ERROR(checkpointer_.WriteComputeState(clock, me_, app_state_, samples_done_));
-  transport::SimulatedTime* sim = env_.wait.sim;
-  STALELEARN_RETURN_IF_ERROR(checkpointer_.LeaveScheduleForBoundary(sim));
+  STALELEARN_RETURN_IF_ERROR(lifecycle_.LeaveForBoundary());
   inner_.reset();  // its endpoints go with it: the memory ranks register new regions
-  // The same steps, in the same order, as the first segment's (train.cc).
-  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
-  STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints,
-                              ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, me_));
-  STALELEARN_RETURN_IF_ERROR(checkpointer_.StartCollectives(sim));
-  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
-  STALELEARN_RETURN_IF_ERROR(checkpointer_.JoinSchedule(sim, /*first=*/false));
-  if (env_.stop != nullptr) env_.stop->Open();
+  STALELEARN_ASSIGN_OR_RETURN(ComputeEndpoints endpoints, lifecycle_.ConnectCompute());
+  STALELEARN_RETURN_IF_ERROR(lifecycle_.StartSegment(/*first=*/false));
   return StartSegment(std::move(endpoints));
 }
 

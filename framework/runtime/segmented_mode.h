@@ -13,14 +13,14 @@
 // Also records this rank's progress after each clock (what a crash loses) and
 // applies the planted kill (debug.kill_rank / kill_at_clock).
 //
-// Not thread-safe: the compute rank's thread. `env`, `definition`,
-// `geometry`, `checkpointer` and the local state must outlive it.
+// Not thread-safe: the compute rank's thread. `lifecycle`, `geometry` and
+// the local state must outlive it.
 #pragma once
 
 #include <memory>
 
-#include "framework/runtime/checkpointer.h"
 #include "framework/runtime/consistency_mode.h"
+#include "framework/runtime/run_lifecycle.h"
 
 namespace stalelearn::runtime {
 
@@ -28,10 +28,9 @@ class SegmentedConsistency final : public ConsistencyMode {
  public:
   // `endpoints`: this rank's imported endpoints for the first segment (the
   // caller did its setup and start barrier).
-  static Result<std::unique_ptr<SegmentedConsistency>> Make(const RankEnv& env, const ModeDefinition& definition,
-                                                            model::ComputeIndex me, ComputeEndpoints endpoints,
-                                                            const DataPlaneGeometry& geometry,
-                                                            Checkpointer& checkpointer);
+  static Result<std::unique_ptr<SegmentedConsistency>> Make(RunLifecycle& lifecycle, model::ComputeIndex me,
+                                                            ComputeEndpoints endpoints,
+                                                            const DataPlaneGeometry& geometry);
   // The clock loop's local state (saved at boundaries; it must outlive this)
   // and the samples trained before the first clock (from the checkpoint when
   // resuming). Before the first clock.
@@ -54,14 +53,13 @@ class SegmentedConsistency final : public ConsistencyMode {
   Status Release() override { return inner_->Release(); }
 
  private:
-  SegmentedConsistency(const RankEnv& env, const ModeDefinition& definition, model::ComputeIndex me,
-                       const DataPlaneGeometry& geometry, Checkpointer& checkpointer);
+  SegmentedConsistency(RunLifecycle& lifecycle, model::ComputeIndex me, const DataPlaneGeometry& geometry);
   Status StartSegment(ComputeEndpoints endpoints);
   // Ends the segment at `clock` (a boundary) and starts the next one.
   Status CrossBoundary(std::int64_t clock);
 
+  RunLifecycle& lifecycle_;
   const RankEnv& env_;
-  const ModeDefinition& definition_;
   model::ComputeIndex me_;
   const DataPlaneGeometry& geometry_;
   Checkpointer& checkpointer_;

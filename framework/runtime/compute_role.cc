@@ -1,0 +1,227 @@
+// A compute rank's run (run_lifecycle.h): the clock loop under the
+// configured mode, wrapped for the run's extras (segments of a checkpointed
+// run, surviving dead ranks), the epoch evaluations and early stopping, and
+// its part of the report.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "framework/model/hash64.h"
+#include "framework/runtime/clock_loop.h"
+#include "framework/runtime/early_stopping.h"
+#include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/peer_liveness.h"
+#include "framework/runtime/run_lifecycle.h"
+#include "framework/runtime/run_report.h"
+#include "framework/runtime/segmented_mode.h"
+
+namespace stalelearn::runtime {
+namespace {
+
+// The lowest compute index not in `dead`: the rank that reports the final
+// model (compute rank 0 unless it died).
+int LowestLiveCompute(const std::vector<model::ComputeIndex>& dead) {
+  int c = 0;
+  while (std::ranges::find(dead, model::ComputeIndex{c}) != dead.end()) ++c;
+  return c;
+}
+
+class ComputeRole {
+ public:
+  ComputeRole(RunLifecycle& lifecycle, const DataPlaneGeometry* geometry)
+      : lifecycle_(lifecycle),
+        env_(lifecycle.env()),
+        checkpointer_(lifecycle.checkpointer()),
+        geometry_(geometry),
+        me_(env_.roles.compute_index(lifecycle.me())),
+        info_{me_, env_.roles.compute_ranks(), env_.config.seed()} {}
+
+  Result<RankRun> Run() {
+    std::optional<ComputeEndpoints> endpoints;
+    if (geometry_ != nullptr) {
+      STALELEARN_ASSIGN_OR_RETURN(endpoints, lifecycle_.ConnectCompute());
+      // The regions are owned by the mode's links from here on; their addresses stay.
+      for (const auto& r : endpoints->rings) rings_.push_back(r.get());
+      for (const auto& p : endpoints->published) published_.push_back(p.get());
+    }
+    STALELEARN_RETURN_IF_ERROR(lifecycle_.StartSegment(/*first=*/true));
+    start_ = std::chrono::steady_clock::now();
+    STALELEARN_ASSIGN_OR_RETURN(mode_, MakeMode(endpoints));
+    ClockLoop loop(env_, info_, *mode_);
+    if (segmented_ != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareSegments(loop));
+    // The whole model is evaluated on compute rank 0 (a survivor takes over
+    // the final evaluation if it died: TakeOverIfRankZeroDies); parts on
+    // every compute rank.
+    const bool evaluates = env_.app.EvaluatesInParts() || me_.value == 0;
+    if (evaluates) {
+      evaluator_.emplace(env_.app, info_, loop.local_state(), me_.value == 0, env_.progress,
+                         env_.config.training().epochs(), start_, env_.wait.sim);
+      loop.set_evaluator(&*evaluator_);
+      if (!evaluator_->in_parts()) {
+        early_.emplace(env_.config.training().early_stopping());
+        early_->set_keep_best_model(checkpointer_.writes_checkpoints());
+        loop.set_early_stopping(&*early_);
+      }
+    }
+    STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, loop.Run());
+    STALELEARN_RETURN_IF_ERROR(loop.early_stopping_error());
+    heartbeat_.reset();  // released: the memory ranks watch this rank no more
+    lifecycle_.LeaveSchedule();  // after the final read and release: they are part of the timeline
+    if (aware_ != nullptr) STALELEARN_RETURN_IF_ERROR(lifecycle_.ExcludeDead(aware_->dead()));
+    if (lifecycle_.WritesStopCheckpoint()) {
+      const std::int64_t samples = segmented_ != nullptr ? segmented_->samples_done() : result.samples;
+      STALELEARN_RETURN_IF_ERROR(
+          checkpointer_.WriteComputeState(*lifecycle_.StoppedClock(), me_, loop.local_state(), samples));
+    }
+    STALELEARN_RETURN_IF_ERROR(lifecycle_.EndTraining());
+    proto::Report partial;
+    STALELEARN_RETURN_IF_ERROR(Report(loop, result, partial));
+    *partial.add_ranks() = MakeRankReport(lifecycle_.me(), Role::kCompute, &result, nullptr,
+                                          lifecycle_.transport_counters());
+    return lifecycle_.Gather(std::move(partial), std::move(result.records));
+  }
+
+ private:
+  // The configured mode; in a checkpointed run inside the segments' wrapper,
+  // and when the run survives deaths inside the dead-rank-aware one.
+  Result<std::unique_ptr<ConsistencyMode>> MakeMode(std::optional<ComputeEndpoints>& endpoints) {
+    std::unique_ptr<ConsistencyMode> mode;
+    if (checkpointer_.segmented()) {
+      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<SegmentedConsistency> made,
+                                  SegmentedConsistency::Make(lifecycle_, me_, std::move(*endpoints), *geometry_));
+      segmented_ = made.get();
+      mode = std::move(made);
+    } else {
+      ModeContext context{env_, me_, endpoints ? &*endpoints : nullptr, geometry_};
+      STALELEARN_ASSIGN_OR_RETURN(mode, lifecycle_.mode().create(context));
+    }
+    if (!lifecycle_.survives_deaths()) return mode;
+    auto wrapped = std::make_unique<DeadRankAwareMode>(env_, std::move(mode), published_, geometry_->published[0],
+                                                       [this](std::int64_t clock) { checkpointer_.MaybeKill(clock); });
+    aware_ = wrapped.get();
+    if (!env_.app.EvaluatesInParts() && me_.value != 0) TakeOverIfRankZeroDies();
+    heartbeat_.emplace(env_.transport, rings_, geometry_->ring);
+    return std::unique_ptr<ConsistencyMode>(std::move(wrapped));
+  }
+
+  // Compute rank 0 evaluates the whole model; when it died, the lowest
+  // survivor reads the final model in its place, while the memory ranks
+  // still serve it (before its own release). Costs nothing while rank 0 lives.
+  void TakeOverIfRankZeroDies() {
+    aware_->set_on_settled([this](const std::vector<model::ComputeIndex>& dead) {
+      if (LowestLiveCompute(dead) != me_.value) return Status::Ok();
+      taken_over_.emplace(model::MakeTableSet(env_.layout.tables()));
+      return aware_->ReadFinalModel(*taken_over_);
+    });
+  }
+
+  // Resuming: restores the loop's local state and skips to the checkpoint's
+  // clock. The segmented mode saves that state at each boundary.
+  Status PrepareSegments(ClockLoop& loop) {
+    std::int64_t samples_done = 0;
+    if (const LoadedCheckpoint* resumed = checkpointer_.resumed()) {
+      const std::string name = ComputeStateFileName(me_);
+      STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, checkpointer_.ReadResumedFile(name));
+      proto::ComputeRankState state;
+      if (!state.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return DataLoss(fmt::format("{}: {} does not parse", resumed->path.string(), name));
+      }
+      const std::string& app_state = state.app_state();
+      Status restored = env_.app.RestoreLocalState(std::as_bytes(std::span(app_state.data(), app_state.size())),
+                                                   loop.mutable_local_state());
+      if (!restored.ok()) return restored.WithContext(resumed->path.string() + "/" + name);
+      samples_done = state.samples();
+      loop.set_first_clock(checkpointer_.first_clock());
+    }
+    segmented_->set_local_state(loop.local_state(), samples_done);
+    return Status::Ok();
+  }
+
+  // The evaluations, the final model's checksum and the best model (after
+  // the "all merged" barrier).
+  Status Report(const ClockLoop& loop, const TrainerResult& result, proto::Report& partial) {
+    // Compute rank 0's curve points died with it: the taking-over rank's
+    // curve has the final point only.
+    if (taken_over_) {
+      std::fprintf(stderr,
+                   "[stalelearn] compute rank %d evaluates the final model in place of the dead compute rank 0\n",
+                   me_.value);
+      evaluator_.emplace(env_.app, info_, loop.local_state(), /*prints=*/true, env_.progress,
+                         env_.config.training().epochs(), start_, env_.wait.sim);
+    }
+    if (!evaluator_) return Status::Ok();
+    const TableSet& final_model = taken_over_ ? *taken_over_ : loop.final_model();
+    // Checksum and wall time come from compute rank 0, or the lowest survivor.
+    const bool reports_model = me_.value == (aware_ != nullptr ? LowestLiveCompute(aware_->dead()) : 0);
+    const int epochs = lifecycle_.EpochsDone(result.end_clock);
+    STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epochs, final_model));
+    if (evaluator_->in_parts()) {
+      *partial.mutable_eval_parts() = {evaluator_->parts().begin(), evaluator_->parts().end()};
+    } else {
+      *partial.mutable_curve() = {evaluator_->curve().begin(), evaluator_->curve().end()};
+    }
+    partial.mutable_final()->set_metric(evaluator_->metric());
+    if (reports_model) {
+      partial.set_model_checksum(model::HexDigest(model::ModelChecksum(final_model)));
+      partial.set_wall_seconds(evaluator_->ElapsedSeconds());
+    }
+    if (!early_ || taken_over_ || evaluator_->curve().empty()) return Status::Ok();
+    // The final evaluation may be the best; nothing is left to stop.
+    STALELEARN_ASSIGN_OR_RETURN(const bool exhausted,
+                                early_->Observe(epochs, evaluator_->curve().back(), evaluator_->metric(), final_model));
+    (void)exhausted;
+    if (!reports_model || !early_->best()) return Status::Ok();
+    *partial.mutable_best() = *early_->best();
+    if (early_->best_model() != nullptr) {
+      STALELEARN_ASSIGN_OR_RETURN(*partial.mutable_best()->mutable_model_file(),
+                                  WriteBestModel(*early_->best_model(), early_->best()->epoch()));
+    }
+    return Status::Ok();
+  }
+
+  // The best evaluation's model beside the checkpoints (report.proto Best):
+  // a file per epoch, so a resumed run whose best is worse overwrites none.
+  Result<std::string> WriteBestModel(const TableSet& model, int epoch) {
+    proto::MemoryShardState state;
+    state.set_clock(static_cast<std::uint64_t>(lifecycle_.clock_offset() + epoch * lifecycle_.clocks_per_epoch()));
+    for (const model::RowBlock& table : model) {
+      const std::span<const std::byte> bytes = table.bytes();
+      state.add_tables(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    const std::string bytes = state.SerializeAsString();
+    STALELEARN_ASSIGN_OR_RETURN(const proto::CheckpointFile file,
+                                WriteCheckpointFile(checkpointer_.dir(), fmt::format("best-model-epoch-{:06}.pb", epoch),
+                                                    std::as_bytes(std::span(bytes.data(), bytes.size()))));
+    return (checkpointer_.dir() / file.name()).string();
+  }
+
+  RunLifecycle& lifecycle_;
+  const RankEnv& env_;
+  Checkpointer& checkpointer_;
+  const DataPlaneGeometry* geometry_;  // null without memory ranks
+  const model::ComputeIndex me_;
+  const RankInfo info_;
+  std::chrono::steady_clock::time_point start_;
+  // This compute rank's rings and the published regions (owned by the mode).
+  std::vector<const transport::RemoteRegion*> rings_;
+  std::vector<const transport::RemoteRegion*> published_;
+  // Declared before the heartbeat: the heartbeat writes into regions the
+  // mode's links own, so it stops first (also on an error return).
+  std::unique_ptr<ConsistencyMode> mode_;
+  SegmentedConsistency* segmented_ = nullptr;  // inside the mode, when checkpointed
+  DeadRankAwareMode* aware_ = nullptr;         // the mode, when it survives deaths
+  std::optional<HeartbeatSender> heartbeat_;
+  std::optional<TableSet> taken_over_;  // the final model, when this rank evaluates for a dead compute rank 0
+  std::optional<EpochEvaluator> evaluator_;
+  std::optional<EarlyStopping> early_;  // the best evaluation; stops early with a patience
+};
+
+}  // namespace
+
+Result<RankRun> RunComputeRole(RunLifecycle& lifecycle, const DataPlaneGeometry* geometry) {
+  return ComputeRole(lifecycle, geometry).Run();
+}
+
+}  // namespace stalelearn::runtime

@@ -1,0 +1,168 @@
+#include "framework/runtime/run_lifecycle.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "framework/runtime/locality_plan.h"
+#include "framework/runtime/run_report.h"
+#include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/stop_agreement.h"
+#include "framework/runtime/stop_request.h"
+
+namespace stalelearn::runtime {
+
+RunLifecycle::RunLifecycle(const RankEnv& env, const ModeDefinition& mode, metrics::CountingTransport& counting)
+    : env_(env),
+      mode_(mode),
+      counting_(counting),
+      // Compute rank 0's schedule sets the clocks of an epoch on every rank
+      // (clock_loop.h); made once: a schedule copies the rank's samples.
+      clocks_per_epoch_(
+          ScheduleOf(env.app, env.config, std::max(1, env.roles.compute_ranks()), 0).clocks_per_epoch()),
+      clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {}
+
+Result<std::unique_ptr<RunLifecycle>> RunLifecycle::Make(const RankEnv& env, const ModeDefinition& mode,
+                                                        metrics::CountingTransport& counting) {
+  std::unique_ptr<RunLifecycle> lifecycle(new RunLifecycle(env, mode, counting));
+  STALELEARN_RETURN_IF_ERROR(lifecycle->CheckStrata());
+  STALELEARN_ASSIGN_OR_RETURN(lifecycle->checkpointer_, Checkpointer::Make(env, lifecycle->TotalClocks()));
+  STALELEARN_RETURN_IF_ERROR(lifecycle->CheckFaultsAndCheckpoints());
+  return lifecycle;
+}
+
+// Stratified scheduling needs two keyed tables: every rank finds out before
+// the start barrier (one compute rank failing later would leave the memory
+// ranks waiting out the wait limit). The first samples tell.
+Status RunLifecycle::CheckStrata() const {
+  const proto::Config& config = env_.config;
+  const int strata = StrataOf(config, env_.roles.compute_ranks());
+  if (strata <= 1) return Status::Ok();
+  std::vector<std::int64_t> first(static_cast<std::size_t>(std::min<std::int64_t>(env_.app.TrainingSamples(), 4096)));
+  std::iota(first.begin(), first.end(), 0);
+  const LocalityPlan plan = LocalityPlan::Make(env_.app, first, config.training().scratchpad_bytes(),
+                                               config.training().samples_per_clock(), Strata{strata, 0});
+  if (plan.planned()) return Status::Ok();
+  return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "
+                                     "sparse tables; app '{}': {}",
+                                     env_.app.name(), plan.stats().reason));
+}
+
+Status RunLifecycle::CheckFaultsAndCheckpoints() {
+  if (survives_deaths()) {
+    if (!mode_.uses_memory_ranks || env_.wait.sim != nullptr) {
+      return InvalidArgument(fmt::format("faults.dead_after_seconds needs a mode with memory ranks and a real "
+                                         "backend (consistency.mode={}, backend {})",
+                                         mode_.name, counting_.name()));
+    }
+    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.PrepareForRankLoss());
+  }
+  if (!mode_.uses_memory_ranks && checkpointer_->segmented()) {
+    return InvalidArgument(fmt::format("training.checkpoint needs a consistency mode with memory ranks "
+                                       "(consistency.mode={} has none)",
+                                       mode_.name));
+  }
+  return Status::Ok();
+}
+
+int RunLifecycle::EpochsDone(std::int64_t end) const {
+  return static_cast<int>(std::max<std::int64_t>(end - clock_offset_, 0) / clocks_per_epoch_);
+}
+
+Result<MemoryEndpoints> RunLifecycle::ConnectMemory(const DataPlaneGeometry& geometry) {
+  STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints,
+                              RegisterMemoryEndpoints(env_.transport, env_.bootstrap, env_.roles,
+                                                      env_.roles.memory_index(me()), geometry));
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
+  return endpoints;
+}
+
+Result<ComputeEndpoints> RunLifecycle::ConnectCompute() {
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Sync());
+  return ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, env_.roles.compute_index(me()));
+}
+
+Status RunLifecycle::StartSegment(bool first) {
+  transport::SimulatedTime* sim = env_.wait.sim;
+  // A checkpointed run commits the previous segment's checkpoint and agrees
+  // on the segment's virtual start time (checkpointer.h); a run in one
+  // segment skips both, so its schedule is the plain one.
+  if (checkpointer_->segmented()) STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(sim));
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
+  STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(sim, first));
+  // After the start barrier (stop_agreement.h).
+  if (env_.stop != nullptr) env_.stop->Open();
+  return Status::Ok();
+}
+
+Status RunLifecycle::LeaveForBoundary() { return checkpointer_->LeaveScheduleForBoundary(env_.wait.sim); }
+
+void RunLifecycle::LeaveSchedule() {
+  if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
+}
+
+std::optional<std::int64_t> RunLifecycle::StoppedClock() const {
+  if (env_.stop == nullptr || !env_.stop->stop() || env_.stop->stop()->clock >= TotalClocks()) return std::nullopt;
+  return env_.stop->stop()->clock;
+}
+
+// A stop before this run's first clock leaves the checkpoint it resumed
+// from, or none, as it was.
+bool RunLifecycle::WritesStopCheckpoint() const {
+  const std::optional<std::int64_t> clock = StoppedClock();
+  return clock && checkpointer_->writes_checkpoints() && *clock > checkpointer_->first_clock();
+}
+
+// The bootstrap keeps world rank numbers after ExcludeDeadRank, so
+// `excluded_` (and the writer) is the same on every survivor.
+Status RunLifecycle::ExcludeDead(const std::vector<model::ComputeIndex>& dead) {
+  for (model::ComputeIndex c : dead) {
+    const transport::Rank rank = env_.roles.compute_rank(c);
+    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.ExcludeDeadRank(rank));
+    excluded_.push_back(rank.value);
+  }
+  return Status::Ok();
+}
+
+bool RunLifecycle::WritesReport() const {
+  int writer = 0;
+  while (std::ranges::find(excluded_, writer) != excluded_.end()) ++writer;
+  return me().value == writer;
+}
+
+Status RunLifecycle::EndTraining() {
+  // Every rank has written its file of the stop's checkpoint: commit it
+  // (collective, before the "all merged" barrier).
+  if (WritesStopCheckpoint()) {
+    STALELEARN_RETURN_IF_ERROR(checkpointer_->CommitPending("stalelearn/checkpoint/stop"));
+  }
+  return env_.bootstrap.Barrier();  // all merged
+}
+
+Result<RankRun> RunLifecycle::Gather(proto::Report partial, std::vector<ClockRecord> records) {
+  const proto::Config& config = env_.config;
+  if (env_.wait.sim != nullptr) *partial.mutable_simulated() = MakeSimulatedPart(me(), *env_.wait.sim);
+  STALELEARN_ASSIGN_OR_RETURN(proto::Report report, GatherReport(env_.bootstrap, config, env_.app, env_.roles,
+                                                                 counting_.name(), mode_, partial));
+  std::string trace;
+  if (!config.output().trace().empty()) {  // the same config on every rank: all gather or none
+    STALELEARN_ASSIGN_OR_RETURN(trace, GatherTraceCsv(env_.bootstrap, records));
+  }
+  if (const LoadedCheckpoint* resumed = checkpointer_->resumed()) report.set_resumed_from_clock(resumed->manifest.clock());
+  if (checkpointer_->lost()) *report.mutable_lost() = *checkpointer_->lost();
+  if (const std::optional<std::int64_t> clock = StoppedClock()) {
+    proto::Stopped& stopped = *report.mutable_stopped();
+    stopped.set_signal(StopSignalName(env_.stop->stop()->signal));
+    stopped.set_clock(*clock);
+    stopped.set_reason(env_.stop->stop()->signal == kEarlyStopRequest ? "early_stopping" : "signal");
+    if (WritesStopCheckpoint()) {
+      stopped.set_checkpoint(checkpointer_->CheckpointPath(*clock).string());
+    } else if (checkpointer_->resumed() != nullptr) {
+      stopped.set_checkpoint(checkpointer_->resumed()->path.string());  // still the one to go on from
+    }
+  }
+  return RankRun{std::move(report), std::move(records), std::move(trace), WritesReport()};
+}
+
+}  // namespace stalelearn::runtime
