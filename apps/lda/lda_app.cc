@@ -10,7 +10,7 @@
 #include "apps/lda/lda_state.h"
 #include "apps/lda/register.h"
 #include "framework/core/config_loader.h"
-#include "framework/core/planted_defect.h"
+#include "apps/lda/lda_planted_defects.h"
 
 namespace stalelearn::apps::lda {
 namespace {
@@ -117,7 +117,7 @@ void LdaApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
   GroupByDocument(samples, token_doc_, state);
   state.word_topics.NextClock();
   // Planted defects are set before a run starts: one look per clock.
-  const int shift = DefectPlanted(PlantedDefect::kKernelTakesBackWrongCount) ? 1 : 0;
+  const int shift = DefectPlanted(kKernelTakesBackWrongCount) ? 1 : 0;
   if (params_.sampler == SamplerKind::kPlain) {
     UpdatePlain(shift, model, ctx);
   } else {

@@ -7,7 +7,7 @@
 
 #include "apps/mf/register.h"
 #include "framework/core/config_loader.h"
-#include "framework/core/planted_defect.h"
+#include "apps/mf/mf_planted_defects.h"
 #include "framework/core/target_clones.h"
 
 namespace stalelearn::apps::mf {
@@ -169,9 +169,9 @@ void MfApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::Kern
 void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                         runtime::KernelContext& ctx) const {
   // Planted defect (self-tests only): the factors are not trained.
-  const int trained = DefectPlanted(PlantedDefect::kKernelSkipsFactors) ? 0 : params_.rank;
+  const int trained = DefectPlanted(kKernelSkipsFactors) ? 0 : params_.rank;
   // Planted defect: the item factors only decay, never follow the error.
-  const float item_step = DefectPlanted(PlantedDefect::kItemFactorsNotTrained) ? 0.0f : 1.0f;
+  const float item_step = DefectPlanted(kItemFactorsNotTrained) ? 0.0f : 1.0f;
   SgdSteps(samples, train_.data(), model, mean_, params_.learning_rate, params_.regularization, params_.rank,
            trained, item_step);
   ctx.work += WorkOf(samples.size());

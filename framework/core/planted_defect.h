@@ -5,7 +5,8 @@
 // the body of the test that guards against it and expects that test's
 // specific failure.
 //
-// The code under test asks at the exact point of the would-be bug:
+// The framework's defects are listed below; an app's live with the app
+// (AppDefect). The code under test asks at the exact point of the would-be bug:
 //
 //   if (DefectPlanted(PlantedDefect::kDeltaMergedTwice)) { ...the bug... }
 //
@@ -33,9 +34,6 @@ enum class PlantedDefect : int {
   kDeltaDropped,            // the batch encoder loses the second row of every batch (I4)
   kDeltaMergedTwice,        // the merger applies every 5th batch twice (I4)
   kSnapshotHalfWritten,     // a snapshot is installed with only half of its data written (I3)
-  kKernelSkipsFactors,      // an app kernel updates its biases but not its latent factors
-  kItemFactorsNotTrained,   // an app kernel trains one side's factors, never the other's
-  kKernelTakesBackWrongCount,  // a counting kernel removes a count from a slot it never added to
   kResumeDropsShardRows,    // a resumed memory rank publishes its shard without the checkpoint's rows (I8)
   kPlannerIgnoresScratchpad,  // the locality planner sizes blocks for 4x the scratchpad
   kStratumNotRotated,       // stratified scheduling: every rank works on the same stripe in a sub-epoch
@@ -46,7 +44,12 @@ enum class PlantedDefect : int {
   kSamplesPerClockNotDerived,  // an unset samples_per_clock is the whole global batch on every rank
   kPickedRefreshSkipsLastRecord,  // a picked refresh installs every record it read but the last (I3)
   kLastTablePolicyStateNotRestored,  // a resumed memory rank restores no merge-policy state for its last table (I8)
+  // Apps declare their own defects in their own headers, as AppDefect(n)
+  // with an n no other app uses (the self-test table lists them all).
+  kFirstAppDefect = 1000,
 };
+
+constexpr PlantedDefect AppDefect(int n) { return static_cast<PlantedDefect>(static_cast<int>(PlantedDefect::kFirstAppDefect) + n); }
 
 namespace planted_defect_internal {
 // Only ScopedPlantedDefect writes it.

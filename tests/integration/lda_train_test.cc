@@ -21,6 +21,7 @@
 
 #include "apps/lda/datasets.h"
 #include "apps/lda/lda_app.h"
+#include "apps/lda/lda_planted_defects.h"
 #include "apps/lda/register.h"
 #include "framework/core/config_loader.h"
 #include "framework/core/error.h"
@@ -62,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(EveryMode, LdaInvariants,
 TEST(LdaInvariantsSelfTest, AKernelThatTakesBackTheWrongCountIsCaught) {
   const std::unique_ptr<LdaApp> app = SyntheticLda();
   const proto::Config config = ApiConfig({"ssp2_2x1", "SSP", 2, 2, 1}, 2, 256);
-  ScopedPlantedDefect planted(PlantedDefect::kKernelTakesBackWrongCount);
+  ScopedPlantedDefect planted(apps::lda::kKernelTakesBackWrongCount);
   const proto::Report report = RunLocal(config, *app, 3).report();
   EXPECT_GT(report.final().metrics().at("negative_counts"), 0);
   EXPECT_EQ(report.final().metrics().at("count_errors"), 0) << "the defect keeps every sum right";

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/lda/lda_planted_defects.h"
+#include "apps/mf/mf_planted_defects.h"
 #include "framework/core/planted_defect.h"
 #include "tests/integration/checkpoint_checks.h"
 #include "tests/integration/invariant_checks.h"
@@ -107,11 +109,11 @@ INSTANTIATE_TEST_SUITE_P(
                     "Snapshot.ConcurrentReaderSeesOnlyWholeGenerations",
                     [] { sync::testing::CheckConcurrentReaderSeesOnlyWholeGenerations(); },
                     "torn snapshots read"},
-        PlantedCase{"factors_not_updated", PlantedDefect::kKernelSkipsFactors,
+        PlantedCase{"factors_not_updated", apps::mf::kKernelSkipsFactors,
                     "MfConverges.FactorsBeatTheBiasesOnlyModel/ssp2_3x1",
                     [] { CheckMfBeatsBiasesOnly({"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE}, *FetchedMovieLens()); },
                     kFactorsIdleMessage, /*needs_movielens=*/true},
-        PlantedCase{"item_factors_not_trained", PlantedDefect::kItemFactorsNotTrained,
+        PlantedCase{"item_factors_not_trained", apps::mf::kItemFactorsNotTrained,
                     "MfConverges.FactorsBeatTheBiasesOnlyModel/ssp2_3x1",
                     [] { CheckMfBeatsBiasesOnly({"ssp2_3x1", "SSP", 2, 3, 1, proto::RANGE}, *FetchedMovieLens()); },
                     kFactorsIdleMessage, /*needs_movielens=*/true},
@@ -123,10 +125,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "MfAtScale.SixtyFourComputeRanksConvergeWithTheDerivedSamplesPerClock",
                     [] { CheckMfConvergesAt64x8WithDerivedSamplesPerClock(*FetchedMovieLens()); },
                     kRankCountDivergedMessage, /*needs_movielens=*/true},
-        PlantedCase{"lda_count_taken_back_wrong", PlantedDefect::kKernelTakesBackWrongCount,
+        PlantedCase{"lda_count_taken_back_wrong", apps::lda::kKernelTakesBackWrongCount,
                     "EveryMode/LdaInvariants.CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative/ssp2_3x1",
                     [] { CheckLdaCountsExact({"ssp2_3x1", "SSP", 2, 3, 1}); }, kLdaNegativeCountMessage},
-        PlantedCase{"lda_plain_count_taken_back_wrong", PlantedDefect::kKernelTakesBackWrongCount,
+        PlantedCase{"lda_plain_count_taken_back_wrong", apps::lda::kKernelTakesBackWrongCount,
                     "LdaPlainSampler.CountsMatchTheTokensAndTheAssignmentsAndNeverGoNegative",
                     [] { CheckLdaCountsExact({"ssp2_3x1_plain", "SSP", 2, 3, 1}, apps::lda::SamplerKind::kPlain); },
                     kLdaNegativeCountMessage},
