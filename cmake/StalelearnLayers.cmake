@@ -4,12 +4,13 @@
 # headers share one include root, so a wrong-way #include would otherwise
 # compile). Both come from the same declarations:
 #
-#   stalelearn_add_layer(sync DIRS framework/sync SOURCES a.cc b.cc LAYERS model data metrics)
+#   stalelearn_add_layer(sync DIRS framework/sync SOURCES a.cc b.cc LAYERS core transport model metrics)
 #
 # makes target stalelearn_sync (alias and exported name stalelearn::sync)
-# linked PUBLIC to stalelearn_model, stalelearn_data and stalelearn_metrics,
-# and records the rule "files under framework/sync may include headers of
-# sync and of everything sync reaches through LAYERS". A file belongs to the
+# linked PUBLIC to stalelearn_core, _transport, _model and _metrics, and
+# records the rule "files under framework/sync may include headers of sync
+# and of everything sync reaches through LAYERS". LAYERS names the layers
+# the files include directly: the check fails on one none of them includes. A file belongs to the
 # layer with the longest matching DIRS entry (a directory or a file).
 include_guard(GLOBAL)
 

@@ -2,7 +2,13 @@
 # Fails (exit 1) when a source file includes a header of a layer its own layer
 # may not depend on, printing one line per wrong-way include:
 #
-#   layering: framework/sync/x.h:12: includes "framework/runtime/app.h" (layer runtime), but layer sync may include only sync, core, transport, model, data, metrics
+#   layering: framework/sync/x.h:12: includes "framework/runtime/app.h" (layer runtime), but layer sync may include only sync, core, transport, model, metrics
+#
+# and when a layer declares a lower layer that none of its files includes (a
+# declaration nobody uses links a library for nothing and allows includes no
+# one asked for):
+#
+#   layering: layer sync declares data in LAYERS, but none of its files includes a header of data
 #
 # Usage: check_layers.sh RULES ROOT. RULES has one line per layer,
 # "name|paths|lower layers|owned system headers" (written by
@@ -82,9 +88,20 @@ FNR == 1 { file_layer = layer_of(FILENAME) }
   }
   if (quote != "\"") next
   target = layer_of(header)
+  if (target != "") used[file_layer, target] = 1
   if (target == "" || reaches(file_layer, target)) next
   printf "layering: %s:%d: includes %s (layer %s), but layer %s may include only %s (rules: %s)\n", FILENAME, FNR, shown, target, file_layer, allowed_list(file_layer), rules_file
   bad++
 }
-END { exit (bad > 0 ? 1 : 0) }
+END {
+  for (i = 1; i <= count; i++) {
+    n = split(lowers[order[i]], lower, " ")
+    for (j = 1; j <= n; j++) {
+      if ((order[i], lower[j]) in used) continue
+      printf "layering: layer %s declares %s in LAYERS, but none of its files includes a header of %s (rules: %s)\n", order[i], lower[j], lower[j], rules_file
+      bad++
+    }
+  }
+  exit (bad > 0 ? 1 : 0)
+}
 ' "$rules" "${files[@]}" >&2

@@ -139,5 +139,9 @@ inline std::uint64_t ChangeRecordKey(std::size_t shard_offset, std::size_t row_b
 }
 inline std::size_t RecordShardOffset(std::uint64_t key) { return key & ((std::uint64_t{1} << kRecordSizeShift) - 1); }
 inline std::size_t RecordRowBytes(std::uint64_t key) { return key >> kRecordSizeShift; }
+// Largest byte range one change record carries (a multiple of the row size,
+// or one row if a row is larger). A reader holds a chunk of the log plus at
+// most one record cut at the chunk's end, so this bounds its memory too.
+inline constexpr std::size_t kMaxRecordBytes = std::size_t{64} << 10;
 
 }  // namespace stalelearn::sync

@@ -1,5 +1,5 @@
-// SnapshotReader::ReadPickedChanges: a refresh that reads the change index
-// and then only the rows its replica holds, each once (snapshot.h).
+// SnapshotReadPlanner: a refresh that reads the change index and then only
+// the rows its replica holds, each once (snapshot_read_planner.h).
 //
 // Why it is safe without a second oldest-valid word: the index has room for
 // as many records as the log can hold (ring_layout.h), so while the log
@@ -8,15 +8,12 @@
 // index entries has been overwritten either. A check that fails means the
 // reader fell too far behind: it reads the whole shard instead, which
 // replaces whatever it had installed.
-#include <fmt/format.h>
+#include "framework/sync/snapshot_read_planner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "framework/core/planted_defect.h"
-#include "framework/sync/snapshot.h"
-#include "framework/sync/wait_until.h"
 
 namespace stalelearn::sync {
 namespace {
@@ -33,34 +30,32 @@ constexpr std::uint64_t kPickAhead = 16;
 constexpr std::uint32_t kNoRecord = ~std::uint32_t{0};
 constexpr std::uint32_t kLatestFlag = std::uint32_t{1} << 31;
 
+constexpr std::size_t kLogChunkBytes = SnapshotProtocol::kLogChunkBytes;
+
 }  // namespace
 
-Status SnapshotReader::ReadWriters(std::uint64_t begin, std::uint64_t end) {
-  const std::uint64_t entries = geometry_.index_entries();
-  constexpr std::size_t kEntry = PublishedGeometry::kWriterBytes;
+SnapshotReadPlanner::SnapshotReadPlanner(SnapshotProtocol& protocol, std::size_t operation_cost_bytes)
+    : protocol_(protocol), operation_cost_bytes_(operation_cost_bytes) {}
+
+Status SnapshotReadPlanner::ReadWriters(std::uint64_t begin, std::uint64_t end) {
   scratch_->writers.resize(static_cast<std::size_t>(end - begin));
-  requests_.clear();
-  STALELEARN_RETURN_IF_ERROR(GetFromRing(reinterpret_cast<std::byte*>(scratch_->writers.data()),
-                                         static_cast<std::size_t>(end - begin) * kEntry,
-                                         geometry_.writers_offset(), static_cast<std::size_t>(entries) * kEntry,
-                                         static_cast<std::size_t>(begin % entries) * kEntry));
-  return WaitForGets();
+  const SnapshotProtocol::RingGet get{SnapshotProtocol::Ring::kWriters, begin,
+                                      static_cast<std::size_t>(end - begin) * PublishedGeometry::kWriterBytes,
+                                      reinterpret_cast<std::byte*>(scratch_->writers.data())};
+  return protocol_.Get(std::span(&get, 1));
 }
 
-Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin,
-                                     const RecordPicker& picker) {
-  const std::uint64_t entries = geometry_.index_entries();
+Status SnapshotReadPlanner::PickFromIndex(std::uint64_t begin, std::uint64_t end, std::uint64_t log_begin,
+                                          const RecordPicker& picker) {
   constexpr std::size_t kEntry = PublishedGeometry::kIndexEntryBytes;
   std::uint64_t position = log_begin;  // of record `begin`: records are contiguous
   for (std::uint64_t at = begin; at < end;) {
     const std::uint64_t n = std::min(kIndexChunkEntries, end - at);
     if (reading_writers_) STALELEARN_RETURN_IF_ERROR(ReadWriters(at, at + n));
     scratch_->index.resize(static_cast<std::size_t>(n) * kEntry);
-    requests_.clear();
-    STALELEARN_RETURN_IF_ERROR(GetFromRing(scratch_->index.data(), static_cast<std::size_t>(n) * kEntry,
-                                           geometry_.index_offset(), static_cast<std::size_t>(entries) * kEntry,
-                                           static_cast<std::size_t>(at % entries) * kEntry));
-    STALELEARN_RETURN_IF_ERROR(WaitForGets());
+    const SnapshotProtocol::RingGet get{SnapshotProtocol::Ring::kIndex, at, static_cast<std::size_t>(n) * kEntry,
+                                        scratch_->index.data()};
+    STALELEARN_RETURN_IF_ERROR(protocol_.Get(std::span(&get, 1)));
     const bool prefetch = static_cast<bool>(picker.prefetch);
     for (std::uint64_t i = 0; i < n; ++i) {
       if (prefetch && i + kPickAhead < n) {
@@ -85,7 +80,7 @@ Status SnapshotReader::PickFromIndex(std::uint64_t begin, std::uint64_t end, std
   return Status::Ok();
 }
 
-void SnapshotReader::DropSuperseded(std::size_t id_count) {
+void SnapshotReadPlanner::DropSuperseded(std::size_t id_count) {
   std::vector<PickScratch::Picked>& picked = scratch_->picked;
   if (id_count > 0 && picked.size() < kLatestFlag - 1) {
     MarkSupersededByIdArray(id_count);
@@ -95,7 +90,7 @@ void SnapshotReader::DropSuperseded(std::size_t id_count) {
   std::erase_if(picked, [](const PickScratch::Picked& p) { return p.bytes == 0; });
 }
 
-void SnapshotReader::MarkSupersededByIdArray(std::size_t id_count) {
+void SnapshotReadPlanner::MarkSupersededByIdArray(std::size_t id_count) {
   // One pass in log order keeps each id's latest record (an earlier one is
   // marked as the next arrives); a second marks a latest record whose id's
   // records all named the own writer, and resets the array for the next
@@ -126,7 +121,7 @@ void SnapshotReader::MarkSupersededByIdArray(std::size_t id_count) {
   }
 }
 
-void SnapshotReader::MarkSupersededBySorting() {
+void SnapshotReadPlanner::MarkSupersededBySorting() {
   // Sorting the picked records by id keeps memory to what was picked (an
   // array over every id, per memory rank read, was 1.6 GB at --ranks 64:8).
   std::vector<PickScratch::Picked>& picked = scratch_->picked;
@@ -151,15 +146,15 @@ void SnapshotReader::MarkSupersededBySorting() {
   }
 }
 
-std::uint64_t SnapshotReader::AllRecordsCost(std::uint64_t from, std::uint64_t to) const {
+std::uint64_t SnapshotReadPlanner::AllRecordsCost(std::uint64_t from, std::uint64_t to) const {
   // One get per chunk (two where it wraps, ignored), each followed by a read
   // of the oldest-valid word.
   const std::uint64_t chunks = (to - from + kLogChunkBytes - 1) / kLogChunkBytes;
   return to - from + 2 * chunks * operation_cost_bytes_;
 }
 
-Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t* bytes_read, std::uint64_t* cost) {
-  const std::size_t capacity = geometry_.log_capacity();
+Result<std::size_t> SnapshotReadPlanner::FetchPicked(std::size_t first, std::uint64_t* bytes_read,
+                                                     std::uint64_t* cost) {
   // Spans of the log to get: a record's row bytes, widened over a following
   // record when the gap between them is small.
   struct Span {
@@ -188,100 +183,94 @@ Result<std::size_t> SnapshotReader::FetchPicked(std::size_t first, std::uint64_t
     p.staged = spans.back().staged + static_cast<std::size_t>(begin - spans.back().begin);
   }
   if (scratch_->rows.size() < staged) scratch_->rows.resize(staged);
-  requests_.clear();
+  gets_.clear();
   for (const Span& span : spans) {
-    STALELEARN_RETURN_IF_ERROR(GetFromRing(scratch_->rows.data() + span.staged,
-                                           static_cast<std::size_t>(span.end - span.begin), geometry_.log_offset(),
-                                           capacity, static_cast<std::size_t>(span.begin % capacity)));
+    gets_.push_back(SnapshotProtocol::RingGet{SnapshotProtocol::Ring::kLog, span.begin,
+                                              static_cast<std::size_t>(span.end - span.begin),
+                                              scratch_->rows.data() + span.staged});
   }
-  STALELEARN_RETURN_IF_ERROR(WaitForGets());
+  STALELEARN_RETURN_IF_ERROR(protocol_.Get(gets_));
   *bytes_read += staged;
   *cost += staged + spans.size() * operation_cost_bytes_;
   return last;
 }
 
-Result<const SnapshotMeta*> SnapshotReader::ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
-                                                              const RangeSink& sink, PickScratch* scratch) {
+Result<const SnapshotMeta*> SnapshotReadPlanner::ReadPickedChanges(const SnapshotMeta& since,
+                                                                   const RecordPicker& picker, const RangeSink& sink,
+                                                                   PickScratch* scratch) {
   scratch_ = scratch != nullptr ? scratch : &own_scratch_;
   if (!pick_from_index_) return ReadAllChangesWeighingPicks(since, picker, sink);
   const SnapshotMeta* result = nullptr;
   bool too_far_behind = false;
-  // True while the log still holds every record from `since` on (read after
-  // what it vouches for).
-  const auto still_logged = [&]() -> Result<bool> {
-    std::atomic_thread_fence(std::memory_order_acquire);  // the reads before the check
-    STALELEARN_ASSIGN_OR_RETURN(std::uint64_t oldest, ReadWord(geometry_.log_oldest_offset()));
-    return oldest <= since.log_end;
-  };
-  STALELEARN_RETURN_IF_ERROR(
-      WaitUntil(
-          wait_, transport_,
-          [&]() -> Result<bool> {
-            STALELEARN_ASSIGN_OR_RETURN(const Latest latest, ReadLatestMeta(since.generation));
-            if (latest != Latest::kRead) return latest == Latest::kNothingNewer;  // else read the newest again
-            if (meta_.index_end < since.index_end || meta_.index_end - since.index_end > geometry_.index_entries()) {
-              too_far_behind = true;
-              return true;
+  using Latest = SnapshotProtocol::Latest;
+  STALELEARN_RETURN_IF_ERROR(protocol_.Retry(
+      [&]() -> Result<bool> {
+        STALELEARN_ASSIGN_OR_RETURN(const Latest latest, protocol_.ReadLatestMeta(since.generation));
+        if (latest != Latest::kRead) return latest == Latest::kNothingNewer;  // else read the newest again
+        const SnapshotMeta& meta = protocol_.latest_meta();
+        if (meta.index_end < since.index_end ||
+            meta.index_end - since.index_end > protocol_.geometry().index_entries()) {
+          too_far_behind = true;
+          return true;
+        }
+        scratch_->picked.clear();
+        // The writers only where some record since `since` names one.
+        reading_writers_ = WritersWorthReading(since, meta);
+        STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta.index_end, since.log_end, picker));
+        std::uint64_t bytes_read =
+            (meta.index_end - since.index_end) *
+            (PublishedGeometry::kIndexEntryBytes + (reading_writers_ ? PublishedGeometry::kWriterBytes : 0));
+        // The index's bytes and gets (one per chunk), and the word read after it.
+        const std::uint64_t index_chunks =
+            (meta.index_end - since.index_end + kIndexChunkEntries - 1) / kIndexChunkEntries;
+        std::uint64_t cost = bytes_read + (index_chunks * (reading_writers_ ? 2 : 1) + 1) * operation_cost_bytes_;
+        // Also vouches for the index entries (file comment) and the
+        // positions they gave (a generation too large to log moved the
+        // oldest-valid word past everything before it).
+        STALELEARN_ASSIGN_OR_RETURN(bool logged, protocol_.LogHolds(since.log_end));
+        for (std::size_t next = 0; logged && next < scratch_->picked.size();) {
+          STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, &bytes_read, &cost));
+          STALELEARN_ASSIGN_OR_RETURN(logged, protocol_.LogHolds(since.log_end));
+          cost += operation_cost_bytes_;
+          if (!logged) break;
+          for (; next < end; ++next) {
+            if (DefectPlanted(PlantedDefect::kPickedRefreshSkipsLastRecord) &&
+                next + 1 == scratch_->picked.size()) {
+              continue;
             }
-            scratch_->picked.clear();
-            // The writers only where some record since `since` names one.
-            reading_writers_ = WritersWorthReading(since, meta_);
-            STALELEARN_RETURN_IF_ERROR(PickFromIndex(since.index_end, meta_.index_end, since.log_end, picker));
-            std::uint64_t bytes_read =
-                (meta_.index_end - since.index_end) *
-                (PublishedGeometry::kIndexEntryBytes + (reading_writers_ ? PublishedGeometry::kWriterBytes : 0));
-            // The index's bytes and gets (one per chunk), and the word read after it.
-            const std::uint64_t index_chunks =
-                (meta_.index_end - since.index_end + kIndexChunkEntries - 1) / kIndexChunkEntries;
-            std::uint64_t cost = bytes_read + (index_chunks * (reading_writers_ ? 2 : 1) + 1) * operation_cost_bytes_;
-            // Also vouches for the index entries (file comment) and the
-            // positions they gave (a generation too large to log moved the
-            // oldest-valid word past everything before it).
-            STALELEARN_ASSIGN_OR_RETURN(bool logged, still_logged());
-            for (std::size_t next = 0; logged && next < scratch_->picked.size();) {
-              STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, &bytes_read, &cost));
-              STALELEARN_ASSIGN_OR_RETURN(logged, still_logged());
-              cost += operation_cost_bytes_;
-              if (!logged) break;
-              for (; next < end; ++next) {
-                if (DefectPlanted(PlantedDefect::kPickedRefreshSkipsLastRecord) &&
-                    next + 1 == scratch_->picked.size()) {
-                  continue;
-                }
-                const PickScratch::Picked& p = scratch_->picked[next];
-                const std::span<const std::byte> bytes(scratch_->rows.data() + p.staged, p.bytes);
-                if (picker.take && p.id >= 0) {
-                  picker.take(p.id, p.shard_offset, bytes);
-                } else {
-                  sink(p.shard_offset, bytes);
-                }
-              }
+            const PickScratch::Picked& p = scratch_->picked[next];
+            const std::span<const std::byte> bytes(scratch_->rows.data() + p.staged, p.bytes);
+            if (picker.take && p.id >= 0) {
+              picker.take(p.id, p.shard_offset, bytes);
+            } else {
+              sink(p.shard_offset, bytes);
             }
-            if (!logged) {
-              too_far_behind = true;
-              return true;
-            }
-            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes_read));
-            if (scratch_->rows.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(scratch_->rows);
-            if (since.generation != 0) WeighPicking(cost, AllRecordsCost(since.log_end, meta_.log_end));
-            result = &meta_;
-            return true;
-          },
-          [&] { return fmt::format("the picked changes of a snapshot from rank {}", published_.owner().value); })
-          .status());
+          }
+        }
+        if (!logged) {
+          too_far_behind = true;
+          return true;
+        }
+        STALELEARN_RETURN_IF_ERROR(protocol_.AdvanceSimulatedTime(bytes_read));
+        if (scratch_->rows.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(scratch_->rows);
+        if (since.generation != 0) WeighPicking(cost, AllRecordsCost(since.log_end, meta.log_end));
+        result = &meta;
+        return true;
+      },
+      "the picked changes"));
   if (!too_far_behind) return result;
-  return ReadWholeInstead(since, sink);
+  return protocol_.ReadWholeInstead(since, sink);
 }
 
-Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const SnapshotMeta& since,
-                                                                        const RecordPicker& picker,
-                                                                        const RangeSink& sink) {
+Result<const SnapshotMeta*> SnapshotReadPlanner::ReadAllChangesWeighingPicks(const SnapshotMeta& since,
+                                                                             const RecordPicker& picker,
+                                                                             const RangeSink& sink) {
   std::uint64_t records = 0;
   std::uint64_t position = since.log_end;  // of the next record: they are contiguous
   scratch_->picked.clear();
-  const std::uint64_t whole_before = whole_reads_;
+  const std::uint64_t whole_before = protocol_.whole_reads();
   STALELEARN_ASSIGN_OR_RETURN(
-      const SnapshotMeta* meta, ReadChanges(since, [&](std::size_t offset, std::span<const std::byte> bytes) {
+      const SnapshotMeta* meta, protocol_.ReadChanges(since, [&](std::size_t offset, std::span<const std::byte> bytes) {
         ++records;
         const std::int64_t id = picker.pick(offset, bytes.size());
         if (id != kNotPicked) {
@@ -291,11 +280,11 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
         position += sizeof(std::uint64_t) + bytes.size();
         sink(offset, bytes);
       }));
-  if (meta != nullptr && whole_reads_ == whole_before && since.generation != 0) {
+  if (meta != nullptr && protocol_.whole_reads() == whole_before && since.generation != 0) {
     // Who changed each record: what a picked read would skip (its writers
     // are counted below; one more get).
     reading_writers_ = WritersWorthReading(since, *meta);
-    if (reading_writers_ && meta->index_end - since.index_end <= geometry_.index_entries()) {
+    if (reading_writers_ && meta->index_end - since.index_end <= protocol_.geometry().index_entries()) {
       STALELEARN_RETURN_IF_ERROR(ReadWriters(since.index_end, meta->index_end));
       for (PickScratch::Picked& p : scratch_->picked) p.writer = scratch_->writers[p.staged];
     }
@@ -320,7 +309,7 @@ Result<const SnapshotMeta*> SnapshotReader::ReadAllChangesWeighingPicks(const Sn
   return meta;
 }
 
-void SnapshotReader::WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost) {
+void SnapshotReadPlanner::WeighPicking(std::uint64_t picked_cost, std::uint64_t all_cost) {
   // Decayed sums, and a margin before giving picking up: one unusual read
   // does not flip the choice; a reader that holds every row it is sent
   // (about 9% more through the index: 8 key bytes per ~92-byte record) does.

@@ -1,0 +1,151 @@
+// A compute rank's reader of one memory rank's published snapshots: the
+// read side of the protocol in snapshot.h. It reads a generation's meta as
+// a seqlock (retrying while its slot is rewritten), reads change records
+// only while the log's oldest-valid word says they are still there (else it
+// reads the whole shard instead), and reads whole generations (or chosen
+// rows of one) by patching the live rows with the records published
+// meanwhile, so what it returns is never torn (I3).
+// Refreshes of a partial replica (ReadPickedChanges) are planned by a
+// SnapshotReadPlanner (snapshot_read_planner.h) that this reader owns and
+// serves through the narrow SnapshotProtocol (snapshot_protocol.h): which
+// records to get and how is the planner's, whether they are valid is
+// decided here.
+// Not thread-safe: one compute-rank thread. The transport and the remote
+// region must outlive it; a meta it returns is valid until its next read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/sync/ring_layout.h"
+#include "framework/sync/snapshot_protocol.h"
+#include "framework/sync/snapshot_read_planner.h"
+#include "framework/sync/wait_options.h"
+#include "framework/transport/transport.h"
+
+namespace stalelearn::sync {
+
+class SnapshotReader final : private SnapshotProtocol {
+ public:
+  SnapshotReader(transport::Transport& transport, const transport::RemoteRegion& published,
+                 PublishedGeometry geometry, WaitOptions wait);
+  SnapshotReader(const SnapshotReader&) = delete;  // planner_ refers to this reader
+  SnapshotReader& operator=(const SnapshotReader&) = delete;
+
+  // Reads the latest complete snapshot if its generation is above `after`:
+  // its shard bytes into `shard_bytes` (geometry.shard_bytes long) and returns
+  // its meta; std::nullopt if nothing newer is published. Blocking.
+  Result<std::optional<SnapshotMeta>> ReadNewer(std::uint64_t after, std::span<std::byte> shard_bytes);
+
+  // What changed since the generation `since` (generation, log_end) a caller
+  // holds: calls `sink(shard offset, bytes)` for every change record, in
+  // order (a later one may overwrite an earlier one's rows), or once with the
+  // whole shard when the log no longer reaches back to `since` (counted in
+  // whole_reads()). Returns the new generation's meta (valid until the next
+  // call), or nullptr if nothing newer is published. Blocking.
+  // The log streams through a buffer of kLogChunkBytes.
+  using SnapshotProtocol::kLogChunkBytes;
+  using SnapshotProtocol::RangeSink;
+  Result<const SnapshotMeta*> ReadChanges(const SnapshotMeta& since, const RangeSink& sink) override;
+  std::uint64_t whole_reads() const override { return whole_reads_; }
+
+  // ReadChanges for a reader that holds some rows (a partial replica): reads
+  // the change index since `since`, asks the picker about each record
+  // (SnapshotReadPlanner::RecordPicker says what it answers), and gets only
+  // the picked records' rows. `sink` gets the picked records in log order (a
+  // later one overwrites an earlier one's rows), or, when the log no longer
+  // reaches back to `since`, the whole shard once (whole_reads()). Records
+  // closer in the log than what one more get costs
+  // (Capabilities::operation_cost_bytes) are fetched with one get.
+  // When the reader holds most of what changes (few compute ranks), the
+  // index costs more than it saves: each read weighs what it cost (bytes,
+  // plus gets times operation_cost_bytes) against what the other way would
+  // have cost, and the next read takes the cheaper way (reading all records,
+  // as ReadChanges, it still asks the picker, to know what picking would
+  // have cost). `sink` then also gets records the picker did not pick; the
+  // caller ignores rows it does not hold. Blocking. `scratch`: where the
+  // read works (PickScratch); null for the reader's own.
+  using RecordPicker = SnapshotReadPlanner::RecordPicker;
+  using PickScratch = SnapshotReadPlanner::PickScratch;
+  static constexpr std::int64_t kNotPicked = SnapshotReadPlanner::kNotPicked;
+  static constexpr std::int64_t kAnyRecord = SnapshotReadPlanner::kAnyRecord;
+  // The reader's own writer (ChangedRows' WriterOf(compute rank)): a picked
+  // row whose records since the held generation all name it alone is not
+  // read (the reader's replica holds that value; I2). kNoWriter: read all.
+  void set_own_writer(std::uint16_t writer) { planner_.set_own_writer(writer); }
+  Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
+                                                const RangeSink& sink, PickScratch* scratch = nullptr) {
+    return planner_.ReadPickedChanges(since, picker, sink, scratch);
+  }
+
+  // A consistent read of some rows of the latest snapshot (DIRECT mode; a
+  // stratified rank's next stripe): each (offset inside shard bytes,
+  // destination, length: one row or a run of whole rows; reads disjoint or
+  // identical) is fetched with its own get. Returns the generation read.
+  // Blocking.
+  struct RowRead {
+    std::size_t offset;
+    std::byte* destination;
+    std::size_t bytes;
+  };
+  Result<std::uint64_t> ReadRows(std::span<const RowRead> rows);
+
+ private:
+  // SnapshotProtocol, for planner_ (snapshot_protocol.h).
+  const PublishedGeometry& geometry() const override { return geometry_; }
+  Status Retry(const std::function<Result<bool>()>& step, std::string_view what) override;
+  Result<Latest> ReadLatestMeta(std::uint64_t after) override;
+  const SnapshotMeta& latest_meta() const override { return meta_; }
+  Result<bool> LogHolds(std::uint64_t position) override;
+  Status Get(std::span<const RingGet> gets) override;
+  Status AdvanceSimulatedTime(std::uint64_t bytes) override;
+  Result<const SnapshotMeta*> ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink) override;
+
+  Result<std::uint64_t> ReadWord(std::size_t offset);
+  // Reads generation g's meta slot into `meta` (seqlock); false if the slot
+  // is being written or holds another generation.
+  Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
+  // Copies log bytes [begin, end) into log_copy_ after its first `keep`
+  // bytes; false if the log no longer holds them (overwritten before or
+  // while reading).
+  Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end, std::size_t keep);
+  // Issues the gets of `bytes` of a ring (`ring_bytes` long at region offset
+  // `ring_offset`) from ring position `at` into `into`: one, or two when the
+  // bytes wrap around its end. WaitForGets waits for every issued get.
+  Status GetFromRing(std::byte* into, std::size_t bytes, std::size_t ring_offset, std::size_t ring_bytes,
+                     std::size_t at);
+  Status WaitForGets();
+  // Calls fn(shard offset, bytes) for each complete record in log_copy_;
+  // returns the bytes they span (a cut record after them is left).
+  template <class Fn>
+  std::size_t ForEachRecord(Fn&& fn) const;
+  // After a rare large read (a whole read's patch): gives the memory back.
+  void ReleaseLargeLogCopy();
+  // Reads a whole generation: `body` reads live rows between the two meta
+  // reads, `patch` gets the records to lay over them. nullopt if the latest
+  // generation is <= `after`. Result meta in meta_.
+  template <class Body, class Patch>
+  Result<bool> ReadWhole(std::uint64_t after, std::uint64_t bytes, Body&& body, Patch&& patch);
+
+  transport::Transport& transport_;
+  const transport::RemoteRegion& published_;
+  PublishedGeometry geometry_;
+  WaitOptions wait_;
+  std::vector<std::byte> meta_bytes_;   // one meta slot
+  std::vector<std::byte> log_copy_;     // records being read (capacity reused)
+  std::size_t log_copy_bytes_ = 0;
+  std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records
+  std::vector<transport::RequestPtr> requests_;
+  std::vector<std::size_t> by_offset_;  // ReadRows: indices of rows sorted by offset
+  SnapshotMeta meta_, first_meta_;
+  std::uint64_t published_at_ps_ = 0;   // of the meta last read
+  std::uint64_t whole_reads_ = 0;
+  SnapshotReadPlanner planner_;         // last: it is given *this
+};
+
+}  // namespace stalelearn::sync
