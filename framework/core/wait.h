@@ -1,7 +1,9 @@
-// The one wait primitive: every loop that polls for a condition (the data
-// plane's sync::WaitUntil, UCX request completion, the memory rank's merge
-// loop, the bench target, the sweep's child processes) is built from the
-// pieces here, so that deadlines, back-off and stall warnings behave alike.
+// The one wait primitive: every loop that polls for a condition is built from
+// the pieces here, so that deadlines, back-off and stall warnings behave
+// alike: the data plane's sync::WaitUntil, UCX request completion, the MPI
+// progressing allreduce, the bench target, the sweep's child processes, the
+// conformance suite's waits (WaitFor), and the memory rank's merge loop
+// (Backoff and a restarted Deadline: a work loop, not a wait for one condition).
 //
 //   Backoff   escalating idle wait: spin, then yield, then sleep with a
 //             doubling period (with more ranks than cores, busy polling
@@ -30,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -102,7 +105,8 @@ class Deadline {
   Clock::time_point end_;
 };
 
-// What a wait is and how it waits. Value type.
+// What a wait is and how it waits. `who` is a view: what it names must
+// outlive the WaitFor call.
 struct WaitSpec {
   // Past this WaitFor fails with kTimeout "<who> timed out after N s waiting
   // for <describe()>".
@@ -114,15 +118,19 @@ struct WaitSpec {
   std::chrono::nanoseconds warn_after{0};
   Backoff::Policy backoff{};
   // Who waits, in messages: "rank 3".
-  std::string who = "a thread";
+  std::string_view who = "a thread";
   // What it waits for. Called only for a warning and on timeout, so it may
   // read the latest state (for which ranks, their last clocks). Unset: "a
   // condition".
   std::function<std::string()> describe{};
-  // Reading the clock costs more than a cheap poll (a UCX request's status):
-  // the deadline and the stall warning are checked on every Nth poll only
-  // (the first poll included).
+  // For waits whose polls cost less than reading the clock (a UCX request's
+  // status, ~0.1 us per put+flush on shared memory): the deadline and the
+  // stall warning are checked on every Nth poll that was not done only...
   int polls_per_clock_read = 1;
+  // ...and, if false, WaitFor returns 0 instead of the time waited (one clock
+  // read fewer). The time waited includes the first poll: sync waits count it
+  // as stall time and subtract the work done inside `done`.
+  bool measure = true;
 };
 
 namespace wait_internal {
@@ -135,7 +143,7 @@ void WarnStall(const WaitSpec& spec, std::chrono::nanoseconds waited);
 // condition that holds at once costs no progress and no back-off. Between
 // polls calls `progress` (returns void, bool, Status or Result<bool>; true
 // means it did work, and that round does not back off) and then backs off.
-// Returns the time waited; kTimeout past spec.timeout; the first error of
+// Returns the time waited (0 if !spec.measure); kTimeout past spec.timeout; the first error of
 // `done`, `progress` or the back-off's on_idle hook. `spec` must outlive the call.
 template <class Done, class Progress>
 Result<std::chrono::nanoseconds> WaitFor(const WaitSpec& spec, Done&& done, Progress&& progress) {
@@ -144,14 +152,17 @@ Result<std::chrono::nanoseconds> WaitFor(const WaitSpec& spec, Done&& done, Prog
   const Deadline deadline(start, spec.timeout);
   Backoff backoff(spec.backoff);
   std::chrono::nanoseconds next_warning = spec.warn_after;
-  for (int until_clock_read = 1;;) {
+  for (int until_clock_read = spec.polls_per_clock_read;;) {
     bool ready = false;
     if constexpr (std::is_same_v<std::invoke_result_t<Done&>, bool>) {
       ready = done();
     } else {
       STALELEARN_ASSIGN_OR_RETURN(ready, done());
     }
-    if (ready) return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+    if (ready) {
+      if (!spec.measure) return std::chrono::nanoseconds(0);
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+    }
     if (--until_clock_read <= 0) {
       until_clock_read = spec.polls_per_clock_read;
       const Clock::time_point now = Clock::now();

@@ -11,11 +11,12 @@ namespace stalelearn::sync {
 Result<std::chrono::nanoseconds> WaitUntil(const WaitOptions& wait, transport::Transport& transport,
                                            const std::function<Result<bool>()>& done,
                                            const std::function<std::string()>& describe) {
-  WaitSpec spec{.timeout = wait.timeout,
-                .warn_after = wait.warn_after,
-                .backoff = wait.backoff,
-                .who = fmt::format("rank {}", transport.rank().value),
-                .describe = [&describe] { return describe(); }};  // no copy of the caller's closure
+  const std::string who = fmt::format("rank {}", transport.rank().value);
+  const WaitSpec spec{.timeout = wait.timeout,
+                      .warn_after = wait.warn_after,
+                      .backoff = wait.backoff,
+                      .who = who,
+                      .describe = [&describe] { return describe(); }};  // no copy of the caller's closure
   return WaitFor(spec, done, [&]() -> Status {
     if (wait.while_waiting) STALELEARN_RETURN_IF_ERROR(wait.while_waiting());
     transport.Progress();  // a target must progress for one-sided operations over tcp to complete

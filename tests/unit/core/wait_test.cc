@@ -84,6 +84,21 @@ TEST(WaitFor, DeadlineFailsWithTheDescription) {
   EXPECT_EQ(described, 1);  // only for the error
 }
 
+TEST(WaitFor, CheapPollsReadTheClockEveryNthPollAndNeedNotBeTimed) {
+  const WaitSpec spec{.timeout = 20ms, .polls_per_clock_read = 16, .measure = false};
+  int polls = 0;
+  const auto timed_out = WaitFor(spec, [&] {
+    ++polls;
+    return false;
+  });
+  EXPECT_EQ(timed_out.status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(polls % 16, 0);  // the deadline is seen at a 16th poll
+  const auto start = Clock::now();
+  const auto waited = WaitFor(spec, [&] { return Clock::now() - start >= 5ms; });
+  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
+  EXPECT_EQ(waited.value(), 0ns);
+}
+
 TEST(WaitFor, ErrorsOfTheCallbacksEndTheWait) {
   WaitSpec spec;
   const auto failing_done = WaitFor(spec, []() -> Result<bool> { return DataLoss("torn batch"); });
