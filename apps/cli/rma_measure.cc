@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "backends/builtin.h"
 #include "framework/core/error.h"
+#include "framework/core/wait.h"
 #include "framework/transport/inprocess_bootstrap.h"
 
 namespace stalelearn::cli {
@@ -177,12 +179,13 @@ std::optional<RmaResult> RunRmaRank(Bootstrap& bootstrap, const RmaSpec& spec) {
     ThrowIfError(loop.Verify(spec.warmup + spec.iters + result->latency_samples));
     ThrowIfError(FetchAddBlocking(*t, *remote_control, 0, 1, kOpTimeout).status());
   } else if (t->rank() == kTarget) {
-    // The target only progresses (deploy/README.md: tcp and large puts need it).
-    const auto deadline = Clock::now() + kTargetDeadline;
-    while (transport::LoadAcquire64(control->data()) == 0) {
-      t->Progress();
-      if (Clock::now() > deadline) throw Error(TimeoutError("bench target: the origin never finished"));
-    }
+    // The target only progresses (deploy/README.md: tcp and large puts need
+    // it) and never backs off: a yield or a sleep would add to the latency
+    // the origin measures.
+    const WaitSpec spec{.timeout = kTargetDeadline, .backoff = {.spins = std::numeric_limits<std::int64_t>::max()}};
+    const auto waited = WaitFor(spec, [&] { return transport::LoadAcquire64(control->data()) != 0; },
+                                [&] { t->Progress(); });
+    if (!waited.ok()) throw Error(TimeoutError("bench target: the origin never finished"));  // kTimeout, the only error
   }
   ThrowIfError(bootstrap.Barrier());
   return result;

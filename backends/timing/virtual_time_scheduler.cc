@@ -208,6 +208,9 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
   // alone wakes a sleeping thread, which on an idle VM means waking a halted
   // vCPU (a 4:1 timing run took 2.5 s idle, 0.5 s with a busy loop beside
   // it). The poll yields, so waiting ranks give way to the running one.
+  // Not WaitFor (framework/core/wait.h): after the bounded poll this blocks on
+  // a condition variable under the scheduler's lock, woken by the hand-off,
+  // and its deadline restarts whenever any rank got a turn meanwhile.
   if (running_ != rank && failure_.empty()) {
     lock.unlock();
     if (polling_.fetch_add(1, std::memory_order_relaxed) < max_pollers_) {

@@ -2,30 +2,35 @@
 
 #include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "backends/ucx/ucx_status.h"
-#include "framework/core/log.h"
+#include "framework/core/wait.h"
 
 namespace stalelearn::backends::ucx {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// How request waits poll (WaitFor, framework/core/wait.h): spin first, for
+// the latency of short waits (a put+flush on shared memory takes ~0.05 us);
+// then yield, so that ranks oversubscribing the cores do not starve each other
+// (deploy/README.md); and sleep only after a long idle (65536 yields, tens of
+// ms), when a few more microseconds no longer matter. An idle poll is one in
+// which ucp_worker_progress did nothing.
+const Backoff::Policy kRequestBackoff{.spins = 2048,
+                                      .yields = 65536,
+                                      .first_sleep = std::chrono::microseconds(5),
+                                      .max_sleep = std::chrono::microseconds(100)};
 
 // Polls `done` while progressing `worker`, until true or `timeout`.
 template <class Done>
 bool ProgressUntil(ucp_worker_h worker, transport::Timeout timeout, Done done) {
-  const auto deadline = Clock::now() + timeout;
-  PollBackoff backoff;
-  for (unsigned polls = 0;; ++polls) {
-    if (ucp_worker_progress(worker) == 0) backoff.Idle();
-    if (done()) return true;
-    // Reading the clock costs more than a poll; check it every few polls.
-    if (polls % 16 == 0 && Clock::now() >= deadline) return done();
-  }
+  // Reading the clock costs more than a poll: the deadline is checked every
+  // 16 polls, and the time waited is not measured.
+  const WaitSpec spec{.timeout = timeout, .backoff = kRequestBackoff, .polls_per_clock_read = 16, .measure = false};
+  // kTimeout is the only error possible; the callers word their own.
+  return WaitFor(spec, done, [worker] { return ucp_worker_progress(worker) != 0; }).ok();
 }
 
 std::string TimeoutMessage(std::string_view what, transport::Timeout timeout, std::size_t incomplete) {
@@ -69,11 +74,6 @@ RequestBlockCache& ThisThreadsBlocks() {
 void* UcxRequest::operator new(std::size_t bytes) { return ThisThreadsBlocks().Take(bytes); }
 
 void UcxRequest::operator delete(void* block, std::size_t bytes) noexcept { ThisThreadsBlocks().Give(block, bytes); }
-
-void PollBackoff::Idle() {
-  constexpr unsigned kSpinPolls = 2048;
-  if (++idle_polls_ > kSpinPolls) std::this_thread::yield();
-}
 
 Status WaitForUcs(ucp_worker_h worker, ucs_status_ptr_t request, transport::Timeout timeout,
                   std::string_view what) {

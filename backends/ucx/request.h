@@ -28,16 +28,6 @@ Status WaitForUcs(ucp_worker_h worker, ucs_status_ptr_t request, transport::Time
 Status WaitForAllUcs(ucp_worker_h worker, std::span<const ucs_status_ptr_t> requests, transport::Timeout timeout,
                      std::string_view what);
 
-// Progress-loop pacing shared by every wait: spin first (latency), then yield
-// so that ranks oversubscribing the cores do not starve each other (deploy/README.md).
-class PollBackoff {
- public:
-  void Idle();
-
- private:
-  unsigned idle_polls_ = 0;
-};
-
 // transport::Request over a UCX request. `what` names the operation in
 // errors and must be a string literal (it is kept).
 class UcxRequest final : public transport::Request {

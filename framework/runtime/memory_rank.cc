@@ -8,9 +8,9 @@
 #include <limits>
 
 #include "framework/core/planted_defect.h"
+#include "framework/core/wait.h"
 #include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/stop_agreement.h"
-#include "framework/sync/backoff.h"
 #include "framework/sync/wait_until.h"
 
 namespace stalelearn::runtime {
@@ -197,8 +197,11 @@ bool MemoryRank::DropDeadRanks() {
 }
 
 Result<MemoryRankResult> MemoryRank::Run() {
-  sync::IdleBackoff backoff(env_.wait.backoff);
-  auto last_work = std::chrono::steady_clock::now();
+  // A work loop rather than a wait for one condition (WaitFor): it merges
+  // while batches come and its wait limit counts from the last batch, so it
+  // uses WaitFor's pieces, the back-off and a restarted deadline.
+  Backoff backoff(env_.wait.backoff);
+  Deadline no_batch_limit(env_.wait.timeout);
   bool unpublished = false;
   std::uint64_t published_min_clock = MinMergedClock();
   // With one compute rank nobody waits for a clock to be published (its gate
@@ -223,7 +226,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
         if (merged_clock_observer_) merged_clock_observer_(min_clock);
       }
       backoff.Reset();
-      last_work = std::chrono::steady_clock::now();
+      no_batch_limit.Restart();
       continue;
     }
     STALELEARN_RETURN_IF_ERROR(poller_->failure());
@@ -243,7 +246,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
     // Compute ranks still flush, and the evaluating one reads the final
     // snapshot, after finishing: progress until all released us.
     if (!paused && poller_->AllFinished() && poller_->AllReleased()) break;
-    if (std::chrono::steady_clock::now() - last_work > env_.wait.timeout) {
+    if (no_batch_limit.Expired()) {
       return TimeoutError(fmt::format("memory rank {} received no batch for the wait limit; some compute rank "
                                       "stopped without finishing (or never read the final model); {}",
                                       me_.value, sync::DescribeSlowestRings(*poller_)));

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "framework/core/status.h"
-#include "framework/sync/backoff.h"
+#include "framework/core/wait.h"
 #include "framework/transport/virtual_time.h"
 
 namespace stalelearn::sync {
@@ -19,7 +19,7 @@ struct WaitOptions {
   // what it waits for, then again at doubling intervals; 0 = never
   // (config: wait.warn_after_seconds).
   std::chrono::nanoseconds warn_after{0};
-  IdleBackoff::Policy backoff;
+  Backoff::Policy backoff;
   // The rank's simulated clock when the backend simulates time (timing
   // backend), else nullptr: stamps what this rank sends, advances to the
   // stamps of what it reads. Not owned; outlives the waits.

@@ -4,39 +4,24 @@
 
 #include <algorithm>
 
-#include "framework/core/log.h"
-#include "framework/sync/backoff.h"
+#include "framework/core/wait.h"
 
 namespace stalelearn::sync {
-namespace {
-
-double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
-
-}  // namespace
 
 Result<std::chrono::nanoseconds> WaitUntil(const WaitOptions& wait, transport::Transport& transport,
                                            const std::function<Result<bool>()>& done,
                                            const std::function<std::string()>& describe) {
-  const auto start = std::chrono::steady_clock::now();
-  const Deadline deadline(wait.timeout);
-  IdleBackoff backoff(wait.backoff);
-  std::chrono::nanoseconds next_warning = wait.warn_after;
-  while (true) {
-    STALELEARN_ASSIGN_OR_RETURN(const bool ready, done());
-    const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-    if (ready) return waited;
-    if (deadline.Expired()) {
-      return TimeoutError(fmt::format("rank {} timed out after {:.0f} s waiting for {}", transport.rank().value,
-                                      Seconds(wait.timeout), describe()));
-    }
-    if (next_warning.count() > 0 && waited >= next_warning) {
-      log::Warning("stall: rank {} has waited {:.1f} s for {}", transport.rank().value, Seconds(waited), describe());
-      next_warning *= 2;
-    }
+  const std::string who = fmt::format("rank {}", transport.rank().value);
+  const WaitSpec spec{.timeout = wait.timeout,
+                      .warn_after = wait.warn_after,
+                      .backoff = wait.backoff,
+                      .who = who,
+                      .describe = [&describe] { return describe(); }};  // no copy of the caller's closure
+  return WaitFor(spec, done, [&]() -> Status {
     if (wait.while_waiting) STALELEARN_RETURN_IF_ERROR(wait.while_waiting());
-    transport.Progress();
-    STALELEARN_RETURN_IF_ERROR(backoff.Idle());
-  }
+    transport.Progress();  // a target must progress for one-sided operations over tcp to complete
+    return Status::Ok();
+  });
 }
 
 void ApplyWaitConfig(const proto::WaitConfig& config, WaitOptions& wait) {

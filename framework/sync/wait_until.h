@@ -1,8 +1,9 @@
-// The one wait loop of the data plane: polls a condition, progresses the
-// transport between polls (a target must progress for one-sided operations
-// over tcp to complete), backs off when idle (IdleBackoff: spin, yield,
-// sleep; or the timing backend's virtual-time idle), and gives up at the
-// deadline with an error that names what it waited for.
+// The data plane's wait: WaitFor (framework/core/wait.h) with the rank's
+// WaitOptions. Polls a condition, progresses the transport between polls (a
+// target must progress for one-sided operations over tcp to complete), backs
+// off when idle (Backoff: spin, yield, sleep; or the timing backend's
+// virtual-time idle), and gives up at the deadline with an error that names
+// what it waited for.
 //
 //   STALELEARN_ASSIGN_OR_RETURN(auto waited, WaitUntil(wait, transport, [&]() -> Result<bool> {
 //     STALELEARN_RETURN_IF_ERROR(clocks.Refresh());

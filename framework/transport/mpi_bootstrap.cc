@@ -12,13 +12,14 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "framework/core/log.h"
+#include "framework/core/wait.h"
 
 namespace stalelearn::transport {
 namespace {
@@ -182,18 +183,20 @@ class MpiBootstrap final : public Bootstrap {
     STALELEARN_RETURN_IF_ERROR(
         CheckMpi(MPI_Iallreduce(MPI_IN_PLACE, values.data(), n, MPI_INT64_T, MPI_MAX, comm_, &request),
                  "MPI_Iallreduce"));
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (int done = 0;;) {
-      STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"));
-      if (done != 0) return Status::Ok();
-      if (std::chrono::steady_clock::now() > deadline) {
-        // The request stays pending: the caller fails the run (MPI_Abort).
-        return TimeoutError(fmt::format("rank {}: an allreduce waited {:.0f} s for the other ranks", rank_,
-                                        std::chrono::duration<double>(timeout).count()));
-      }
-      progress();
-      std::this_thread::yield();
-    }
+    // Yields on every idle poll: the other ranks of the allreduce may share this core.
+    const WaitSpec spec{.timeout = timeout, .backoff = {.spins = 0, .yields = std::numeric_limits<std::int64_t>::max()}};
+    const auto waited = WaitFor(
+        spec,
+        [&]() -> Result<bool> {
+          int done = 0;
+          STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"));
+          return done != 0;
+        },
+        progress);
+    if (waited.ok() || waited.status().code() != StatusCode::kTimeout) return waited.status();
+    // The request stays pending: the caller fails the run (MPI_Abort).
+    return TimeoutError(fmt::format("rank {}: an allreduce waited {:.0f} s for the other ranks", rank_,
+                                    std::chrono::duration<double>(timeout).count()));
   }
 
   Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }

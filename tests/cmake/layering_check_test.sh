@@ -26,7 +26,7 @@ grep -qF "layering: layer data declares metrics in LAYERS, but none of its files
 
 # One planted include per kind of rule, appended (so the line is the file's last).
 plant() { echo "#include $2" >>"$work/$1"; echo "$1:$(wc -l <"$work/$1")"; }
-up=$(plant framework/sync/backoff.h '"framework/runtime/app.h"')        # a layer includes one above it
+up=$(plant framework/sync/wait_options.h '"framework/runtime/app.h"')        # a layer includes one above it
 side=$(plant framework/model/hash64.h '"framework/data/catalog.h"')     # a layer includes a peer
 backend=$(plant backends/timing/cost_model.h '"framework/metrics/work_counters.h"')  # a backend includes more than core+transport
 mpi=$(plant framework/sync/wait_until.cc '<mpi.h>')                      # a system header only its owner may include

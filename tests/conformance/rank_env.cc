@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
+#include <limits>
+
+#include "framework/core/wait.h"
 
 namespace stalelearn::conformance {
 namespace {
@@ -85,14 +87,13 @@ void RankEnv::StopIfAnyRankFailed() {
 }
 
 void RankEnv::WaitUntil(const std::function<bool()>& done, std::string_view what) {
-  const auto deadline = std::chrono::steady_clock::now() + kOpTimeout;
-  while (!done()) {
+  // Yields on every idle poll: more ranks than cores must not starve (deploy/README.md).
+  const WaitSpec spec{.timeout = kOpTimeout, .backoff = {.spins = 0, .yields = std::numeric_limits<std::int64_t>::max()}};
+  const auto waited = WaitFor(spec, done, [&] {
     StopIfAnyRankFailed();
-    Require(std::chrono::steady_clock::now() < deadline, fmt::format("{}: no progress within {} s", what,
-                                                                     kOpTimeout.count()));
     transport_.Progress();
-    std::this_thread::yield();  // more ranks than cores must not starve (deploy/README.md)
-  }
+  });
+  Require(waited.ok(), fmt::format("{}: no progress within {} s", what, kOpTimeout.count()));  // kTimeout only
 }
 
 // Every rank adds 1 to `arrived` on rank 0 and waits until it reaches

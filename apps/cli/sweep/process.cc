@@ -6,12 +6,14 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <optional>
-#include <thread>
 #include <cstring>
 #include <fstream>
+#include <optional>
+
+#include "framework/core/wait.h"
 
 extern char** environ;
 
@@ -40,18 +42,30 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::filesystem:
   return pid;
 }
 
-// Waits for `pid` until `deadline` (none: forever). Returns the exit status,
-// or nullopt when the deadline passed first.
+// Waits for `pid` until `deadline` (none: forever, blocked in waitpid).
+// Returns the exit status, or nullopt when the deadline passed first.
 Result<std::optional<int>> WaitUntil(pid_t pid, const std::string& program,
                                      std::optional<std::chrono::steady_clock::time_point> deadline) {
-  for (;;) {
-    int status = 0;
-    const pid_t done = waitpid(pid, &status, deadline ? WNOHANG : 0);
-    if (done == pid) return std::optional<int>(status);
-    if (done < 0 && errno != EINTR) return Internal(fmt::format("waiting for {}: {}", program, std::strerror(errno)));
-    if (deadline && std::chrono::steady_clock::now() >= *deadline) return std::optional<int>();
-    if (deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int status = 0;
+  if (!deadline) {
+    while (waitpid(pid, &status, 0) != pid) {
+      if (errno != EINTR) return Internal(fmt::format("waiting for {}: {}", program, std::strerror(errno)));
+    }
+    return std::optional<int>(status);
   }
+  // A child runs for seconds to hours: poll every 20 ms, never spin.
+  constexpr std::chrono::milliseconds kPollPeriod{20};
+  const WaitSpec spec{.timeout = std::max(std::chrono::nanoseconds(0), *deadline - std::chrono::steady_clock::now()),
+                      .backoff = {.spins = 0, .yields = 0, .first_sleep = kPollPeriod, .max_sleep = kPollPeriod}};
+  const auto exited = WaitFor(spec, [&]() -> Result<bool> {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return true;
+    if (done < 0 && errno != EINTR) return Internal(fmt::format("waiting for {}: {}", program, std::strerror(errno)));
+    return false;
+  });
+  if (exited.ok()) return std::optional<int>(status);
+  if (exited.status().code() == StatusCode::kTimeout) return std::optional<int>();
+  return exited.status();
 }
 
 }  // namespace
