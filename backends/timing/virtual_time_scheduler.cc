@@ -173,14 +173,18 @@ void VirtualTimeScheduler::ScheduleLocked() {
   if (running_ != -1 || arrived_ < world_size() || !failure_.empty()) return;
   int next = NextRankLocked();
   if (next == -1) {
-    const bool all_idle = std::ranges::any_of(ranks_, [](const RankState& r) { return r.state == State::kIdle; }) &&
-                          std::ranges::none_of(ranks_, [](const RankState& r) { return r.state == State::kOutside; });
-    if (!all_idle) return;  // ranks outside for a collective come back
-    // Every remaining rank is idle. A poll may have given up on a state that
-    // was already complete (e.g. a seqlock read that overlapped a publish), so
-    // first wake them all once; only if none of them makes progress before
-    // all are idle again is it a deadlock.
+    const bool any_idle = std::ranges::any_of(ranks_, [](const RankState& r) { return r.state == State::kIdle; });
+    const bool any_outside =
+        std::ranges::any_of(ranks_, [](const RankState& r) { return r.state == State::kOutside; });
+    if (!any_idle) return;  // ranks outside for a collective come back
+    // Every rank in the schedule is idle. A poll may have given up on a state
+    // that was already complete (e.g. a seqlock read that overlapped a
+    // publish), so first wake them all once; only if none of them makes
+    // progress before all are idle again is it a deadlock. Also while ranks
+    // are outside for a collective: they wait for the idle ones to reach it
+    // (a checkpoint boundary), so nothing else would wake them.
     if (woken_all_at_progress_ == progress_count_) {
+      if (any_outside) return;  // they may still come back; the turn watchdog ends a real hang
       failure_ = fmt::format("virtual-time scheduler: deadlock, every remaining rank waits for progress ({})",
                              DescribeLocked());
       for (RankState& r : ranks_) r.turn.notify_all();

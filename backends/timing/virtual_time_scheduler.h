@@ -25,10 +25,12 @@
 // until another rank ends a segment (Yield, Exit, Leave, or goes idle after
 // doing something); it then becomes runnable at max(own clock, the time at
 // which that segment started), since nothing it could observe changed earlier.
-// If every remaining rank is idle, all are woken once (a poll may have given
-// up on a state that was already complete); if they all go idle again without
-// progress, each gets kFailedPrecondition (deadlock) instead of hanging; a wait during which no rank got a turn for `deadline`
-// ends with kTimeout.
+// If every rank in the schedule is idle, all are woken once (a poll may have
+// given up on a state that was already complete), also while others are out
+// for a collective that waits for the idle ones (a checkpoint boundary); if
+// they all go idle again without progress, each gets kFailedPrecondition
+// (deadlock) instead of hanging, unless ranks are out (they may come back); a
+// wait during which no rank got a turn for `deadline` ends with kTimeout.
 //
 // Targeted waking: a segment names the ranks whose memory it may have written
 // (its own, and the owners of what it put or atomically updated); an idle rank

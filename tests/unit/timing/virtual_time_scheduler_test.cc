@@ -216,6 +216,30 @@ TEST(VirtualTimeScheduler, WhenAllAreIdleEachIsWokenOnceBeforeADeadlockIsDeclare
   EXPECT_TRUE(retried.ok()) << retried.ToString();
 }
 
+TEST(VirtualTimeScheduler, AnIdleRankIsWokenOnceWhileAnotherWaitsOutsideForItsCollective) {
+  // A checkpoint boundary: rank 1 has left for the collective that starts
+  // the next segment; rank 0 gave up on a poll whose condition already holds
+  // and went idle. Only rank 0 can end the wait (by reaching the collective),
+  // so it must be woken once, as when every rank is idle (a hang before).
+  VirtualTimeScheduler scheduler(2, kDeadline);
+  std::barrier collective(2);
+  Status retried;
+  RunThreads(2, [&](int rank) {
+    ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(rank)).ok());
+    if (rank == 0) {
+      ASSERT_TRUE(scheduler.IdleUntilProgress(rank).ok());  // woken by rank 1 leaving
+      retried = scheduler.IdleUntilProgress(rank).status();  // nobody made progress since
+      if (retried.ok()) EXPECT_TRUE(scheduler.ExitForCollective(rank).ok());
+    } else {
+      ASSERT_TRUE(scheduler.ExitForCollective(rank).ok());
+    }
+    collective.arrive_and_wait();
+    if (retried.ok()) EXPECT_TRUE(scheduler.Rejoin(rank, VirtualTimeFromPs(10)).ok());
+    scheduler.Leave(rank);
+  });
+  EXPECT_TRUE(retried.ok()) << retried.ToString();
+}
+
 TEST(VirtualTimeScheduler, OrderAfterACollectiveDoesNotDependOnWhoReturnsFirst) {
   for (int run = 0; run < 3; ++run) {
     constexpr int kRanks = 3;
