@@ -5,8 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 #include "framework/model/hash64.h"
 #include "framework/runtime/clock_loop.h"

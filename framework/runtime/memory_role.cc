@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "framework/runtime/memory_rank.h"
 #include "framework/runtime/run_lifecycle.h"
