@@ -59,8 +59,7 @@ class ComputeRole {
     // every compute rank.
     const bool evaluates = env_.app.EvaluatesInParts() || me_.value == 0;
     if (evaluates) {
-      evaluator_.emplace(env_.app, info_, loop.local_state(), me_.value == 0, env_.progress,
-                         env_.config.training().epochs(), start_, env_.wait.sim);
+      StartEvaluating(loop, /*prints=*/me_.value == 0);
       loop.set_evaluator(&*evaluator_);
       if (!evaluator_->in_parts()) {
         early_.emplace(env_.config.training().early_stopping());
@@ -120,6 +119,12 @@ class ComputeRole {
     });
   }
 
+  // A fresh epoch evaluator; `prints`: the progress lines are this rank's.
+  void StartEvaluating(const ClockLoop& loop, bool prints) {
+    evaluator_.emplace(env_.app, info_, loop.local_state(), prints, env_.progress, env_.config.training().epochs(),
+                       start_, env_.wait.sim);
+  }
+
   // Resuming: restores the loop's local state and skips to the checkpoint's
   // clock. The segmented mode saves that state at each boundary.
   Status PrepareSegments(ClockLoop& loop) {
@@ -151,8 +156,7 @@ class ComputeRole {
       std::fprintf(stderr,
                    "[stalelearn] compute rank %d evaluates the final model in place of the dead compute rank 0\n",
                    me_.value);
-      evaluator_.emplace(env_.app, info_, loop.local_state(), /*prints=*/true, env_.progress,
-                         env_.config.training().epochs(), start_, env_.wait.sim);
+      StartEvaluating(loop, /*prints=*/true);
     }
     if (!evaluator_) return Status::Ok();
     const TableSet& final_model = taken_over_ ? *taken_over_ : loop.final_model();

@@ -44,7 +44,6 @@ class RunLifecycle {
   const RankEnv& env() const { return env_; }
   const ModeDefinition& mode() const { return mode_; }
   Checkpointer& checkpointer() { return *checkpointer_; }
-  const Checkpointer& checkpointer() const { return *checkpointer_; }
   transport::Rank me() const { return env_.transport.rank(); }
   bool survives_deaths() const { return env_.config.faults().dead_after_seconds() > 0; }
 
