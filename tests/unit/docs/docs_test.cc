@@ -93,7 +93,8 @@ TEST(Repository, EveryPathTheDocumentsNameExists) {
                                            "docs/guide/faults-and-checkpoints.md",
                                            "docs/guide/timing-backend.md",
                                            "docs/guide/experiments.md",
-                                           "docs/guide/clusters.md"};
+                                           "docs/guide/clusters.md",
+                                           "docs/measurements.md"};
   for (const fs::path& document : documents) {
     ASSERT_TRUE(fs::exists(kSource / document)) << document;
     const std::set<std::string> paths = RepositoryPathsIn(ReadAll(kSource / document));
@@ -126,6 +127,24 @@ TEST(Repository, TheReadmeIsAnEntryPointNotTheReference) {
   int count = 0;
   for (std::string line; std::getline(lines, line);) ++count;
   EXPECT_LE(count, 150) << "README.md has " << count << " lines; move reference material to docs/";
+}
+
+TEST(Repository, DatedFiguresLiveInTheMeasurementsPageOnly) {
+  // A guide or the design that quotes a dated run goes stale with the next
+  // build; docs/measurements.md holds those figures with their commands.
+  static const std::regex date(R"(\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b)");
+  std::vector<fs::path> documents = {"README.md", "framework/README.md"};
+  for (const auto& entry : fs::directory_iterator(kSource / "docs/guide")) {
+    documents.push_back(fs::relative(entry.path(), kSource));
+  }
+  for (const fs::path& document : documents) {
+    const std::string text = ReadAll(kSource / document);
+    std::smatch found;
+    EXPECT_FALSE(std::regex_search(text, found, date))
+        << document.string() << " quotes a dated figure (" << found.str() << "): move it to docs/measurements.md";
+  }
+  EXPECT_TRUE(std::regex_search(ReadAll(kSource / "docs/measurements.md"), date))
+      << "docs/measurements.md names no date: is the date pattern still right?";
 }
 
 TEST(Repository, TheDesignListsEveryInvariantWithItsTest) {
