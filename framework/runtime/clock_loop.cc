@@ -165,7 +165,9 @@ Result<TrainerResult> ClockLoop::Run() {
         // clock, and the rank fails after it (failing here would leave the
         // others waiting for its clocks).
         if (!exhausted.ok() && early_error_.ok()) early_error_ = exhausted.status();
-        if ((!exhausted.ok() || *exhausted) && env_.stop != nullptr) env_.stop->RequestLocal(kEarlyStopRequest);
+        if ((!exhausted.ok() || *exhausted) && env_.stop != nullptr) {
+          STALELEARN_RETURN_IF_ERROR(env_.stop->RequestLocal(kEarlyStopRequest));
+        }
       }
       evaluating += std::chrono::steady_clock::now() - eval_start;
     }

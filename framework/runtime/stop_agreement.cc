@@ -74,6 +74,7 @@ Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
     STALELEARN_RETURN_IF_ERROR(Join(clock));
   } else {
     committed_ = clock;
+    STALELEARN_RETURN_IF_ERROR(HearAnnouncements(/*now=*/true));
     STALELEARN_RETURN_IF_ERROR(Poll());
   }
   if (stop_ && clock >= stop_->clock) return true;
@@ -82,8 +83,28 @@ Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
 }
 
 Status StopAgreement::Poll() {
-  if (!open_ || Requested() == 0) return Status::Ok();
+  if (!open_) return Status::Ok();
+  STALELEARN_RETURN_IF_ERROR(HearAnnouncements(/*now=*/false));
+  if (Requested() == 0) return Status::Ok();
   return Join(committed_);
+}
+
+Status StopAgreement::RequestLocal(int signal) {
+  local_request_ = signal;
+  // Lockstep modes agree at every clock anyway; kOff never agrees.
+  if (board_ != nullptr || kind_ != Kind::kOnRequest) return Status::Ok();
+  Status announced = bootstrap_.Announce(signal);
+  return announced.ok() ? announced : announced.WithContext("stop agreement");
+}
+
+Status StopAgreement::HearAnnouncements(bool now) {
+  if (board_ != nullptr || kind_ != Kind::kOnRequest || announced_request_ != 0) return Status::Ok();
+  if (!now && ++polls_since_probe_ < kPollsPerProbe) return Status::Ok();
+  polls_since_probe_ = 0;
+  Result<std::int64_t> heard = bootstrap_.Announced();
+  if (!heard.ok()) return heard.status().WithContext("stop agreement");
+  announced_request_ = static_cast<int>(*heard);
+  return Status::Ok();
 }
 
 Status StopAgreement::JoinAtEnd(std::int64_t end) {
@@ -91,7 +112,10 @@ Status StopAgreement::JoinAtEnd(std::int64_t end) {
   return Join(end);
 }
 
-int StopAgreement::Requested() const { return StopSignal() != 0 ? StopSignal() : local_request_; }
+int StopAgreement::Requested() const {
+  if (StopSignal() != 0) return StopSignal();
+  return local_request_ != 0 ? local_request_ : announced_request_;
+}
 
 std::optional<StopDecision> StopAgreement::stop() const {
   return board_ != nullptr ? board_->decision() : stop_;

@@ -71,10 +71,11 @@ class StopAgreement {
   // This rank asks for a stop (`signal`: what the decision will name, e.g.
   // kEarlyStopRequest), without touching the process-wide request, so a
   // later run in the same process starts clean. Ranks as threads: every
-  // rank sees it at its next clock top. Processes: only this rank does
-  // (other processes would wait for it in the collective; callers reject
-  // that case: in_threads()).
-  void RequestLocal(int signal) { local_request_ = signal; }
+  // rank sees it at its next clock top. Processes: the bootstrap announces
+  // it (Bootstrap::Announce), and every other rank joins the agreement when
+  // it sees the announcement: at its next clock top, in a wait, or in the
+  // memory rank's loop. Not in runs without an agreement (kOff).
+  Status RequestLocal(int signal);
   bool in_threads() const { return board_ != nullptr; }
   ~StopAgreement();
 
@@ -99,7 +100,10 @@ class StopAgreement {
 
  private:
   Status Join(std::int64_t committed);
-  int Requested() const;  // the process-wide request, else this rank's own
+  int Requested() const;  // the process-wide request, else this rank's own, else one announced
+  // Processes: reads announcements (an MPI probe), at most every
+  // kPollsPerProbe-th call unless `now`.
+  Status HearAnnouncements(bool now);
 
   transport::Bootstrap& bootstrap_;
   std::function<void()> progress_;
@@ -111,6 +115,9 @@ class StopAgreement {
   std::int64_t committed_ = 0;
   std::int64_t request_at_clock_ = 0;  // 0: none
   int local_request_ = 0;              // RequestLocal's signal; 0: none
+  int announced_request_ = 0;          // processes: another rank's RequestLocal; 0: none
+  static constexpr int kPollsPerProbe = 64;  // waits poll every few microseconds; a probe costs ~0.3 us
+  int polls_since_probe_ = 0;
   std::optional<StopDecision> stop_;   // processes: the collective's result
 };
 

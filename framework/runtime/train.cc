@@ -95,10 +95,9 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                                          "rank; early stopping needs an app that evaluates the whole model",
                                          inputs.app.name()));
     }
-    if (!stop.in_threads()) {
-      return InvalidArgument("training.early_stopping needs ranks as threads (--ranks C:M) without "
-                             "faults.dead_after_seconds: under mpirun the evaluating rank's stop cannot reach the "
-                             "other processes yet");
+    if (stop_kind == StopAgreement::Kind::kOff) {
+      return InvalidArgument("training.early_stopping cannot be combined with faults.dead_after_seconds: a run that "
+                             "survives a dead rank has no stop agreement");
     }
   }
   wait.while_waiting = [&stop] { return stop.Poll(); };

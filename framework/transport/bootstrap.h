@@ -60,6 +60,19 @@ class Bootstrap {
   // Collective.
   virtual Status Barrier() = 0;
 
+  // A word every other rank may read without a collective: Announce sends
+  // `value` (non-zero) to every other rank and returns at once; Announced
+  // returns the first value another rank announced that has arrived (0:
+  // none yet), without blocking. For a request only one rank sees (a stop after an
+  // evaluation) that every rank must act on at its next clock. Not for runs
+  // that survive a dead rank. Defaults: kUnimplemented; 0 (ranks as threads
+  // share memory and need neither).
+  virtual Status Announce(std::int64_t value) {
+    (void)value;
+    return Unimplemented("this bootstrap cannot announce");
+  }
+  virtual Result<std::int64_t> Announced() { return std::int64_t{0}; }
+
   // Surviving a dead rank (faults.dead_after_seconds). PrepareForRankLoss is
   // collective and runs before anything can die (MPI: one communicator
   // without each rank, made in advance: OpenMPI 4.1 has no ULFM). After rank

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -95,6 +96,17 @@ class MpiBootstrap final : public Bootstrap {
     // After a rank died, freeing (collective in the standard) could wait for
     // it: the communicators are left to MPI_Finalize.
     if (dead_ >= 0) return;
+    // Announcements: take what arrived, finish (or cancel) what was sent, so
+    // that freeing the communicator leaves no message behind.
+    (void)Announced();
+    for (MPI_Request& request : announce_sends_) {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done == 0) {
+        MPI_Cancel(&request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+      }
+    }
     for (MPI_Comm& without : without_) {
       if (without != MPI_COMM_NULL) MPI_Comm_free(&without);
     }
@@ -199,6 +211,34 @@ class MpiBootstrap final : public Bootstrap {
                                     std::chrono::duration<double>(timeout).count()));
   }
 
+  // Point-to-point on its own tag of the bootstrap's communicator: an 8-byte
+  // message goes eagerly, so the sends complete without the receiver.
+  Status Announce(std::int64_t value) override {
+    announced_value_ = value;  // the send buffer must live until the sends complete
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request request = MPI_REQUEST_NULL;
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(
+          MPI_Isend(&announced_value_, 1, MPI_INT64_T, r, kAnnounceTag, comm_, &request), "MPI_Isend"));
+      announce_sends_.push_back(request);
+    }
+    return Status::Ok();
+  }
+
+  Result<std::int64_t> Announced() override {
+    for (;;) {
+      int arrived = 0;
+      MPI_Status status;
+      STALELEARN_RETURN_IF_ERROR(
+          CheckMpi(MPI_Iprobe(MPI_ANY_SOURCE, kAnnounceTag, comm_, &arrived, &status), "MPI_Iprobe"));
+      if (arrived == 0) return heard_;
+      std::int64_t value = 0;
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(
+          MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, kAnnounceTag, comm_, MPI_STATUS_IGNORE), "MPI_Recv"));
+      if (heard_ == 0) heard_ = value;
+    }
+  }
+
   Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
   Status PrepareForRankLoss() override {
@@ -277,6 +317,10 @@ class MpiBootstrap final : public Bootstrap {
   int dead_ = -1;                  // the excluded rank, or -1
   std::map<std::string, Bytes> pending_;                   // Put since the last Sync
   std::map<std::pair<int, std::string>, Bytes> published_;  // (owner, key) -> value
+  static constexpr int kAnnounceTag = 7301;  // collectives do not match point-to-point tags
+  std::int64_t announced_value_ = 0;          // Announce's send buffer
+  std::vector<MPI_Request> announce_sends_;
+  std::int64_t heard_ = 0;                    // the first value announced to this rank
 };
 
 }  // namespace

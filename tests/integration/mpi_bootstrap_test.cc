@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,6 +80,30 @@ TEST(MpiBootstrap, GetOfUnknownKeyOrRankIsAnError) {
   EXPECT_EQ(b.Get(Rank{0}, "never.stored").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(b.Get(Rank{b.world_size()}, "store.rkey").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(b.Get(Rank{-1}, "store.rkey").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MpiBootstrap, AnAnnouncementReachesEveryOtherRankWithoutACollective) {
+  // Rank 1 announces (a negative value, as early stopping's request is);
+  // every other rank polls until it arrives, with no collective in between;
+  // the announcer hears nothing of its own.
+  Bootstrap& b = MpiTestBootstrap();
+  const int me = b.rank().value;
+  if (me == 1) {
+    ASSERT_TRUE(b.Announce(-1).ok());
+    auto own = b.Announced();
+    ASSERT_TRUE(own.ok()) << own.status().ToString();
+    EXPECT_EQ(*own, 0);
+  } else {
+    std::int64_t heard = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (heard == 0 && std::chrono::steady_clock::now() < give_up) {
+      auto announced = b.Announced();
+      ASSERT_TRUE(announced.ok()) << announced.status().ToString();
+      heard = *announced;
+    }
+    EXPECT_EQ(heard, -1) << "rank " << me << " never heard rank 1's announcement";
+  }
+  ASSERT_TRUE(b.Barrier().ok());
 }
 
 TEST(MpiBootstrap, ReductionsCombineEveryRank) {
