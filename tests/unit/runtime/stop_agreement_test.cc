@@ -118,7 +118,8 @@ ProcessRun RunAsProcesses(int requester, std::int64_t at, std::int64_t total) {
   transport::RunRanks(kCompute + 1, [&](Bootstrap& threads) {
     ProcessLikeBootstrap bootstrap(threads);
     const int me = bootstrap.rank().value;
-    StopAgreement stop(bootstrap, [] {}, nullptr, StopAgreement::Kind::kOnRequest, kCompute, kTimeout);
+    StopAgreement stop(bootstrap, [] {}, transport::RealTime::Instance(), StopAgreement::Kind::kOnRequest, kCompute,
+                       kTimeout);
     stop.Open();
     if (me == kCompute) {  // the memory rank
       while (finished.load() < kCompute) {
