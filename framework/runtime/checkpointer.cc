@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
