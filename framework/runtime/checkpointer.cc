@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -175,35 +174,23 @@ Status Checkpointer::CommitPending(const std::string& key) {
   return Status::Ok();
 }
 
-Status Checkpointer::StartCollectives(transport::SimulatedTime* sim) {
+Status Checkpointer::StartCollectives() {
   const std::int64_t segment = segments_started_++;
   STALELEARN_RETURN_IF_ERROR(CommitPending(fmt::format("stalelearn/checkpoint/{}", segment)));
-  if (sim == nullptr) return Status::Ok();
-  const std::int64_t now = sim->Now().time_since_epoch().count();
-  STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> times,
-                              env_.bootstrap.AllGather(fmt::format("stalelearn/segment-time/{}", segment),
-                                                       std::as_bytes(std::span(&now, 1))));
-  std::int64_t latest = 0;
-  for (const transport::Bytes& bytes : times) {
-    std::int64_t t = 0;
-    if (bytes.size() != sizeof t) return Internal("segment start: a rank sent a malformed virtual time");
-    std::memcpy(&t, bytes.data(), sizeof t);
-    latest = std::max(latest, t);
-  }
-  aligned_ps_ = latest + 1;
+  STALELEARN_ASSIGN_OR_RETURN(const transport::VirtualTime latest,
+                              env_.wait.time->LatestOverRanks(fmt::format("stalelearn/segment-time/{}", segment)));
+  aligned_ = latest + transport::VirtualDuration(1);
   return Status::Ok();
 }
 
-Status Checkpointer::JoinSchedule(transport::SimulatedTime* sim, bool first) {
-  if (sim == nullptr) return Status::Ok();
-  STALELEARN_RETURN_IF_ERROR(first ? sim->StartSchedule() : sim->RejoinSchedule());
-  if (aligned_ps_ < 0) return Status::Ok();
-  return sim->AdvanceTo(transport::VirtualTimeFromPs(aligned_ps_));
+Status Checkpointer::JoinSchedule(bool first) {
+  transport::RankTime& time = *env_.wait.time;
+  STALELEARN_RETURN_IF_ERROR(first ? time.StartSchedule() : time.RejoinAfterCollective());
+  if (!aligned_) return Status::Ok();
+  return time.AdvanceTo(*aligned_);
 }
 
-Status Checkpointer::LeaveScheduleForBoundary(transport::SimulatedTime* sim) {
-  return sim == nullptr ? Status::Ok() : sim->ExitScheduleForCollective();
-}
+Status Checkpointer::LeaveScheduleForBoundary() { return env_.wait.time->ExitForCollective(); }
 
 void Checkpointer::NoteProgress(std::int64_t clocks_done, std::int64_t samples_done) {
   if (dir_.empty() || progress_failed_) return;

@@ -21,9 +21,9 @@
 //
 //   auto cp = Checkpointer::Make(env, total_clocks);      // every rank
 //   for each segment [begin, cp->SegmentEnd(begin)):
-//     [set up the data plane] ... cp->StartCollectives(sim); Barrier; cp->JoinSchedule(sim, first);
+//     [set up the data plane] ... cp->StartCollectives(); Barrier; cp->JoinSchedule(first);
 //     [train / merge until the segment's end]
-//     cp->WriteFile(end, "memory-0.shard", bytes); cp->LeaveScheduleForBoundary(sim);
+//     cp->WriteFile(end, "memory-0.shard", bytes); cp->LeaveScheduleForBoundary();
 //
 // Thread-safety: one Checkpointer per rank, used by that rank's thread.
 #pragma once
@@ -95,14 +95,14 @@ class Checkpointer {
 
   // Collective, at every segment start before the start barrier: commits the
   // pending checkpoint (gathers every rank's entry; world rank 0 writes the
-  // manifest and prunes old checkpoints), and with a timing backend agrees on
-  // the virtual time the segment starts at.
-  Status StartCollectives(transport::SimulatedTime* sim);
+  // manifest and prunes old checkpoints), and agrees on the virtual time the
+  // segment starts at (the rank's time service: RankTime::LatestOverRanks).
+  Status StartCollectives();
   // After the start barrier: joins the virtual-time schedule (the first
   // segment) or rejoins it (later ones) and moves the clock to the agreed time.
-  Status JoinSchedule(transport::SimulatedTime* sim, bool first);
+  Status JoinSchedule(bool first);
   // At a boundary, before the next segment's collectives.
-  Status LeaveScheduleForBoundary(transport::SimulatedTime* sim);
+  Status LeaveScheduleForBoundary();
 
   // Compute ranks, after each clock: records how far this rank got (a small
   // file in the checkpoint directory, read by a later resume to say what was
@@ -128,7 +128,7 @@ class Checkpointer {
   std::optional<proto::CheckpointFile> pending_;  // written, not yet in a manifest
   std::int64_t pending_clock_ = 0;
   std::int64_t segments_started_ = 0;
-  std::int64_t aligned_ps_ = -1;  // agreed virtual start of the segment
+  std::optional<transport::VirtualTime> aligned_;  // agreed virtual start of the segment
   int progress_fd_ = -1;
   bool progress_failed_ = false;
 };

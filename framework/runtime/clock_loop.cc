@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "framework/runtime/stop_agreement.h"
 #include "framework/runtime/stop_request.h"
 
@@ -29,7 +31,7 @@ Status ClockLoop::Initialize() {
   RandomStream random = RandomStream::For(info_.seed, info_.rank.value, -1);
   KernelContext context{info_, 0, -1, random, state_.get(), work};
   env_.app.InitializeFromData(mode_.view(), context);
-  if (env_.wait.sim != nullptr) STALELEARN_RETURN_IF_ERROR(env_.wait.sim->ChargeComputeWork(metrics::ToComputeWork(work)));
+  STALELEARN_RETURN_IF_ERROR(env_.wait.time->ChargeCompute(metrics::ToComputeWork(work)));
   return mode_.ShareInitialization();
 }
 
@@ -56,9 +58,8 @@ void ClockLoop::MaybeReportProgress(int epoch, int epochs, std::int64_t clocks_d
   if (now - last_progress_ < std::chrono::duration<double>(every)) return;
   last_progress_ = now;
   std::string simulated;
-  if (env_.wait.sim != nullptr) {
-    simulated = fmt::format(", simulated {:.6f} s",
-                            static_cast<double>(env_.wait.sim->Now().time_since_epoch().count()) * 1e-12);
+  if (const std::optional<transport::SimulatedSummary> sim = env_.wait.time->Summary()) {
+    simulated = fmt::format(", simulated {:.6f} s", transport::ToSeconds(sim->now.time_since_epoch()));
   }
   env_.progress.Line(fmt::format("epoch {}/{}: clock {}/{} ({:.0f}%), elapsed {:.2f} s{}", epoch + 1, epochs,
                                  clocks_done, clocks_per_epoch,
@@ -142,7 +143,7 @@ Result<TrainerResult> ClockLoop::Run() {
       if (!samples.empty()) RunKernel(samples, context);
       work.samples += static_cast<std::int64_t>(samples.size());
       STALELEARN_RETURN_IF_ERROR(
-          straggler_.EndComputeStep(env_.wait.sim, work, std::chrono::steady_clock::now() - compute_start,
+          straggler_.EndComputeStep(*env_.wait.time, work, std::chrono::steady_clock::now() - compute_start,
                                     record.clock));
       result.samples += static_cast<std::int64_t>(samples.size());
 

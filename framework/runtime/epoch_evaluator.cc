@@ -42,7 +42,7 @@ std::string FirstNonFiniteRow(const App& app, const TableSet& model) {
 
 Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   const double wall = ElapsedSeconds();
-  const double simulated = sim_ != nullptr ? transport::ToSeconds(sim_->Now().time_since_epoch()) : 0.0;
+  const double simulated = transport::ToSeconds(time_.Now().time_since_epoch());  // 0 in real time
   const auto diverged = [&](const Evaluation& e) {
     return FailedPrecondition(fmt::format("diverged: metric {} is {} after epoch {} (compute rank {}){}", e.metric,
                                           e.value, epoch, info_.rank.value, FirstNonFiniteRow(app_, model)));

@@ -15,19 +15,19 @@
 #include "framework/metrics/progress.h"
 #include "framework/proto/report.pb.h"
 #include "framework/runtime/app.h"
-#include "framework/transport/virtual_time.h"
+#include "framework/transport/rank_time.h"
 
 namespace stalelearn::runtime {
 
 class EpochEvaluator {
  public:
   // `info`/`state`: the evaluating rank and its local state (parts only).
-  // `sim`: the rank's simulated clock (timing backend), which stamps each
-  // point's simulated_seconds; nullptr otherwise. `prints`: this rank prints
+  // `time`: the rank's time service, whose clock stamps each point's
+  // simulated_seconds (0 in real time). `prints`: this rank prints
   // progress lines (in parts, rank 0's line shows its own part's metric).
   EpochEvaluator(const App& app, RankInfo info, const LocalState* state, bool prints,
                  const metrics::ProgressPrinter& progress, int epochs, std::chrono::steady_clock::time_point start,
-                 const transport::SimulatedTime* sim = nullptr)
+                 const transport::RankTime& time)
       : app_(app),
         info_(info),
         state_(state),
@@ -35,7 +35,7 @@ class EpochEvaluator {
         progress_(progress),
         epochs_(epochs),
         start_(start),
-        sim_(sim) {}
+        time_(time) {}
 
   bool in_parts() const { return app_.EvaluatesInParts(); }
   // Evaluates `model` as the state after epoch `epoch` (1-based).
@@ -59,7 +59,7 @@ class EpochEvaluator {
   const metrics::ProgressPrinter& progress_;
   int epochs_;
   std::chrono::steady_clock::time_point start_;
-  const transport::SimulatedTime* sim_;
+  const transport::RankTime& time_;
   std::vector<proto::CurvePoint> curve_;
   std::vector<proto::EvalPart> parts_;
   std::string metric_;

@@ -65,20 +65,18 @@ void MemoryRank::Plumb(const DataPlaneGeometry& geometry) {
   poller_ = std::make_unique<sync::RingPoller>(env_.layout, me_, geometry.ring, RawRings(endpoints_),
                                                *endpoints_.published, geometry.published[me_.value], merger_);
   poller_->set_changed_rows(&changed_);
-  if (transport::SimulatedTime* sim = env_.wait.sim) {
-    // The PIM's merge work is priced by the memory preset; a scheduler error
-    // ends the run at the next poll.
-    poller_->set_merge_observer([this, sim](const metrics::WorkCounters& w) {
-      if (charge_status_.ok()) charge_status_ = sim->ChargeMergeWork(metrics::ToMergeWork(w));
-    });
-    // Never merge a batch before the virtual time its put became visible.
-    poller_->set_merge_gate([this, sim](const sync::BatchHeader& header) -> Status {
-      const transport::VirtualTime visible_at = transport::VirtualTimeFromPs(header.visible_at_ps);
-      STALELEARN_RETURN_IF_ERROR(sim->AdvanceTo(visible_at));
-      if (env_.hooks.before_timed_merge) env_.hooks.before_timed_merge(me_, visible_at, sim->Now());
-      return Status::Ok();
-    });
-  }
+  // The PIM's merge work is charged (virtual time: priced by the memory
+  // preset); a scheduler error ends the run at the next poll.
+  poller_->set_merge_observer([this](const metrics::WorkCounters& w) {
+    if (charge_status_.ok()) charge_status_ = env_.wait.time->ChargeMerge(metrics::ToMergeWork(w));
+  });
+  // Never merge a batch before the (virtual) time its put became visible.
+  poller_->set_merge_gate([this](const sync::BatchHeader& header) -> Status {
+    const transport::VirtualTime visible_at = transport::VirtualTimeFromPs(header.visible_at_ps);
+    STALELEARN_RETURN_IF_ERROR(env_.wait.time->AdvanceTo(visible_at));
+    if (env_.hooks.before_timed_merge) env_.hooks.before_timed_merge(me_, visible_at, env_.wait.time->Now());
+    return Status::Ok();
+  });
 }
 
 void MemoryRank::LeaveEndpoints() {
@@ -104,9 +102,7 @@ void MemoryRank::ContinueOnNewEndpoints(MemoryEndpoints endpoints, const DataPla
 void MemoryRank::Publish() {
   // The first generation of a data plane is stamped 0: it exists before the
   // schedule starts (and a segment's start must not depend on when it ended).
-  const std::int64_t now_ps = env_.wait.sim != nullptr && publisher_->generation() > 0
-                                  ? env_.wait.sim->Now().time_since_epoch().count()
-                                  : 0;
+  const std::int64_t now_ps = publisher_->generation() > 0 ? env_.wait.time->Now().time_since_epoch().count() : 0;
   publisher_->Publish(merger_.master(), *poller_, changed_, now_ps);
   changed_.Clear();
 }

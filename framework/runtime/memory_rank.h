@@ -7,8 +7,9 @@
 //   memory->PublishInitial();       // before the start barrier
 //   auto result = memory->Run();    // returns when all compute ranks finished
 //
-// Timing backend (env.wait.sim): merges a batch no earlier than its stamp
-// and stamps each snapshot with the rank's virtual time.
+// Through the rank's time service (env.wait.time): merges a batch no earlier
+// than its stamp, charges the merge, and stamps each snapshot with the
+// rank's clock (all free or 0 in real time).
 // Not thread-safe: the rank's main thread. Not movable (the poller's hooks
 // point at it).
 #pragma once

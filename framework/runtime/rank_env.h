@@ -20,7 +20,7 @@
 #include "framework/sync/wait_options.h"
 #include "framework/transport/bootstrap.h"
 #include "framework/transport/transport.h"
-#include "framework/transport/virtual_time.h"
+#include "framework/transport/rank_time.h"
 
 namespace stalelearn::runtime {
 
@@ -51,8 +51,8 @@ struct RuntimeHooks {
   std::function<void(const ClockRecord&, const TableSet& replica)> after_refresh;
   // While it returns true, memory rank m consumes nothing (I5 tests).
   std::function<bool(model::MemoryIndex)> merging_paused;
-  // Timing backend: memory rank m is about to merge a batch stamped visible
-  // at `visible_at`; its clock reads `now` (stamp tests).
+  // Memory rank m is about to merge a batch stamped visible at `visible_at`;
+  // its clock reads `now` (stamp tests; both 0 in real time).
   std::function<void(model::MemoryIndex, transport::VirtualTime visible_at, transport::VirtualTime now)>
       before_timed_merge;
 };
@@ -65,7 +65,7 @@ struct RankEnv {
   transport::Transport& transport;  // counting decorator over the backend
   transport::Bootstrap& bootstrap;
   const RuntimeHooks& hooks;
-  sync::WaitOptions wait;
+  sync::WaitOptions wait;  // wait.time: the rank's time service (never null)
   metrics::ProgressPrinter progress;
   std::vector<sync::MergePolicySpec> merge;  // one per table (merge_config.h)
   // The run's stop agreement (stop_agreement.h); null: the run never stops early.

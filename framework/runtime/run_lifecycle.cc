@@ -51,7 +51,7 @@ Status RunLifecycle::CheckStrata() const {
 
 Status RunLifecycle::CheckFaultsAndCheckpoints() {
   if (survives_deaths()) {
-    if (!mode_.uses_memory_ranks || env_.wait.sim != nullptr) {
+    if (!mode_.uses_memory_ranks || !env_.wait.time->survives_rank_loss()) {
       return InvalidArgument(fmt::format("faults.dead_after_seconds needs a mode with memory ranks and a real "
                                          "backend (consistency.mode={}, backend {})",
                                          mode_.name, counting_.name()));
@@ -84,23 +84,20 @@ Result<ComputeEndpoints> RunLifecycle::ConnectCompute() {
 }
 
 Status RunLifecycle::StartSegment(bool first) {
-  transport::SimulatedTime* sim = env_.wait.sim;
   // A checkpointed run commits the previous segment's checkpoint and agrees
   // on the segment's virtual start time (checkpointer.h); a run in one
   // segment skips both, so its schedule is the plain one.
-  if (checkpointer_->segmented()) STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives(sim));
+  if (checkpointer_->segmented()) STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives());
   STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
-  STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(sim, first));
+  STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(first));
   // After the start barrier (stop_agreement.h).
   if (env_.stop != nullptr) env_.stop->Open();
   return Status::Ok();
 }
 
-Status RunLifecycle::LeaveForBoundary() { return checkpointer_->LeaveScheduleForBoundary(env_.wait.sim); }
+Status RunLifecycle::LeaveForBoundary() { return checkpointer_->LeaveScheduleForBoundary(); }
 
-void RunLifecycle::LeaveSchedule() {
-  if (env_.wait.sim != nullptr) env_.wait.sim->LeaveSchedule();
-}
+void RunLifecycle::LeaveSchedule() { env_.wait.time->LeaveSchedule(); }
 
 std::optional<std::int64_t> RunLifecycle::StoppedClock() const {
   if (env_.stop == nullptr || !env_.stop->stop() || env_.stop->stop()->clock >= TotalClocks()) return std::nullopt;
@@ -142,7 +139,9 @@ Status RunLifecycle::EndTraining() {
 
 Result<RankRun> RunLifecycle::Gather(proto::Report partial, std::vector<ClockRecord> records) {
   const proto::Config& config = env_.config;
-  if (env_.wait.sim != nullptr) *partial.mutable_simulated() = MakeSimulatedPart(me(), *env_.wait.sim);
+  if (const std::optional<transport::SimulatedSummary> sim = env_.wait.time->Summary()) {
+    *partial.mutable_simulated() = MakeSimulatedPart(me(), *sim);
+  }
   STALELEARN_ASSIGN_OR_RETURN(proto::Report report, GatherReport(env_.bootstrap, config, env_.app, env_.roles,
                                                                  counting_.name(), mode_, partial));
   std::string trace;

@@ -58,15 +58,14 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
   return r;
 }
 
-proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedTime& sim) {
+proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedSummary& sim) {
   proto::Simulated part;
-  part.set_total_seconds(transport::ToSeconds(sim.Now().time_since_epoch()));
-  const transport::SimulatedPresets presets = sim.presets();
-  part.set_memory_preset(presets.memory);
-  part.set_link_preset(presets.link);
-  part.set_compute_preset(presets.compute);
-  part.set_deterministic(sim.deterministic());
-  const transport::TimeBreakdown b = sim.breakdown();
+  part.set_total_seconds(transport::ToSeconds(sim.now.time_since_epoch()));
+  part.set_memory_preset(sim.presets.memory);
+  part.set_link_preset(sim.presets.link);
+  part.set_compute_preset(sim.presets.compute);
+  part.set_deterministic(sim.deterministic);
+  const transport::TimeBreakdown& b = sim.breakdown;
   proto::SimulatedRank* r = part.add_ranks();
   r->set_rank(rank.value);
   r->set_compute_seconds(transport::ToSeconds(b.compute));

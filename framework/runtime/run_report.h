@@ -16,7 +16,7 @@
 #include "framework/runtime/trainer_result.h"
 #include "framework/sync/ring_poller.h"
 #include "framework/transport/bootstrap.h"
-#include "framework/transport/virtual_time.h"
+#include "framework/transport/rank_time.h"
 
 namespace stalelearn::runtime {
 
@@ -27,7 +27,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
 // This rank's part of the report's `simulated` section (timing backend):
 // its clock as total_seconds, its breakdown, the presets and whether the run
 // is deterministic. GatherReport takes the maximum total over ranks.
-proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedTime& sim);
+proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::SimulatedSummary& sim);
 
 // All-gathers every rank's `partial` and merges them under the run's header
 // fields (the mode's name and reported staleness). Evaluation parts (apps

@@ -46,9 +46,9 @@ class StopBoard {
 };
 
 StopAgreement::StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress,
-                             transport::SimulatedTime* sim, Kind kind, int compute_ranks,
+                             transport::RankTime& time, Kind kind, int compute_ranks,
                              std::chrono::nanoseconds timeout)
-    : bootstrap_(bootstrap), progress_(std::move(progress)), sim_(sim), timeout_(timeout), kind_(kind) {
+    : bootstrap_(bootstrap), progress_(std::move(progress)), time_(time), timeout_(timeout), kind_(kind) {
   if (kind_ == Kind::kOff) return;
   if (auto* threads = dynamic_cast<transport::InProcessBootstrap*>(&bootstrap)) {
     board_ = threads->group().GetOrCreateShared<StopBoard>(
@@ -126,12 +126,12 @@ Status StopAgreement::Join(std::int64_t committed) {
   std::array<std::int64_t, 2> values{Requested(), committed};
   // Under a virtual-time scheduler a rank blocked in a collective must be
   // out of the schedule; the clock does not move (the agreement is free).
-  if (sim_ != nullptr) STALELEARN_RETURN_IF_ERROR(sim_->ExitScheduleForCollective());
-  // Progressing meanwhile: a peer still flushing its last puts to this rank
-  // (UCX over tcp) completes only if this rank progresses.
-  Status agreed = bootstrap_.AllReduceMaxProgressing(values, progress_, timeout_);
-  if (!agreed.ok()) return agreed.WithContext("stop agreement");
-  if (sim_ != nullptr) STALELEARN_RETURN_IF_ERROR(sim_->RejoinSchedule());
+  STALELEARN_RETURN_IF_ERROR(time_.OutsideSchedule([&] {
+    // Progressing meanwhile: a peer still flushing its last puts to this
+    // rank (UCX over tcp) completes only if this rank progresses.
+    Status agreed = bootstrap_.AllReduceMaxProgressing(values, progress_, timeout_);
+    return agreed.ok() ? agreed : agreed.WithContext("stop agreement");
+  }));
   if (values[0] != 0) stop_ = StopDecision{static_cast<int>(values[0]), values[1]};
   return Status::Ok();
 }

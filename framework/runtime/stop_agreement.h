@@ -37,7 +37,7 @@
 
 #include "framework/core/status.h"
 #include "framework/transport/bootstrap.h"
-#include "framework/transport/virtual_time.h"
+#include "framework/transport/rank_time.h"
 
 namespace stalelearn::runtime {
 
@@ -57,9 +57,10 @@ class StopAgreement {
   };
   // `compute_ranks`: how many compute ranks the run has.
   // `progress` (the rank's transport) is called while the processes'
-  // collective waits: peers' one-sided operations may need it; `timeout`:
-  // how long that collective may wait.
-  StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress, transport::SimulatedTime* sim,
+  // collective waits: peers' one-sided operations may need it; `time`: the
+  // rank's time service (the collective runs outside its schedule), which
+  // must outlive the agreement; `timeout`: how long that collective may wait.
+  StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress, transport::RankTime& time,
                 Kind kind, int compute_ranks, std::chrono::nanoseconds timeout);
   // debug.stop_at_clock: this compute rank asks for a stop (as SIGTERM) when
   // it reaches `clock` in StopsBefore (at a clock's top or a segment's end).
@@ -107,7 +108,7 @@ class StopAgreement {
 
   transport::Bootstrap& bootstrap_;
   std::function<void()> progress_;
-  transport::SimulatedTime* sim_;
+  transport::RankTime& time_;  // the rank's time service
   std::chrono::nanoseconds timeout_;
   Kind kind_;
   std::shared_ptr<StopBoard> board_;  // ranks as threads; null for processes

@@ -1,7 +1,6 @@
 #include "framework/runtime/straggler.h"
 
 #include <cmath>
-#include <thread>
 
 #include "framework/metrics/work_counters.h"
 
@@ -41,22 +40,9 @@ double Straggler::TransientExtra(std::int64_t clock) const {
 
 double Straggler::ComputeScale(std::int64_t clock) const { return 1 + persistent_extra_ + TransientExtra(clock); }
 
-Status Straggler::EndComputeStep(transport::SimulatedTime* sim, const WorkCounters& work,
+Status Straggler::EndComputeStep(transport::RankTime& time, const WorkCounters& work,
                                  std::chrono::nanoseconds compute_time, std::int64_t clock) const {
-  const double scale = active() ? ComputeScale(clock) : 1;
-  if (sim == nullptr) {
-    if (scale > 1) {
-      std::this_thread::sleep_for(
-          std::chrono::nanoseconds(static_cast<std::int64_t>((scale - 1) * static_cast<double>(compute_time.count()))));
-    }
-    return Status::Ok();
-  }
-  WorkCounters slowed = work;
-  slowed.flops *= scale;
-  slowed.bytes *= scale;
-  slowed.random_row_accesses = static_cast<std::int64_t>(static_cast<double>(work.random_row_accesses) * scale);
-  slowed.samples = static_cast<std::int64_t>(static_cast<double>(work.samples) * scale);
-  return sim->ChargeComputeWork(metrics::ToComputeWork(slowed));
+  return time.ChargeCompute(metrics::ToComputeWork(work), active() ? ComputeScale(clock) : 1, compute_time);
 }
 
 }  // namespace stalelearn::runtime

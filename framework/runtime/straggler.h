@@ -5,10 +5,11 @@
 //               with probability p: that clock's compute lasts (1 + X) times
 //               as long, X ~ Exponential(mean transient_delay).
 //
-// After a clock's compute took d (wall) or did `work` (timing backend), the
-// loop calls EndComputeStep: without a simulated clock it sleeps
-// (ComputeScale(clock) - 1) * d; with one it charges `work` scaled by
-// ComputeScale(clock) as simulated compute and sleeps nothing. The draws are
+// After a clock's compute did `work` in d (wall), the loop calls
+// EndComputeStep, which hands both and ComputeScale(clock) to the rank's time
+// service (transport/rank_time.h): real time sleeps (ComputeScale(clock) - 1)
+// * d; virtual time charges `work` scaled by ComputeScale(clock) as simulated
+// compute and sleeps nothing. The draws are
 // a pure function of (seed, rank, clock), not of call order or timing, so a
 // seed delays the same clocks in every run and on every backend.
 //
@@ -21,7 +22,7 @@
 #include "framework/core/status.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
-#include "framework/transport/virtual_time.h"
+#include "framework/transport/rank_time.h"
 
 namespace stalelearn::runtime {
 
@@ -38,10 +39,10 @@ class Straggler {
   bool active() const { return persistent_extra_ > 0 || transient_probability_ > 0; }
 
   // Ends clock `clock`'s compute step that did `work` in `compute_time`:
-  // charges it to `sim` (timing backend) scaled, or sleeps the delay.
-  // The simulated clock's (scheduler's) error, if any.
-  Status EndComputeStep(transport::SimulatedTime* sim, const WorkCounters& work,
-                        std::chrono::nanoseconds compute_time, std::int64_t clock) const;
+  // `time` charges it scaled, or sleeps the delay. The virtual clock's
+  // (scheduler's) error, if any.
+  Status EndComputeStep(transport::RankTime& time, const WorkCounters& work, std::chrono::nanoseconds compute_time,
+                        std::int64_t clock) const;
 
  private:
   double persistent_extra_;  // slowdown - 1 on the slowed rank, else 0

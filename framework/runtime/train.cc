@@ -46,19 +46,13 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> backend,
                               inputs.backends.Create(config.backend().name(), context));
   // Capabilities are asked of the transport (decorators forward them).
+  // The rank's time service: virtual on a backend that simulates time,
+  // else real (transport/rank_time.h); it outlives the rank's run.
+  const std::unique_ptr<transport::RankTime> time = transport::MakeRankTime(*backend, bootstrap);
   sync::WaitOptions wait = inputs.wait;
   sync::ApplyWaitConfig(config.wait(), wait);
-  wait.sim = backend->simulated_time();
-  if (wait.sim != nullptr) {
-    // Under the virtual-time scheduler an idle poll waits for another rank's
-    // progress; otherwise (mpirun) it backs off in real time as usual, which
-    // also keeps the number of (charged) polls down.
-    wait.backoff.on_idle = [sim = wait.sim]() -> Result<bool> {
-      if (!sim->deterministic()) return false;
-      STALELEARN_RETURN_IF_ERROR(sim->IdleUntilProgress());
-      return true;
-    };
-  }
+  wait.time = time.get();
+  time->ConfigureIdling(wait.backoff);
   std::unique_ptr<transport::Transport> wrapped;
   if (inputs.hooks.wrap_transport) wrapped = inputs.hooks.wrap_transport(*backend);
   metrics::CountingTransport counting(wrapped ? *wrapped : *backend);
@@ -87,7 +81,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                                         : mode->uses_memory_ranks               ? StopAgreement::Kind::kOnRequest
                                                                                 : StopAgreement::Kind::kEveryClock;
   StopAgreement stop(
-      bootstrap, [&counting] { counting.Progress(); }, wait.sim, stop_kind, roles.compute_ranks(), wait.timeout);
+      bootstrap, [&counting] { counting.Progress(); }, *time, stop_kind, roles.compute_ranks(), wait.timeout);
   stop.set_request_at_clock(config.debug().stop_at_clock());
   if (config.training().early_stopping().patience() > 0) {
     if (inputs.app.EvaluatesInParts()) {

@@ -21,16 +21,15 @@ Status ClockTable::Refresh() {
   }
   for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
   requests_.clear();
-  if (wait_.sim == nullptr) return Status::Ok();
-  // Timing backend: what was read is known no earlier than it can have arrived.
+  // What was read is known no earlier than it can have arrived (virtual time).
   transport::VirtualTime visible{};
   for (std::size_t m = 0; m < published_.size(); ++m) {
     const auto published_at = static_cast<std::int64_t>(
         Word(model::MemoryIndex{static_cast<int>(m)}, geometry_.control_published_at_offset()));
-    visible = std::max(visible, wait_.sim->GetVisibleAt(transport::VirtualTimeFromPs(published_at),
-                                                        geometry_.control_bytes()));
+    visible = std::max(visible, wait_.time->GetVisibleAt(transport::VirtualTimeFromPs(published_at),
+                                                         geometry_.control_bytes()));
   }
-  return wait_.sim->AdvanceTo(visible);
+  return wait_.time->AdvanceTo(visible);
 }
 
 std::uint64_t ClockTable::Word(model::MemoryIndex m, std::size_t offset) const {
@@ -52,14 +51,13 @@ ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except) const {
 }
 
 void ClockTable::WaitOnlyFor(const Slowest& slowest) const {
-  if (wait_.sim == nullptr || slowest.rank.value < 0 || slowest.memory.value < 0 ||
-      slowest.memory.value >= memory_ranks()) {
+  if (slowest.rank.value < 0 || slowest.memory.value < 0 || slowest.memory.value >= memory_ranks()) {
     return;
   }
   // Refresh reads each block from offset 0 of the published region.
   const std::size_t offset = geometry_.merged_clock_offset(slowest.rank);
-  wait_.sim->WaitOnlyFor(*published_[slowest.memory.value], offset, blocks_[slowest.memory.value].data() + offset,
-                         sizeof(std::uint64_t));
+  wait_.time->WaitOnlyFor(*published_[slowest.memory.value], offset, blocks_[slowest.memory.value].data() + offset,
+                          sizeof(std::uint64_t));
 }
 
 std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,

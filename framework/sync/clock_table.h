@@ -47,9 +47,9 @@ class ClockTable {
     model::MemoryIndex memory{0};  // the memory rank that reported that clock
   };
   Slowest SlowestOther(model::ComputeIndex except) const;
-  // With a simulated clock: tells it that the caller's wait cannot end before
-  // `slowest`'s merged clock moves (SimulatedTime::WaitOnlyFor), so that it
-  // sleeps through the other ranks' merges. Call after a Refresh.
+  // Tells the rank's time service that the caller's wait cannot end before
+  // `slowest`'s merged clock moves (RankTime::WaitOnlyFor), so that a virtual
+  // clock sleeps through the other ranks' merges. Call after a Refresh.
   void WaitOnlyFor(const Slowest& slowest) const;
 
  private:

@@ -51,7 +51,12 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   const auto waited = std::chrono::steady_clock::now() - start;
 
   const int slot = ring_geometry_.SlotOf(sequence);
-  if (wait_.sim != nullptr) batch = Stamped(slot, batch);  // the stamp is due right before the put
+  // The stamp is due right before the put. A sealed batch already reads 0,
+  // real time's stamp: only a later one needs the stamped copy.
+  if (const transport::VirtualTime visible_at = wait_.time->PutVisibleAt(batch.size());
+      visible_at != transport::VirtualTime{}) {
+    batch = Stamped(slot, batch, visible_at);
+  }
   STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr payload,
                               transport_.Put(batch.data(), batch.size(), *ring_, ring_geometry_.slot_offset(slot)));
   STALELEARN_RETURN_IF_ERROR(transport_.Fence(peer()));  // payload before commit word (I3)
@@ -67,10 +72,11 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   return std::chrono::duration_cast<std::chrono::nanoseconds>(waited);
 }
 
-std::span<const std::byte> RingWriter::Stamped(int slot, std::span<const std::byte> batch) {
+std::span<const std::byte> RingWriter::Stamped(int slot, std::span<const std::byte> batch,
+                                               transport::VirtualTime visible_at) {
   std::vector<std::byte>& stamped = stamped_[static_cast<std::size_t>(slot)];
   stamped.assign(batch.begin(), batch.end());
-  StampVisibleAt(stamped, wait_.sim->PutVisibleAt(stamped.size()).time_since_epoch().count());
+  StampVisibleAt(stamped, visible_at.time_since_epoch().count());
   return stamped;
 }
 

@@ -12,8 +12,9 @@
 // Backpressure (I5): batch n may be written only when the memory rank has
 // consumed batch n - R (its head, read one-sided from the published region);
 // until then Push waits, progressing the transport.
-// Timing backend (wait.sim set): each batch carries in its header the virtual
-// time its put becomes visible at the memory rank (BatchHeader::visible_at_ps).
+// Each batch carries in its header the virtual time its put becomes visible
+// at the memory rank (BatchHeader::visible_at_ps, from the rank's time
+// service wait.time; 0 in real time).
 //
 // Not thread-safe (the compute rank's trainer thread). The Transport and the
 // published RemoteRegion must outlive the writer.
@@ -61,9 +62,10 @@ class RingWriter {
 
  private:
   Status WaitForFreeSlot(std::uint64_t sequence);
-  // A copy of `batch` stamped with when a put of it issued now is visible
-  // (the caller's batch stays as sealed: it is replayed for read-your-writes).
-  std::span<const std::byte> Stamped(int slot, std::span<const std::byte> batch);
+  // A copy of `batch` stamped `visible_at`, when a put of it issued now is
+  // visible (the caller's batch stays as sealed: it is replayed for
+  // read-your-writes).
+  std::span<const std::byte> Stamped(int slot, std::span<const std::byte> batch, transport::VirtualTime visible_at);
 
   transport::Transport& transport_;
   std::unique_ptr<transport::RemoteRegion> ring_;
@@ -79,7 +81,7 @@ class RingWriter {
   std::uint64_t finish_value_ = 0;
   std::uint64_t released_value_ = 1;
   std::uint64_t head_read_ = 0;
-  std::vector<std::vector<std::byte>> stamped_;  // [slot] timing backend: the batch put there, stamped
+  std::vector<std::vector<std::byte>> stamped_;  // [slot] virtual time: the batch put there, stamped
   bool unflushed_ = false;                       // puts issued since the last flush
 };
 

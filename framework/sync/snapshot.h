@@ -21,9 +21,9 @@
 // are all patched over it in order, so the result is generation g1 exactly.
 // Each meta carries, per compute rank, the merged clock and the highest
 // consumed batch sequence the generation includes (read-your-writes, I2).
-// Timing backend: a meta also carries the virtual time it was published at;
-// a reader with a simulated clock (WaitOptions::sim) advances it to when the
-// data it read can have reached it (SimulatedTime::GetVisibleAt).
+// A meta also carries the virtual time it was published at (0 in real
+// time); a reader's time service (WaitOptions::time) advances its clock to
+// when the data it read can have reached it (RankTime::GetVisibleAt).
 //
 // Here: SnapshotPublisher, the publishing side. The reading side:
 // SnapshotReader (snapshot_reader.h: the seqlock, the log window, whole

@@ -71,8 +71,8 @@ class SnapshotProtocol {
   // Issues every get, then waits for all of them.
   virtual Status Get(std::span<const RingGet> gets) = 0;
 
-  // Timing backend: advances the reader's simulated clock to when `bytes`
-  // of the latest meta's generation can have reached it; else nothing.
+  // Advances the reader's clock (its time service; nothing in real time) to
+  // when `bytes` of the latest meta's generation can have reached it.
   virtual Status AdvanceSimulatedTime(std::uint64_t bytes) = 0;
 
   // Every change record since `since` in log order, or the whole shard once

@@ -128,9 +128,8 @@ std::size_t SnapshotReader::ForEachRecord(Fn&& fn) const {
 }
 
 Status SnapshotReader::AdvanceSimulatedTime(std::uint64_t bytes) {
-  if (wait_.sim == nullptr) return Status::Ok();
   const auto published_at = transport::VirtualTimeFromPs(static_cast<std::int64_t>(published_at_ps_));
-  return wait_.sim->AdvanceTo(wait_.sim->GetVisibleAt(published_at, bytes));
+  return wait_.time->AdvanceTo(wait_.time->GetVisibleAt(published_at, bytes));
 }
 
 template <class Body, class Patch>

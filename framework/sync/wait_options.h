@@ -1,5 +1,5 @@
 // How long blocking waits of the sync layer may take, how they idle, and the
-// rank's simulated clock. Value type.
+// rank's time service. Value type.
 #pragma once
 
 #include <chrono>
@@ -7,7 +7,7 @@
 
 #include "framework/core/status.h"
 #include "framework/core/wait.h"
-#include "framework/transport/virtual_time.h"
+#include "framework/transport/rank_time.h"
 
 namespace stalelearn::sync {
 
@@ -20,10 +20,10 @@ struct WaitOptions {
   // (config: wait.warn_after_seconds).
   std::chrono::nanoseconds warn_after{0};
   Backoff::Policy backoff;
-  // The rank's simulated clock when the backend simulates time (timing
-  // backend), else nullptr: stamps what this rank sends, advances to the
-  // stamps of what it reads. Not owned; outlives the waits.
-  transport::SimulatedTime* sim = nullptr;
+  // The rank's time service (transport/rank_time.h), never null: stamps what
+  // this rank sends, advances to the stamps of what it reads (both free in
+  // real time, the default). Not owned; outlives the waits.
+  transport::RankTime* time = &transport::RealTime::Instance();
   // Called between polls while a wait is not yet done (the run's stop
   // agreement joins from here: runtime/stop_agreement.h); its error ends the
   // wait. Unset: nothing.

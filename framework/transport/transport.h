@@ -93,7 +93,7 @@ class Transport {
   virtual Capabilities capabilities() const = 0;
   // The simulated clock when this transport simulates time (the timing
   // backend, framework/transport/virtual_time.h), else nullptr. Decorators
-  // forward it, so the runtime asks the outermost transport.
+  // forward it. The runtime asks once, for its time service (rank_time.h).
   virtual SimulatedTime* simulated_time() { return nullptr; }
   virtual const char* name() const = 0;
 

@@ -1,20 +1,22 @@
-// Simulated (virtual) time: what the training runtime tells the
-// hardware-timing backend (backends/timing) and what it reads back for the
-// The backend's Transport also implements SimulatedTime; every other
-// backend does not, and FindSimulatedTime returns nullptr for it, so the
-// runtime calls these hooks only when timing is on:
+// Simulated (virtual) time: what the hardware-timing backend
+// (backends/timing) offers the training runtime, and the time types both use.
+// The backend's Transport also implements SimulatedTime; every other backend
+// does not, and FindSimulatedTime returns nullptr for it. The runtime does
+// not call this interface itself: the rank's time service (rank_time.h,
+// MakeRankTime) wraps it, and stands in with real time where there is none,
+// so callers never test for it:
 //
-//   SimulatedTime* sim = FindSimulatedTime(transport);          // once
-//   if (sim) ThrowIfError(sim->StartSchedule());  // after setup (keys imported)
+//   SimulatedTime& sim = *FindSimulatedTime(transport);  // inside MakeRankTime
+//   ThrowIfError(sim.StartSchedule());                  // after setup (keys imported)
 //   ... per clock on a compute rank:
-//   if (sim) STALELEARN_RETURN_IF_ERROR(sim->ChargeComputeWork({.flops = f, .bytes = b, .random_accesses = r}));
-//   header.visible_at_ps = sim ? sim->PutVisibleAt(batch_bytes).time_since_epoch().count() : 0;
+//   STALELEARN_RETURN_IF_ERROR(sim.ChargeComputeWork({.flops = f, .bytes = b, .random_accesses = r}));
+//   header.visible_at_ps = sim.PutVisibleAt(batch_bytes).time_since_epoch().count();
 //   ... on a memory rank, per batch consumed:
-//   if (sim) STALELEARN_RETURN_IF_ERROR(sim->AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)));
-//   merge ...; if (sim) STALELEARN_RETURN_IF_ERROR(sim->ChargeMergeWork({bytes, ops}));
+//   STALELEARN_RETURN_IF_ERROR(sim.AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)));
+//   merge ...; STALELEARN_RETURN_IF_ERROR(sim.ChargeMergeWork({bytes, ops}));
 //   ... polling that found nothing new:
-//   if (sim) STALELEARN_RETURN_IF_ERROR(sim->IdleUntilProgress());
-//   if (sim) sim->LeaveSchedule();               // before the final barrier
+//   STALELEARN_RETURN_IF_ERROR(sim.IdleUntilProgress());
+//   sim.LeaveSchedule();                                // before the final barrier
 //
 // Times are integer picoseconds (deterministic arithmetic, no rounding drift).
 // Thread-safety: a SimulatedTime belongs to one rank; its methods may be called
@@ -145,7 +147,8 @@ class SimulatedTime {
   virtual void LeaveSchedule() = 0;
 };
 
-// The SimulatedTime behind `transport`, or nullptr if it is not timed.
+// The SimulatedTime behind `transport`, or nullptr if it is not timed (the
+// runtime asks through MakeRankTime, rank_time.h).
 inline SimulatedTime* FindSimulatedTime(Transport& transport) { return transport.simulated_time(); }
 
 }  // namespace stalelearn::transport

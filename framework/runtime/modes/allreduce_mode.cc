@@ -55,20 +55,11 @@ class AllreduceConsistency final : public ConsistencyMode {
   Status Release() override { return Status::Ok(); }
 
  private:
+  // In virtual time every rank then continues at the slowest rank's clock
+  // plus the price of a ring allreduce of the deltas (RankTime::AllReduce).
   Status AllReduceDeltas() {
-    transport::SimulatedTime* sim = env_.wait.sim;
-    if (sim == nullptr) return SumOverRanks();
-    // Timing backend: the collective runs outside the virtual-time schedule;
-    // every rank then continues at the slowest rank's clock plus the price of
-    // a ring allreduce of the deltas.
-    std::int64_t clock_ps = sim->Now().time_since_epoch().count();
-    STALELEARN_RETURN_IF_ERROR(sim->ExitScheduleForCollective());
-    STALELEARN_RETURN_IF_ERROR(env_.bootstrap.AllReduceMax(std::span(&clock_ps, 1)));
-    STALELEARN_RETURN_IF_ERROR(SumOverRanks());
-    STALELEARN_RETURN_IF_ERROR(sim->RejoinSchedule());
     const std::uint64_t bytes = float_deltas_.size() * sizeof(float) + int_deltas_.size() * sizeof(double);
-    return sim->AdvanceTo(transport::VirtualTimeFromPs(clock_ps) +
-                          sim->AllReduceCost(bytes, env_.bootstrap.world_size()));
+    return env_.wait.time->AllReduce(bytes, [this] { return SumOverRanks(); });
   }
 
   Status SumOverRanks() {

@@ -58,8 +58,8 @@ TEST_F(StopAgreementTest, OnTheBoardTheStopClockIsTheFurthestCommittedClock) {
   auto group = ValueOrThrow(transport::InProcessGroup::Create(3));
   auto b0 = ValueOrThrow(group->MakeBootstrap(transport::Rank{0}));
   auto b1 = ValueOrThrow(group->MakeBootstrap(transport::Rank{1}));
-  StopAgreement rank0(*b0, [] {}, nullptr, StopAgreement::Kind::kOnRequest, 2, kTimeout);
-  StopAgreement rank1(*b1, [] {}, nullptr, StopAgreement::Kind::kOnRequest, 2, kTimeout);
+  StopAgreement rank0(*b0, [] {}, transport::RealTime::Instance(), StopAgreement::Kind::kOnRequest, 2, kTimeout);
+  StopAgreement rank1(*b1, [] {}, transport::RealTime::Instance(), StopAgreement::Kind::kOnRequest, 2, kTimeout);
   rank0.Begin(0, 0);
   rank1.Begin(1, 0);
   // Compute rank 1 runs ahead: it trains clocks 0..9.
@@ -82,7 +82,7 @@ TEST_F(StopAgreementTest, OnTheBoardTheStopClockIsTheFurthestCommittedClock) {
 TEST_F(StopAgreementTest, WithoutARequestNothingStops) {
   auto group = ValueOrThrow(transport::InProcessGroup::Create(1));
   auto b0 = ValueOrThrow(group->MakeBootstrap(transport::Rank{0}));
-  StopAgreement rank0(*b0, [] {}, nullptr, StopAgreement::Kind::kOnRequest, 1, kTimeout);
+  StopAgreement rank0(*b0, [] {}, transport::RealTime::Instance(), StopAgreement::Kind::kOnRequest, 1, kTimeout);
   rank0.Begin(0, 0);
   for (int t = 0; t < 100; ++t) ASSERT_FALSE(ValueOrThrow(rank0.StopsBefore(0, t)));
   EXPECT_FALSE(rank0.stop().has_value());
@@ -91,7 +91,7 @@ TEST_F(StopAgreementTest, WithoutARequestNothingStops) {
 TEST_F(StopAgreementTest, OffNeverStops) {
   auto group = ValueOrThrow(transport::InProcessGroup::Create(1));
   auto b0 = ValueOrThrow(group->MakeBootstrap(transport::Rank{0}));
-  StopAgreement rank0(*b0, [] {}, nullptr, StopAgreement::Kind::kOff, 1, kTimeout);
+  StopAgreement rank0(*b0, [] {}, transport::RealTime::Instance(), StopAgreement::Kind::kOff, 1, kTimeout);
   RequestStop(SIGINT);
   for (int t = 0; t < 10; ++t) ASSERT_FALSE(ValueOrThrow(rank0.StopsBefore(0, t)));
   EXPECT_FALSE(rank0.stop().has_value());
@@ -118,7 +118,8 @@ ProcessRun RunAsProcesses(int requester, std::int64_t at, std::int64_t total) {
   transport::RunRanks(kCompute + 1, [&](Bootstrap& threads) {
     ProcessLikeBootstrap bootstrap(threads);
     const int me = bootstrap.rank().value;
-    StopAgreement stop(bootstrap, [] {}, nullptr, StopAgreement::Kind::kOnRequest, kCompute, kTimeout);
+    StopAgreement stop(bootstrap, [] {}, transport::RealTime::Instance(), StopAgreement::Kind::kOnRequest, kCompute,
+                       kTimeout);
     stop.Open();
     if (me == kCompute) {  // the memory rank
       while (finished.load() < kCompute) {
