@@ -182,7 +182,8 @@ class App {
 
   // Evaluation of a full model (all rows of every table), by one compute
   // rank. Default, for an app that EvaluatesInParts: its one part over the
-  // whole model (rank 0 of 1, no local state), combined.
+  // whole model (rank 0 of 1, no local state), combined; for an app that
+  // evaluates neither way, metric "none" = 0.
   virtual Evaluation Evaluate(const TableSet& model) const;
 };
 
