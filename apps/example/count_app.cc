@@ -1,7 +1,8 @@
 // The counting app of framework/runtime/app.h as a program of its own: sample
 // s adds 1 to bucket s % buckets, so after E epochs the buckets hold exactly
-// E * samples in total. The whole app API it needs is App, a config message
-// with defaults and validation, and one registration function.
+// E * samples in total. The whole app API it needs is SampleKernelApp (the
+// App core with a per-sample kernel), a config message with defaults and
+// validation, and one registration function.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,27 +17,28 @@ namespace count_example {
 using namespace stalelearn;
 using namespace stalelearn::runtime;
 
-class CountApp final : public App {
+class CountApp final : public SampleKernelApp {
  public:
-  explicit CountApp(const CountConfig& config) : buckets_(config.buckets()), samples_(config.samples()) {}
+  explicit CountApp(const CountConfig& config)
+      : buckets_(config.buckets()), samples_(config.samples()), counts_(tables_.AddInt("counts", buckets_, 1)) {}
 
   std::string name() const override { return "count"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<TableSpec> Tables() const override { return {{"counts", ElementType::kInt32, buckets_, 1}}; }
+  std::vector<TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t s, std::vector<RowRef>& rows) const override {
-    rows.push_back({TableId{0}, RowId{s % buckets_}});
+    rows.push_back({counts_.id, RowId{s % buckets_}});
   }
   void Update(std::int64_t s, ModelView& model, KernelContext& ctx) const override {
-    model.IntRow(TableId{0}, RowId{s % buckets_})[0] += 1;
+    model.Row(counts_, RowId{s % buckets_})[0] += 1;
     ctx.work.flops += 1;
     ctx.work.random_row_accesses += 1;
   }
   // "total", with the smallest and largest bucket as further metrics.
   Evaluation Evaluate(const TableSet& model) const override {
-    double total = 0, low = model[0].IntRow(0)[0], high = low;
+    double total = 0, low = Row(model, counts_, 0)[0], high = low;
     for (std::int64_t b = 0; b < buckets_; ++b) {
-      const double count = model[0].IntRow(b)[0];
+      const double count = Row(model, counts_, b)[0];
       total += count;
       low = std::min(low, count);
       high = std::max(high, count);
@@ -47,7 +49,10 @@ class CountApp final : public App {
  private:
   std::int64_t buckets_;
   std::int64_t samples_;
+  TableList tables_;  // "counts": one int per bucket
+  IntTable counts_;
 };
+static_assert(RunnableApp<CountApp>);
 
 // Defaults for zero fields, then validation; errors name the field.
 Status ResolveCount(CountConfig& count, proto::Config&) {

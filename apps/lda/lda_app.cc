@@ -62,7 +62,10 @@ LdaApp::LdaApp(std::string dataset, TokenCorpus corpus, std::vector<std::int64_t
       corpus_(std::move(corpus)),
       train_(std::move(train)),
       test_(std::move(test)),
-      params_(params) {
+      params_(params),
+      word_topic_(tables_.AddInt("word_topic", static_cast<std::int64_t>(corpus_.vocabulary.size()),
+                                 params_.priors.topics)),
+      totals_(tables_.AddInt("topic_totals", 1, params_.priors.topics)) {
   params_.priors.vocabulary = static_cast<int>(corpus_.vocabulary.size());
   doc_begin_.push_back(0);
   for (std::size_t d = 0; d < train_.size(); ++d) {
@@ -72,12 +75,6 @@ LdaApp::LdaApp(std::string dataset, TokenCorpus corpus, std::vector<std::int64_t
     }
     doc_begin_.push_back(static_cast<std::int64_t>(token_word_.size()));
   }
-}
-
-std::vector<runtime::TableSpec> LdaApp::Tables() const {
-  const int topics = params_.priors.topics;
-  return {{"word_topic", runtime::ElementType::kInt32, static_cast<std::int64_t>(corpus_.vocabulary.size()), topics},
-          {"topic_totals", runtime::ElementType::kInt32, 1, topics}};
 }
 
 runtime::SampleRange LdaApp::GroupSamples(std::int64_t group) const {
@@ -93,22 +90,22 @@ std::unique_ptr<runtime::LocalState> LdaApp::CreateLocalState(const runtime::Ran
 void LdaApp::InitializeFromData(runtime::ModelView& model, runtime::KernelContext& ctx) const {
   LdaState& state = StateOf(ctx);
   const int topics = params_.priors.topics;
-  const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
+  const std::span<std::int32_t> totals = model.Row(totals_, runtime::RowId{0});
   for (std::int64_t s : state.samples) {
     const auto k = static_cast<std::int32_t>(ctx.random.Below(topics));
     const auto i = static_cast<std::size_t>(s);
     state.topic[i] = k;
     state.doc_topic[static_cast<std::size_t>(token_doc_[i]) * static_cast<std::size_t>(topics) +
                     static_cast<std::size_t>(k)] += 1;
-    model.IntRow(kWordTopic, runtime::RowId{token_word_[i]})[k] += 1;
+    model.Row(word_topic_, runtime::RowId{token_word_[i]})[k] += 1;
     totals[k] += 1;
   }
   ctx.work.random_row_accesses += static_cast<std::int64_t>(state.samples.size());
 }
 
 void LdaApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const {
-  rows.push_back({kWordTopic, runtime::RowId{token_word_[static_cast<std::size_t>(sample)]}});
-  rows.push_back({kTotals, runtime::RowId{0}});
+  rows.push_back({word_topic_.id, runtime::RowId{token_word_[static_cast<std::size_t>(sample)]}});
+  rows.push_back({totals_.id, runtime::RowId{0}});
 }
 
 void LdaApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
@@ -132,14 +129,14 @@ void LdaApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
 std::int32_t* LdaApp::WordRow(std::int32_t word, runtime::ModelView& model, WordTopicSets& sets) const {
   std::int32_t* row = sets.Row(word);
   if (row != nullptr) [[likely]] return row;
-  return sets.Fill(word, model.IntRow(kWordTopic, runtime::RowId{word}));
+  return sets.Fill(word, model.Row(word_topic_, runtime::RowId{word}));
 }
 
 void LdaApp::UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelContext& ctx) const {
   LdaState& state = StateOf(ctx);
   const int topics = params_.priors.topics;
   const auto width = static_cast<std::size_t>(topics);
-  const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
+  const std::span<std::int32_t> totals = model.Row(totals_, runtime::RowId{0});
   std::vector<double> scratch(width);
   for (std::size_t g = 0; g + 1 < state.group_begin.size(); ++g) {
     std::int32_t* doc_row = state.doc_topic.data() + static_cast<std::size_t>(state.group_doc[g]) * width;
@@ -148,7 +145,7 @@ void LdaApp::UpdatePlain(int shift, runtime::ModelView& model, runtime::KernelCo
       const std::int32_t word = token_word_[t];
       std::int32_t* word_row = state.word_topics.Row(word);
       if (word_row == nullptr) {  // the clock's first token of the word
-        word_row = state.word_topics.Remember(word, model.IntRow(kWordTopic, runtime::RowId{word}));
+        word_row = state.word_topics.Remember(word, model.Row(word_topic_, runtime::RowId{word}));
       }
       const std::int32_t old_topic = state.topic[t];
       word_row[TakenBack(old_topic, shift, topics)] -= 1;  // matched by this rank's increment of the same assignment
@@ -169,7 +166,7 @@ void LdaApp::UpdateSparse(int shift, runtime::ModelView& model, runtime::KernelC
   LdaState& state = StateOf(ctx);
   const int topics = params_.priors.topics;
   const auto width = static_cast<std::size_t>(topics);
-  const std::span<std::int32_t> totals = model.IntRow(kTotals, runtime::RowId{0});
+  const std::span<std::int32_t> totals = model.Row(totals_, runtime::RowId{0});
   WordTopicSets& sets = state.word_topics;
   SparseTopicSampler sampler(params_.priors);
   sampler.BeginBatch(totals);

@@ -52,6 +52,7 @@
 #include "apps/lda/word_topic_sets.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 
 namespace stalelearn::apps::lda {
 
@@ -64,18 +65,21 @@ struct LdaParams {
   std::uint64_t seed = 0;  // held-out documents' completion sweeps
 };
 
-class LdaApp final : public runtime::App {
+// Facets: local state, data-dependent initialisation, evaluation in parts,
+// sample groups (documents).
+class LdaApp final : public runtime::App,
+                     public runtime::HasLocalState,
+                     public runtime::InitializesFromData,
+                     public runtime::EvaluatesInParts,
+                     public runtime::GroupsSamples {
  public:
-  static constexpr runtime::TableId kWordTopic{0};
-  static constexpr runtime::TableId kTotals{1};
-
   // `train`/`test`: document indices into `corpus`.
   LdaApp(std::string dataset, TokenCorpus corpus, std::vector<std::int64_t> train, std::vector<std::int64_t> test,
          LdaParams params);
 
   std::string name() const override { return "lda"; }
   std::string dataset() const override { return dataset_; }
-  std::vector<runtime::TableSpec> Tables() const override;
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(token_word_.size()); }
   std::int64_t SampleGroups() const override { return static_cast<std::int64_t>(train_.size()); }
   runtime::SampleRange GroupSamples(std::int64_t group) const override;
@@ -85,17 +89,17 @@ class LdaApp final : public runtime::App {
   // number (lda_checkpoint.cc).
   Result<std::vector<std::byte>> SaveLocalState(const runtime::LocalState* state) const override;
   Status RestoreLocalState(std::span<const std::byte> bytes, runtime::LocalState* state) const override;
-  bool HasDataInitialization() const override { return true; }
   void InitializeFromData(runtime::ModelView& model, runtime::KernelContext& ctx) const override;
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                    runtime::KernelContext& ctx) const override;
 
-  bool EvaluatesInParts() const override { return true; }
   // {held-out log-likelihood, held-out tokens, training log-likelihood, training tokens}.
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override;
   runtime::Evaluation CombineParts(std::span<const double> sums) const override;
 
+  runtime::IntTable word_topic_table() const { return word_topic_; }
+  runtime::IntTable totals_table() const { return totals_; }
   const LdaParams& params() const { return params_; }
   const TokenCorpus& corpus() const { return corpus_; }
   std::int32_t WordOf(std::int64_t sample) const { return token_word_[static_cast<std::size_t>(sample)]; }
@@ -130,6 +134,9 @@ class LdaApp final : public runtime::App {
   std::vector<std::int64_t> train_;
   std::vector<std::int64_t> test_;
   LdaParams params_;
+  runtime::TableList tables_;
+  runtime::IntTable word_topic_;  // "word_topic": one row per word, width K
+  runtime::IntTable totals_;      // "topic_totals": one row, width K
   std::vector<std::int32_t> token_word_;  // per training token
   std::vector<std::int32_t> token_doc_;   // per training token: index into train_
   std::vector<std::int64_t> doc_begin_;   // per training document + 1: first token

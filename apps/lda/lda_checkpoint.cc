@@ -1,4 +1,4 @@
-// The lda app's local state in a checkpoint (App::SaveLocalState): the batch
+// The lda app's local state in a checkpoint (HasLocalState::SaveLocalState): the batch
 // number, then the topic of every training token and the document-topic
 // counts, as int32 arrays (each led by its length). The sparse sampler's
 // per-word caches are not saved: a restored state has none cached, and the

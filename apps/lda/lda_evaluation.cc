@@ -70,17 +70,16 @@ std::pair<double, double> LdaApp::CompleteDocument(std::int64_t doc, std::span<c
 std::vector<double> LdaApp::EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const {
   const int topics = params_.priors.topics;
   const auto width = static_cast<std::size_t>(topics);
-  const std::span<const std::int32_t> totals = model[static_cast<std::size_t>(kTotals.value)].IntRow(0);
+  const std::span<const std::int32_t> totals = runtime::Row(model, totals_, 0);
   const double vocabulary_beta = params_.priors.vocabulary * params_.priors.beta;
   std::vector<double> inverse_totals(width);
   for (std::size_t k = 0; k < width; ++k) inverse_totals[k] = 1.0 / (Clamped(totals[k]) + vocabulary_beta);
   // phi_wk = (n_wk + beta) / (n_k + V beta) once per evaluation, word-major:
   // the completion sweeps and the training tokens read it K at a time.
-  const model::RowBlock& word_topic = model[static_cast<std::size_t>(kWordTopic.value)];
   const double alpha = params_.priors.alpha, beta = params_.priors.beta;
   std::vector<double> phi(corpus_.vocabulary.size() * width);
   for (std::size_t w = 0; w < corpus_.vocabulary.size(); ++w) {
-    const std::span<const std::int32_t> row = word_topic.IntRow(static_cast<std::int64_t>(w));
+    const std::span<const std::int32_t> row = runtime::Row(model, word_topic_, static_cast<std::int64_t>(w));
     for (std::size_t k = 0; k < width; ++k) phi[w * width + k] = (Clamped(row[k]) + beta) * inverse_totals[k];
   }
   double test_ll = 0, test_tokens = 0;
@@ -127,11 +126,10 @@ std::vector<double> LdaApp::EvaluatePart(const runtime::TableSet& model, const r
 LdaApp::CountCheck LdaApp::CheckCounts(const runtime::TableSet& model) const {
   const auto width = static_cast<std::size_t>(params_.priors.topics);
   const std::vector<std::int64_t> expected = TrainingTokensPerWord();
-  const model::RowBlock& word_topic = model[static_cast<std::size_t>(kWordTopic.value)];
   CountCheck check;
   std::uint32_t fingerprint = 0;  // wraps: sums mod 2^32
   for (std::size_t w = 0; w < expected.size(); ++w) {
-    const std::span<const std::int32_t> row = word_topic.IntRow(static_cast<std::int64_t>(w));
+    const std::span<const std::int32_t> row = runtime::Row(model, word_topic_, static_cast<std::int64_t>(w));
     std::int64_t sum = 0;
     for (std::size_t k = 0; k < width; ++k) {
       sum += row[k];
@@ -140,7 +138,7 @@ LdaApp::CountCheck LdaApp::CheckCounts(const runtime::TableSet& model) const {
     }
     if (sum != expected[w]) ++check.count_errors;
   }
-  const std::span<const std::int32_t> totals = model[static_cast<std::size_t>(kTotals.value)].IntRow(0);
+  const std::span<const std::int32_t> totals = runtime::Row(model, totals_, 0);
   std::int64_t sum = 0;
   for (std::size_t k = 0; k < width; ++k) {
     sum += totals[k];

@@ -13,8 +13,6 @@
 namespace stalelearn::apps::lr {
 namespace {
 
-constexpr runtime::TableId kWeights{0};
-
 double Sigmoid(double z) { return z >= 0 ? 1.0 / (1.0 + std::exp(-z)) : std::exp(z) / (1.0 + std::exp(z)); }
 
 // log(1 + exp(z)) without overflow.
@@ -26,6 +24,7 @@ LrApp::LrApp(std::string dataset, data::SparseDataset data, std::vector<std::int
              std::vector<std::int64_t> test, LrParams params)
     : dataset_(std::move(dataset)),
       data_(std::move(data)),
+      weights_(tables_.AddFloat("weights", static_cast<std::int64_t>(data_.num_columns) + 1, 1)),
       train_(std::move(train)),
       test_(std::move(test)),
       params_(params) {
@@ -41,16 +40,12 @@ LrApp::LrApp(std::string dataset, data::SparseDataset data, std::vector<std::int
   }
 }
 
-std::vector<runtime::TableSpec> LrApp::Tables() const {
-  return {{"weights", runtime::ElementType::kFloat32, static_cast<std::int64_t>(data_.num_columns) + 1, 1}};
-}
-
 void LrApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const {
   const auto r = static_cast<std::size_t>(train_[static_cast<std::size_t>(sample)]);
   for (std::uint64_t i = data_.row_offsets[r]; i < data_.row_offsets[r + 1]; ++i) {
-    rows.push_back({kWeights, runtime::RowId{data_.columns[i]}});
+    rows.push_back({weights_.id, runtime::RowId{data_.columns[i]}});
   }
-  rows.push_back({kWeights, runtime::RowId{data_.num_columns}});  // bias
+  rows.push_back({weights_.id, runtime::RowId{data_.num_columns}});  // bias
 }
 
 template <class Weights>
@@ -66,7 +61,7 @@ double LrApp::Margin(std::int64_t r, const Weights& weight) const {
 void LrApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const {
   const std::int64_t r = train_[static_cast<std::size_t>(sample)];
   const auto row = static_cast<std::size_t>(r);
-  const auto weight = [&](std::uint32_t j) -> float& { return model.FloatRow(kWeights, runtime::RowId{j})[0]; };
+  const auto weight = [&](std::uint32_t j) -> float& { return model.Row(weights_, runtime::RowId{j})[0]; };
   const double p = Sigmoid(Margin(r, weight));
   const double g = p - data_.labels[row];  // d log-loss / d margin
   const float lr = params_.learning_rate;
@@ -82,8 +77,7 @@ void LrApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::Kern
 }
 
 std::vector<double> LrApp::EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const {
-  const model::RowBlock& weights = model[kWeights.value];
-  const auto weight = [&](std::uint32_t j) { return weights.FloatRow(j)[0]; };
+  const auto weight = [&](std::uint32_t j) { return runtime::Row(model, weights_, j)[0]; };
   double correct = 0, loss = 0, count = 0;
   const auto ranks = static_cast<std::size_t>(std::max(1, ctx.info.compute_ranks));
   for (std::size_t i = static_cast<std::size_t>(ctx.info.rank.value); i < test_.size(); i += ranks) {

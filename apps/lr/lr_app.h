@@ -21,6 +21,7 @@
 #include "framework/data/libsvm.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 
 namespace stalelearn::apps::lr {
 
@@ -30,7 +31,10 @@ struct LrParams {
   bool normalize = false;
 };
 
-class LrApp final : public runtime::App {
+// A per-sample kernel; facets: evaluation in parts, a kernel that runs in chunks.
+class LrApp final : public runtime::SampleKernelApp,
+                    public runtime::EvaluatesInParts,
+                    public runtime::RunsKernelInChunks {
  public:
   // `train`/`test`: row indices into `data`; labels in `data` are {0, 1}.
   LrApp(std::string dataset, data::SparseDataset data, std::vector<std::int64_t> train,
@@ -38,14 +42,13 @@ class LrApp final : public runtime::App {
 
   std::string name() const override { return "lr"; }
   std::string dataset() const override { return dataset_; }
-  std::vector<runtime::TableSpec> Tables() const override;
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
-  // Touches only its sample's rows, draws no random numbers, keeps no local state.
-  bool KernelRunsInChunks() const override { return true; }
+  // (Runs in chunks: it touches only its sample's rows, draws no random
+  // numbers and keeps no local state.)
 
-  bool EvaluatesInParts() const override { return true; }
   // {correct, sum of log-losses, count} over this rank's share of the test set.
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override;
   // test_accuracy, with test_log_loss as a further metric.
@@ -66,6 +69,8 @@ class LrApp final : public runtime::App {
 
   std::string dataset_;
   data::SparseDataset data_;
+  runtime::TableList tables_;  // "weights": one float per feature, then the bias
+  runtime::FloatTable weights_;
   std::vector<std::int64_t> train_;
   std::vector<std::int64_t> test_;
   std::vector<float> scale_;  // per data row: 1, or 1 / ||x|| when normalizing

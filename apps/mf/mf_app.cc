@@ -35,6 +35,8 @@ MfApp::MfApp(std::string dataset, std::size_t users, std::size_t items, std::vec
     : dataset_(std::move(dataset)),
       users_(users),
       items_(items),
+      user_table_(tables_.AddFloat("user", static_cast<std::int64_t>(users), params.rank + 1)),
+      item_table_(tables_.AddFloat("item", static_cast<std::int64_t>(items), params.rank + 1)),
       test_(std::move(test)),
       params_(params) {
   double sum = 0;
@@ -72,12 +74,8 @@ runtime::SampleRange MfApp::GroupSamples(std::int64_t group) const {
   return {user_starts_[g], user_starts_[g + 1]};
 }
 
-std::vector<runtime::TableSpec> MfApp::Tables() const {
-  return {{"user", runtime::ElementType::kFloat32, static_cast<std::int64_t>(users_), params_.rank + 1},
-          {"item", runtime::ElementType::kFloat32, static_cast<std::int64_t>(items_), params_.rank + 1}};
-}
-
-void MfApp::InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const {
+void MfApp::InitRow(runtime::TableId table, runtime::RowId row, runtime::RowValues row_values) const {
+  const std::span<float> values = row_values.floats();
   // Uniform(-a, a) with a = sqrt(3) * scale has standard deviation `scale`.
   const float a = std::sqrt(3.0f) * params_.init_scale;
   for (int f = 0; f < params_.rank; ++f) values[f] = a * UnitNoise(params_.seed, table.value, row.value, f);
@@ -86,8 +84,8 @@ void MfApp::InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<f
 
 void MfApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const {
   const Sample& s = train_[static_cast<std::size_t>(sample)];
-  rows.push_back({kUsers, runtime::RowId{static_cast<std::int64_t>(s.user)}});
-  rows.push_back({kItems, runtime::RowId{static_cast<std::int64_t>(s.item)}});
+  rows.push_back({user_table_.id, runtime::RowId{static_cast<std::int64_t>(s.user)}});
+  rows.push_back({item_table_.id, runtime::RowId{static_cast<std::int64_t>(s.item)}});
 }
 
 namespace {
@@ -101,8 +99,9 @@ namespace {
 // computes exactly what the baseline does, so a run's model is bit-identical
 // whichever clone runs.
 STALELEARN_TARGET_CLONES_AVX2 void SgdSteps(
-    std::span<const std::int64_t> samples, const MfApp::Sample* train, runtime::ModelView& model, float mean, float lr,
-    float lambda, int k, int trained_factors, float item_factor_step) {
+    std::span<const std::int64_t> samples, const MfApp::Sample* train, runtime::ModelView& model,
+    runtime::FloatTable user_table, runtime::FloatTable item_table, float mean, float lr, float lambda, int k,
+    int trained_factors, float item_factor_step) {
   constexpr std::size_t kBlock = 64;
   runtime::RowId users[kBlock];
   runtime::RowId items[kBlock];
@@ -119,8 +118,8 @@ STALELEARN_TARGET_CLONES_AVX2 void SgdSteps(
       users[i] = runtime::RowId{static_cast<std::int64_t>(s.user)};
       items[i] = runtime::RowId{static_cast<std::int64_t>(s.item)};
     }
-    model.FloatRows(MfApp::kUsers, std::span(users, n), user_rows);
-    model.FloatRows(MfApp::kItems, std::span(items, n), item_rows);
+    model.Rows(user_table, std::span(users, n), user_rows);
+    model.Rows(item_table, std::span(items, n), item_rows);
     for (std::size_t i = 0; i < n; ++i) {
       float* __restrict p = user_rows[i];
       float* __restrict q = item_rows[i];
@@ -172,8 +171,8 @@ void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVie
   const int trained = DefectPlanted(kKernelSkipsFactors) ? 0 : params_.rank;
   // Planted defect: the item factors only decay, never follow the error.
   const float item_step = DefectPlanted(kItemFactorsNotTrained) ? 0.0f : 1.0f;
-  SgdSteps(samples, train_.data(), model, mean_, params_.learning_rate, params_.regularization, params_.rank,
-           trained, item_step);
+  SgdSteps(samples, train_.data(), model, user_table_, item_table_, mean_, params_.learning_rate,
+           params_.regularization, params_.rank, trained, item_step);
   ctx.work += WorkOf(samples.size());
 }
 
@@ -181,8 +180,8 @@ runtime::Evaluation MfApp::Evaluate(const runtime::TableSet& model) const {
   const int k = params_.rank;
   double squared = 0;
   for (const data::Rating& r : test_) {
-    const std::span<const float> p = model[kUsers.value].FloatRow(static_cast<std::int64_t>(r.user));
-    const std::span<const float> q = model[kItems.value].FloatRow(static_cast<std::int64_t>(r.item));
+    const std::span<const float> p = runtime::Row(model, user_table_, static_cast<std::int64_t>(r.user));
+    const std::span<const float> q = runtime::Row(model, item_table_, static_cast<std::int64_t>(r.item));
     float prediction = mean_ + p[k] + q[k];
     for (int f = 0; f < k; ++f) prediction += p[f] * q[f];
     prediction = std::clamp(prediction, kMinRating, kMaxRating);

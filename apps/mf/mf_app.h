@@ -15,6 +15,7 @@
 #include "apps/mf/mf_config.pb.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 
 namespace stalelearn::apps::mf {
 
@@ -27,28 +28,30 @@ struct MfParams {
   bool deal_by_user = false;  // MfConfig.deal == "user"
 };
 
-class MfApp final : public runtime::App {
+// Facets: sample groups (dealt by user), a kernel that runs in chunks.
+class MfApp final : public runtime::App, public runtime::GroupsSamples, public runtime::RunsKernelInChunks {
  public:
   MfApp(std::string dataset, std::size_t users, std::size_t items, std::vector<data::Rating> train,
         std::vector<data::Rating> test, MfParams params);
 
   std::string name() const override { return "mf"; }
   std::string dataset() const override { return dataset_; }
-  std::vector<runtime::TableSpec> Tables() const override;
-  void InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const override;
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
+  void InitRow(runtime::TableId table, runtime::RowId row, runtime::RowValues values) const override;
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(train_.size()); }
   // Dealt by user: one group per user with training ratings (the samples are
   // ordered by user); else every rating is its own group.
   std::int64_t SampleGroups() const override;
   runtime::SampleRange GroupSamples(std::int64_t group) const override;
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
-  void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
-  // The clock's samples in one loop: rows fetched once per sample, the SGD
-  // step in vectorisable loops, work counted once per batch.
+  // The kernel: the clock's samples in one loop, rows fetched once per
+  // sample, the SGD step in vectorisable loops, work counted once per batch.
+  // Runs in chunks: it touches only its samples' rows, draws no random
+  // numbers and keeps no local state.
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                    runtime::KernelContext& ctx) const override;
-  // Touches only its samples' rows, draws no random numbers, keeps no local state.
-  bool KernelRunsInChunks() const override { return true; }
+  // One sample's step (UpdateBatch of that sample alone).
+  void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
 
   float global_mean() const { return mean_; }
@@ -61,14 +64,16 @@ class MfApp final : public runtime::App {
     std::uint32_t item;
     float value;
   };
-  static constexpr runtime::TableId kUsers{0};
-  static constexpr runtime::TableId kItems{1};
+  runtime::FloatTable user_table() const { return user_table_; }
+  runtime::FloatTable item_table() const { return item_table_; }
 
  private:
-
   std::string dataset_;
   std::size_t users_;
   std::size_t items_;
+  runtime::TableList tables_;  // "user", "item": users_ (items_) rows of k + 1 floats
+  runtime::FloatTable user_table_;
+  runtime::FloatTable item_table_;
   runtime::WorkCounters WorkOf(std::size_t samples) const;
 
   std::vector<Sample> train_;

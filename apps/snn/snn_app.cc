@@ -61,14 +61,16 @@ SnnAppParams ParamsFromConfig(const SnnConfig& c, std::uint64_t seed) {
   return p;
 }
 
-std::vector<runtime::TableSpec> SnnTables(const SnnShape& shape) {
-  std::vector<runtime::TableSpec> tables;
+SnnTableList SnnTables(const SnnShape& shape) {
+  SnnTableList tables;
   for (int l = 0; l < shape.layers(); ++l) {
-    tables.push_back({fmt::format("w{}", l), runtime::ElementType::kFloat32, shape.fan_in(l) + 1, shape.width(l), true});
+    tables.matrices.push_back(tables.list.AddFloat(fmt::format("w{}", l), shape.fan_in(l) + 1, shape.width(l),
+                                                   /*dense=*/true));
   }
   for (int l = 0; l < shape.layers(); ++l) {
     if (shape.has_recurrence(l)) {
-      tables.push_back({fmt::format("r{}", l), runtime::ElementType::kFloat32, shape.width(l), shape.width(l), true});
+      tables.matrices.push_back(
+          tables.list.AddFloat(fmt::format("r{}", l), shape.width(l), shape.width(l), /*dense=*/true));
     }
   }
   return tables;
@@ -105,10 +107,11 @@ SnnApp::SnnApp(std::string dataset, LabelledImages train, LabelledImages test, S
       train_(std::move(train)),
       test_(std::move(test)),
       params_(std::move(params)),
+      tables_(SnnTables(params_.shape)),
       network_(params_.shape, params_.lif) {}
 
-void SnnApp::InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const {
-  InitialRow(params_, static_cast<int>(table.value), row.value, values);
+void SnnApp::InitRow(runtime::TableId table, runtime::RowId row, runtime::RowValues values) const {
+  InitialRow(params_, static_cast<int>(table.value), row.value, values.floats());
 }
 
 void SnnApp::Encode(const IdxImages& images, std::int64_t sample, runtime::RandomStream& random,
@@ -138,7 +141,7 @@ void SnnApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
                          runtime::KernelContext& ctx) const {
   auto& scratch = *static_cast<RankScratch*>(ctx.state);
   const SnnShape& shape = params_.shape;
-  const std::vector<runtime::TableSpec> tables = Tables();
+  const std::vector<runtime::TableSpec>& tables = tables_.list.specs();
   // Copy the weights out of the view (whole rows: the tables are dense).
   const auto for_each_matrix = [&](auto&& visit) {
     std::uint32_t table = 0;
@@ -150,7 +153,7 @@ void SnnApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
   for_each_matrix([&](std::uint32_t table, std::vector<float>& w, std::vector<float>&) {
     const auto width = static_cast<std::size_t>(tables[table].width);
     for (std::int64_t r = 0; r < tables[table].rows; ++r) {
-      const std::span<float> row = model.FloatRow(runtime::TableId{table}, runtime::RowId{r});
+      const std::span<float> row = model.Row(tables_.matrices[table], runtime::RowId{r});
       std::copy(row.begin(), row.end(), w.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * width));
     }
   });
@@ -172,7 +175,7 @@ void SnnApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
     for (std::int64_t r = 0; r < tables[table].rows; ++r) {
       const float* grow = g.data() + static_cast<std::size_t>(r) * width;
       if (std::all_of(grow, grow + width, [](float x) { return x == 0.0f; })) continue;
-      const std::span<float> row = model.FloatRow(runtime::TableId{table}, runtime::RowId{r});
+      const std::span<float> row = model.Row(tables_.matrices[table], runtime::RowId{r});
       for (std::size_t j = 0; j < width; ++j) row[j] -= step * grow[j];
     }
   });

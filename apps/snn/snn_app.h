@@ -32,6 +32,7 @@
 #include "apps/snn/spike_coding.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 
 namespace stalelearn::apps::snn {
 
@@ -54,17 +55,22 @@ SnnAppParams ParamsFromConfig(const SnnConfig& config, std::uint64_t seed);
 void InitialRow(const SnnAppParams& params, int table, std::int64_t row, std::span<float> values);
 
 // The app's tables for `shape`: w0..wH (one per layer), then r<l> for each
-// recurrent hidden layer.
-std::vector<runtime::TableSpec> SnnTables(const SnnShape& shape);
+// recurrent hidden layer; `matrices` holds their handles in that order.
+struct SnnTableList {
+  runtime::TableList list;
+  std::vector<runtime::FloatTable> matrices;
+};
+SnnTableList SnnTables(const SnnShape& shape);
 
-class SnnApp final : public runtime::App {
+// Facets: local state (the rank's scratch), evaluation in parts.
+class SnnApp final : public runtime::App, public runtime::HasLocalState, public runtime::EvaluatesInParts {
  public:
   SnnApp(std::string dataset, LabelledImages train, LabelledImages test, SnnAppParams params);
 
   std::string name() const override { return "snn"; }
   std::string dataset() const override { return dataset_; }
-  std::vector<runtime::TableSpec> Tables() const override { return SnnTables(params_.shape); }
-  void InitFloatRow(runtime::TableId table, runtime::RowId row, std::span<float> values) const override;
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.list.specs(); }
+  void InitRow(runtime::TableId table, runtime::RowId row, runtime::RowValues values) const override;
   std::int64_t TrainingSamples() const override { return train_.images.count; }
   void RowsOf(std::int64_t, std::vector<runtime::RowRef>&) const override {}  // dense tables only
   // The local state is scratch space rewritten by every batch: a checkpoint holds nothing of it.
@@ -77,7 +83,6 @@ class SnnApp final : public runtime::App {
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                    runtime::KernelContext& ctx) const override;
 
-  bool EvaluatesInParts() const override { return true; }
   // {correct, loss, count, hidden spikes, hidden slots, window neurons, input spikes}.
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override;
   // test_accuracy; test_loss, activity, window_fraction, input_activity as further metrics.
@@ -99,6 +104,7 @@ class SnnApp final : public runtime::App {
   LabelledImages train_;
   LabelledImages test_;
   SnnAppParams params_;
+  SnnTableList tables_;
   SnnNetwork network_;
 };
 

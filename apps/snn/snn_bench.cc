@@ -224,7 +224,7 @@ Status RunSnnBench(const std::vector<std::string>& args, const std::filesystem::
     const SnnNetwork network(params.shape, params.lif);
     SnnParameters w = SnnParameters::Zeros(params.shape);
     // The app's initial weights (tables w<l>, then r<l>).
-    const std::vector<runtime::TableSpec> tables = SnnTables(params.shape);
+    const std::vector<runtime::TableSpec> tables = SnnTables(params.shape).list.specs();
     ReadParameters(params.shape, [&] {
       runtime::TableSet set = model::MakeTableSet(tables);
       for (std::size_t t = 0; t < tables.size(); ++t) {

@@ -1,6 +1,9 @@
 // What an app's per-sample update kernel sees of the model (the compute
 // rank's replica, or in DIRECT mode the rows fetched for the mini-batch).
-// Part of the public app API (framework/runtime/app.h).
+// Part of the public app API (framework/runtime/app.h). Apps use the typed
+// forms, Row(handle, row) and Rows(handle, rows, out) (table_handle.h): inline
+// forwards to the virtual FloatRow/IntRow/FloatRows, so a typed access costs
+// exactly the one virtual call it always did.
 //
 // Not thread-safe: one kernel call at a time per view. Returned spans stay
 // valid until the runtime's next step (end of the clock or mini-batch).
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <span>
 
+#include "framework/model/table_handle.h"
 #include "framework/model/table_spec.h"
 
 namespace stalelearn::model {
@@ -30,6 +34,12 @@ class ModelView {
   virtual void FloatRows(TableId table, std::span<const RowId> rows, float** out) {
     for (std::size_t i = 0; i < rows.size(); ++i) out[i] = FloatRow(table, rows[i]).data();
   }
+
+  // Typed forms (not virtual): Row(users_, row) is a std::span<float> for a
+  // FloatTable and a std::span<std::int32_t> for an IntTable.
+  std::span<float> Row(FloatTable table, RowId row) { return FloatRow(table.id, row); }
+  std::span<std::int32_t> Row(IntTable table, RowId row) { return IntRow(table.id, row); }
+  void Rows(FloatTable table, std::span<const RowId> rows, float** out) { FloatRows(table.id, rows, out); }
 };
 
 }  // namespace stalelearn::model

@@ -1,57 +1,76 @@
 #include "framework/runtime/app.h"
 
+#include "framework/runtime/app_facets.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 namespace stalelearn::runtime {
 
-void App::InitFloatRow(TableId, RowId, std::span<float> values) const { std::ranges::fill(values, 0.0f); }
-void App::InitIntRow(TableId, RowId, std::span<std::int32_t> values) const { std::ranges::fill(values, 0); }
-
-std::unique_ptr<LocalState> App::CreateLocalState(const RankInfo&, std::span<const std::int64_t>) const {
-  return nullptr;
-}
-
-void App::InitializeFromData(ModelView&, KernelContext&) const {}
-
-Result<std::vector<std::byte>> App::SaveLocalState(const LocalState* state) const {
-  if (state == nullptr) return std::vector<std::byte>{};
-  return Unimplemented(fmt::format("app '{}' keeps local state but cannot save it (App::SaveLocalState): "
-                                   "training.checkpoint is not available for it",
-                                   name()));
-}
-
-Status App::RestoreLocalState(std::span<const std::byte> bytes, LocalState* state) const {
-  if (state == nullptr && bytes.empty()) return Status::Ok();
-  return Unimplemented(fmt::format("app '{}' cannot restore its local state (App::RestoreLocalState)", name()));
-}
-
-void App::Update(std::int64_t, ModelView&, KernelContext&) const {
-  // A programming error in the app, not bad input: say which and stop.
-  std::fprintf(stderr, "stalelearn: app '%s' overrides neither Update nor UpdateBatch\n", name().c_str());
-  std::abort();
-}
-
-void App::UpdateBatch(std::span<const std::int64_t> samples, ModelView& model, KernelContext& ctx) const {
-  for (std::int64_t s : samples) Update(s, model, ctx);
+void App::InitRow(TableId, RowId, RowValues values) const {
+  if (values.type() == ElementType::kFloat32) {
+    std::ranges::fill(values.floats(), 0.0f);
+  } else {
+    std::ranges::fill(values.ints(), 0);
+  }
 }
 
 Evaluation App::Evaluate(const TableSet& model) const {
-  return CombineParts(EvaluatePart(model, EvalContext{RankInfo{}, nullptr}));
+  const EvaluatesInParts* parts = dynamic_cast<const EvaluatesInParts*>(this);
+  if (parts == nullptr) return {"none", 0};  // an app should evaluate one way or the other
+  return parts->CombineParts(parts->EvaluatePart(model, EvalContext{RankInfo{}, nullptr}));
 }
 
-std::vector<double> App::EvaluatePart(const TableSet& model, const EvalContext&) const {
-  const Evaluation whole = Evaluate(model);  // an app overrides one of the two
-  std::vector<double> out{whole.value};
-  for (const auto& [name, value] : whole.extra) out.push_back(value);
-  return out;
+Result<std::vector<std::byte>> HasLocalState::SaveLocalState(const LocalState*) const {
+  return Unimplemented("keeps local state but cannot save it (HasLocalState::SaveLocalState): "
+                       "training.checkpoint is not available for it");
 }
 
-Evaluation App::CombineParts(std::span<const double> sums) const {
-  return {"metric", sums.empty() ? 0.0 : sums[0]};
+Status HasLocalState::RestoreLocalState(std::span<const std::byte>, LocalState*) const {
+  return Unimplemented("cannot restore its local state (HasLocalState::RestoreLocalState)");
+}
+
+AppFacets AppFacets::Of(const App& app) {
+  AppFacets f;
+  f.local_state = dynamic_cast<const HasLocalState*>(&app);
+  f.data_initialization = dynamic_cast<const InitializesFromData*>(&app);
+  f.parts = dynamic_cast<const EvaluatesInParts*>(&app);
+  f.groups = dynamic_cast<const GroupsSamples*>(&app);
+  f.chunks = dynamic_cast<const RunsKernelInChunks*>(&app);
+  return f;
+}
+
+std::unique_ptr<LocalState> AppFacets::CreateLocalState(const RankInfo& info,
+                                                        std::span<const std::int64_t> samples) const {
+  return local_state != nullptr ? local_state->CreateLocalState(info, samples) : nullptr;
+}
+
+namespace {
+
+// kUnimplemented from a facet's default names the app.
+Status NamingTheApp(const App& app, Status status) {
+  if (status.code() != StatusCode::kUnimplemented) return status;
+  return Unimplemented(fmt::format("app '{}' {}", app.name(), status.message()));
+}
+
+}  // namespace
+
+Result<std::vector<std::byte>> AppFacets::SaveLocalState(const App& app, const LocalState* state) const {
+  if (state == nullptr) return std::vector<std::byte>{};
+  if (local_state == nullptr) return NamingTheApp(app, Unimplemented("has a local state but no HasLocalState"));
+  Result<std::vector<std::byte>> bytes = local_state->SaveLocalState(state);
+  if (!bytes.ok()) return NamingTheApp(app, bytes.status());
+  return bytes;
+}
+
+Status AppFacets::RestoreLocalState(const App& app, std::span<const std::byte> bytes, LocalState* state) const {
+  if (state == nullptr) {
+    return bytes.empty() ? Status::Ok()
+                         : NamingTheApp(app, Unimplemented("cannot restore its local state (it keeps none)"));
+  }
+  if (local_state == nullptr) return NamingTheApp(app, Unimplemented("has a local state but no HasLocalState"));
+  return NamingTheApp(app, local_state->RestoreLocalState(bytes, state));
 }
 
 void InitializeTables(const App& app, TableSet& tables) {
@@ -60,9 +79,9 @@ void InitializeTables(const App& app, TableSet& tables) {
     model::RowBlock& block = tables[t];
     for (std::int64_t r = 0; r < block.rows(); ++r) {
       if (block.type() == ElementType::kFloat32) {
-        app.InitFloatRow(id, RowId{r}, block.FloatRow(r));
+        app.InitRow(id, RowId{r}, RowValues(block.FloatRow(r)));
       } else {
-        app.InitIntRow(id, RowId{r}, block.IntRow(r));
+        app.InitRow(id, RowId{r}, RowValues(block.IntRow(r)));
       }
     }
   }
@@ -76,9 +95,9 @@ void InitializeShard(const App& app, const model::ModelLayout& layout, model::Me
     for (std::int64_t local = 0; local < block.rows(); ++local) {
       const RowId row = partition.GlobalRow(shard, local);
       if (block.type() == ElementType::kFloat32) {
-        app.InitFloatRow(id, row, block.FloatRow(local));
+        app.InitRow(id, row, RowValues(block.FloatRow(local)));
       } else {
-        app.InitIntRow(id, row, block.IntRow(local));
+        app.InitRow(id, row, RowValues(block.IntRow(local)));
       }
     }
   }

@@ -1,4 +1,4 @@
-// The app API (v2): everything an app uses of stalelearn. An app declares its
+// The app API (v3): everything an app uses of stalelearn. An app declares its
 // tables, a kernel that updates the model through a ModelView (the compute
 // rank's replica, or the rows DIRECT mode fetched), and an evaluation. The
 // runtime does the rest: deals samples to compute ranks, runs the kernel
@@ -6,45 +6,58 @@
 // to the memory ranks (which merge it with each table's merge policy), and
 // evaluates the merged model.
 //
-// What an app may bring beyond the basics:
-//   - per-compute-rank local state (CreateLocalState), built from that rank's
-//     samples, kept by the runtime and handed to every kernel call
-//     (e.g. a topic model's per-token assignments and per-document counts);
-//   - a kernel context: rank, epoch, clock and a deterministic random stream
-//     per (seed, rank, clock), so emulation stays bit-reproducible;
-//   - a per-sample kernel (Update) or a mini-batch kernel (UpdateBatch);
-//   - dense tables (TableSpec::dense: every row changes every clock), shipped
-//     without per-row touch bookkeeping;
-//   - data-dependent initialisation (InitializeFromData): writes made before
-//     clock 0 on every compute rank, summed across ranks before clock 0;
-//   - evaluation in parts (EvaluatesInParts): every compute rank evaluates
-//     its part (e.g. its share of the test set, or with its local state) and
-//     the runtime sums the parts over ranks.
+// The core, class App, has eight virtual methods: name, dataset, Tables,
+// InitRow, TrainingSamples, RowsOf, UpdateBatch (the kernel) and Evaluate.
+// The kernel is required at compile time: UpdateBatch is pure, so an app
+// either overrides it (a mini-batch kernel) or derives from SampleKernelApp
+// and writes the per-sample Update; an app with neither is abstract and
+// cannot be built (the concept RunnableApp says so in a static_assert).
+//
+// What an app may bring beyond the core, each a small interface of its own
+// that the app class also derives from (framework/runtime/app_facets.h; the
+// runtime finds them once per run):
+//   - HasLocalState: per-compute-rank state built from that rank's samples,
+//     handed to every kernel call and saved in checkpoints (e.g. a topic
+//     model's per-token assignments and per-document counts);
+//   - InitializesFromData: writes made before clock 0 on every compute rank,
+//     summed across ranks before clock 0;
+//   - EvaluatesInParts: every compute rank evaluates its part (its share of
+//     the test set, or with its local state); the runtime sums the parts;
+//   - GroupsSamples: consecutive samples that must stay on one compute rank;
+//   - RunsKernelInChunks: the kernel may run on disjoint chunks of a clock's
+//     samples on several threads (training.threads_per_rank).
+// Tables are reached through typed handles (framework/model/table_handle.h):
+// model.Row(counts_, row) is a span of the table's element type. Kernels
+// also get a context: rank, epoch, clock and a deterministic random stream
+// per (seed, rank, clock), so emulation stays bit-reproducible.
 //
 // A complete small app (counts how often each of 16 buckets is visited):
 //
 //   using namespace stalelearn::runtime;
-//   class CountApp final : public App {
+//   class CountApp final : public SampleKernelApp {
 //    public:
+//     CountApp() : counts_(tables_.AddInt("counts", /*rows=*/16, /*width=*/1)) {}
 //     std::string name() const override { return "count"; }
 //     std::string dataset() const override { return "synthetic"; }
-//     std::vector<TableSpec> Tables() const override {
-//       return {{"counts", ElementType::kInt32, /*rows=*/16, /*width=*/1}};
-//     }
+//     std::vector<TableSpec> Tables() const override { return tables_.specs(); }
 //     std::int64_t TrainingSamples() const override { return 1000; }
 //     void RowsOf(std::int64_t s, std::vector<RowRef>& rows) const override {
-//       rows.push_back({TableId{0}, RowId{s % 16}});
+//       rows.push_back({counts_.id, RowId{s % 16}});
 //     }
 //     void Update(std::int64_t s, ModelView& model, KernelContext& ctx) const override {
-//       model.IntRow(TableId{0}, RowId{s % 16})[0] += 1;
+//       model.Row(counts_, RowId{s % 16})[0] += 1;
 //       ctx.work.flops += 1;
 //       ctx.work.random_row_accesses += 1;
 //     }
 //     Evaluation Evaluate(const TableSet& model) const override {
 //       double total = 0;
-//       for (std::int64_t r = 0; r < 16; ++r) total += model[0].IntRow(r)[0];
+//       for (std::int64_t r = 0; r < 16; ++r) total += Row(model, counts_, r)[0];
 //       return {"total", total};
 //     }
+//
+//    private:
+//     TableList tables_;   // declared before the handles it hands out
+//     IntTable counts_;
 //   };
 //
 // Registering it (its config section, defaults, validation and factory) is
@@ -57,10 +70,12 @@
 // app object outlives the run; a LocalState lives for the rank's run.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -70,6 +85,7 @@
 #include "framework/model/rank_index.h"
 #include "framework/model/row_block.h"
 #include "framework/model/shard_layout.h"
+#include "framework/model/table_handle.h"
 #include "framework/model/table_spec.h"
 #include "framework/runtime/random_stream.h"
 
@@ -77,11 +93,16 @@ namespace stalelearn::runtime {
 
 using metrics::WorkCounters;
 using model::ElementType;
+using model::FloatTable;
+using model::IntTable;
 using model::ModelView;
 using model::RowId;
+using model::RowValues;
 using model::TableId;
+using model::TableList;
 using model::TableSet;
 using model::TableSpec;
+using model::Row;
 
 struct RowRef {
   TableId table;
@@ -101,7 +122,7 @@ struct Evaluation {
   std::vector<std::pair<std::string, double>> extra = {};
 };
 
-// An app's per-compute-rank state; the app subclasses it.
+// An app's per-compute-rank state (HasLocalState); the app subclasses it.
 class LocalState {
  public:
   virtual ~LocalState() = default;
@@ -121,7 +142,7 @@ struct KernelContext {
   int epoch = 0;            // 0-based
   std::int64_t clock = -1;  // 0-based clock of this rank; -1 during initialisation
   RandomStream& random;
-  LocalState* state;        // CreateLocalState's, or nullptr
+  LocalState* state;        // HasLocalState::CreateLocalState's, or nullptr
   WorkCounters& work;       // add what the kernel did (timing backends charge it)
 };
 
@@ -131,6 +152,7 @@ struct EvalContext {
   const LocalState* state;  // nullptr when the app has none or one rank evaluates the whole model
 };
 
+// The core of every app: eight virtual methods (besides the destructor).
 class App {
  public:
   virtual ~App() = default;
@@ -138,67 +160,47 @@ class App {
   virtual std::string name() const = 0;     // copied into the report
   virtual std::string dataset() const = 0;  // copied into the report
 
-  // The model's tables, the same on every rank, in a fixed order.
+  // The model's tables, the same on every rank, in a fixed order (a
+  // TableList's specs(), whose Add calls hand out the typed handles).
   virtual std::vector<TableSpec> Tables() const = 0;
-  // Initial values of a row (default: zeros). Must be a pure function of
-  // (table, row): every rank computes the rows it needs independently.
-  virtual void InitFloatRow(TableId table, RowId row, std::span<float> values) const;
-  virtual void InitIntRow(TableId table, RowId row, std::span<std::int32_t> values) const;
+  // Initial values of a row, typed by the table (values.floats() or
+  // values.ints()). Default: zeros. Must be a pure function of (table, row):
+  // every rank computes the rows it needs independently.
+  virtual void InitRow(TableId table, RowId row, RowValues values) const;
 
   // Training samples are 0..TrainingSamples()-1.
   virtual std::int64_t TrainingSamples() const = 0;
-  // Groups of samples that must stay on one compute rank (consecutive
-  // ranges covering 0..TrainingSamples()-1 in order). Default: each sample
-  // is its own group.
-  virtual std::int64_t SampleGroups() const { return TrainingSamples(); }
-  virtual SampleRange GroupSamples(std::int64_t group) const { return {group, group + 1}; }
-
-  // The compute rank's local state, built from its samples (all epochs visit
-  // exactly these). Default: none.
-  virtual std::unique_ptr<LocalState> CreateLocalState(const RankInfo& info,
-                                                       std::span<const std::int64_t> samples) const;
-  // Checkpoints (training.checkpoint): the local state as bytes after a
-  // clock, and back into a state CreateLocalState made for the same rank and
-  // samples (a resumed run). Default: no local state saves nothing; an app
-  // whose CreateLocalState returns a state must override both, or a
-  // checkpointed run stops with kUnimplemented. Restore: kDataLoss for bytes
-  // that do not fit.
-  virtual Result<std::vector<std::byte>> SaveLocalState(const LocalState* state) const;
-  virtual Status RestoreLocalState(std::span<const std::byte> bytes, LocalState* state) const;
-  // Data-dependent initialisation: runs once per compute rank before clock 0
-  // (ctx.clock == -1). What it writes through `model` is a delta summed over
-  // all compute ranks into the master before any rank starts clock 0 (e.g.
-  // a topic model's counts of random initial assignments). Default: nothing.
-  virtual bool HasDataInitialization() const { return false; }
-  virtual void InitializeFromData(ModelView& model, KernelContext& ctx) const;
-
   // Appends the rows the kernel will touch for `sample` (DIRECT mode fetches
   // exactly these before running the kernel). Dense tables need not be named:
   // they are always fetched whole.
   virtual void RowsOf(std::int64_t sample, std::vector<RowRef>& rows) const = 0;
-  // The per-sample kernel: one SGD (or sampling, or counting) step.
-  virtual void Update(std::int64_t sample, ModelView& model, KernelContext& ctx) const;
-  // The mini-batch kernel, for apps that use matrix routines over a batch.
-  // Default: Update for each sample in order. An app overrides one of the two.
-  virtual void UpdateBatch(std::span<const std::int64_t> samples, ModelView& model, KernelContext& ctx) const;
-  // True when UpdateBatch may run concurrently on disjoint chunks of a
-  // clock's samples, each chunk with its own KernelContext (own RandomStream
-  // and WorkCounters) and its own view of the model, writing no LocalState
-  // another chunk reads. Then `training.threads_per_rank` > 1 runs the
-  // chunks on that many threads (framework/runtime/parallel_kernel.h).
-  // Default: false (the kernel runs on one thread).
-  virtual bool KernelRunsInChunks() const { return false; }
 
-  // Evaluation of a full model (all rows of every table), by one compute rank.
+  // The kernel: a clock's samples (or a chunk of them, RunsKernelInChunks)
+  // in order. Apps with a per-sample kernel derive from SampleKernelApp,
+  // which implements this as Update for each sample in order.
+  virtual void UpdateBatch(std::span<const std::int64_t> samples, ModelView& model, KernelContext& ctx) const = 0;
+
+  // Evaluation of a full model (all rows of every table), by one compute
+  // rank. Default, for an app that EvaluatesInParts: its one part over the
+  // whole model (rank 0 of 1, no local state), combined; for an app that
+  // evaluates neither way, metric "none" = 0.
   virtual Evaluation Evaluate(const TableSet& model) const;
-  // Evaluation in parts: when true, every compute rank calls EvaluatePart at
-  // each evaluation point with its context, the runtime adds the returned
-  // vectors element-wise over ranks, and CombineParts turns the sums into
-  // the metrics (e.g. {squared error, count} -> RMSE). Evaluate is unused.
-  virtual bool EvaluatesInParts() const { return false; }
-  virtual std::vector<double> EvaluatePart(const TableSet& model, const EvalContext& ctx) const;
-  virtual Evaluation CombineParts(std::span<const double> sums) const;
 };
+
+// An app whose kernel is one step per sample (an SGD step, a count): it
+// writes Update, and App's UpdateBatch runs it for each sample in order.
+class SampleKernelApp : public App {
+ public:
+  virtual void Update(std::int64_t sample, ModelView& model, KernelContext& ctx) const = 0;
+  void UpdateBatch(std::span<const std::int64_t> samples, ModelView& model, KernelContext& ctx) const final {
+    for (std::int64_t s : samples) Update(s, model, ctx);
+  }
+};
+
+// An app class the runtime can run: an App that is not abstract, so in
+// particular it has a kernel (UpdateBatch, or SampleKernelApp's Update).
+template <class T>
+concept RunnableApp = std::derived_from<T, App> && !std::is_abstract_v<T>;
 
 // Fills `tables` (full size, from model::MakeTableSet) with the app's initial values.
 void InitializeTables(const App& app, TableSet& tables);

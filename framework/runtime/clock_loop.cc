@@ -11,14 +11,15 @@ namespace stalelearn::runtime {
 
 ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
     : env_(env),
+      facets_(AppFacets::Of(env.app)),
       info_(info),
       mode_(mode),
       schedule_(ScheduleOf(env.app, env.config, info.compute_ranks, info.rank.value)),
       straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
-      state_(env.app.CreateLocalState(info, schedule_.samples())),
-      clock_offset_(env.app.HasDataInitialization() ? 1 : 0) {
+      state_(facets_.CreateLocalState(info, schedule_.samples())),
+      clock_offset_(facets_.initializes_from_data() ? 1 : 0) {
   const int threads = env.config.training().threads_per_rank();
-  if (threads > 1 && env.app.KernelRunsInChunks()) parallel_ = std::make_unique<ParallelKernel>(env.app, threads);
+  if (threads > 1 && facets_.kernel_runs_in_chunks()) parallel_ = std::make_unique<ParallelKernel>(env.app, threads);
   const proto::TrainingConfig& training = env.config.training();
   if (training.locality() != "none") {
     plan_ = LocalityPlan::Make(env.app, schedule_.samples(), training.scratchpad_bytes(), training.samples_per_clock(),
@@ -30,7 +31,7 @@ Status ClockLoop::Initialize() {
   WorkCounters work;
   RandomStream random = RandomStream::For(info_.seed, info_.rank.value, -1);
   KernelContext context{info_, 0, -1, random, state_.get(), work};
-  env_.app.InitializeFromData(mode_.view(), context);
+  facets_.data_initialization->InitializeFromData(mode_.view(), context);
   STALELEARN_RETURN_IF_ERROR(env_.wait.time->ChargeCompute(metrics::ToComputeWork(work)));
   return mode_.ShareInitialization();
 }

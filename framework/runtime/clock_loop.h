@@ -1,6 +1,6 @@
 // The one clock loop every consistency mode runs on a compute rank:
 //
-//   [initialisation: app.InitializeFromData -> mode.ShareInitialization]
+//   [initialisation: InitializesFromData -> mode.ShareInitialization]
 //   for each epoch, for each clock t:
 //     mode.BeforeClock(t)         SSP: gate + refresh; DIRECT: fetch rows
 //     app.UpdateBatch(samples)    on mode.view(), with a KernelContext
@@ -19,6 +19,7 @@
 #include <chrono>
 #include <memory>
 
+#include "framework/runtime/app_facets.h"
 #include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/early_stopping.h"
 #include "framework/runtime/epoch_evaluator.h"
@@ -69,6 +70,7 @@ class ClockLoop {
   void MaybeReportProgress(int epoch, int epochs, std::int64_t clocks_done, std::int64_t clocks_per_epoch);
 
   const RankEnv& env_;
+  AppFacets facets_;  // the app's, found once
   RankInfo info_;
   ConsistencyMode& mode_;
   SampleSchedule schedule_;

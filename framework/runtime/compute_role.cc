@@ -13,6 +13,7 @@
 
 #include "framework/model/hash64.h"
 #include "framework/runtime/clock_loop.h"
+#include "framework/runtime/app_facets.h"
 #include "framework/runtime/early_stopping.h"
 #include "framework/runtime/epoch_evaluator.h"
 #include "framework/runtime/peer_liveness.h"
@@ -57,7 +58,7 @@ class ComputeRole {
     // The whole model is evaluated on compute rank 0 (a survivor takes over
     // the final evaluation if it died: TakeOverIfRankZeroDies); parts on
     // every compute rank.
-    const bool evaluates = env_.app.EvaluatesInParts() || me_.value == 0;
+    const bool evaluates = AppFacets::Of(env_.app).evaluates_in_parts() || me_.value == 0;
     if (evaluates) {
       StartEvaluating(loop, /*prints=*/me_.value == 0);
       loop.set_evaluator(&*evaluator_);
@@ -103,7 +104,7 @@ class ComputeRole {
     auto wrapped = std::make_unique<DeadRankAwareMode>(env_, std::move(mode), published_, geometry_->published[0],
                                                        [this](std::int64_t clock) { checkpointer_.MaybeKill(clock); });
     aware_ = wrapped.get();
-    if (!env_.app.EvaluatesInParts() && me_.value != 0) TakeOverIfRankZeroDies();
+    if (!AppFacets::Of(env_.app).evaluates_in_parts() && me_.value != 0) TakeOverIfRankZeroDies();
     heartbeat_.emplace(env_.transport, rings_, geometry_->ring);
     return std::unique_ptr<ConsistencyMode>(std::move(wrapped));
   }
@@ -137,8 +138,8 @@ class ComputeRole {
         return DataLoss(fmt::format("{}: {} does not parse", resumed->path.string(), name));
       }
       const std::string& app_state = state.app_state();
-      Status restored = env_.app.RestoreLocalState(std::as_bytes(std::span(app_state.data(), app_state.size())),
-                                                   loop.mutable_local_state());
+      Status restored = AppFacets::Of(env_.app).RestoreLocalState(
+          env_.app, std::as_bytes(std::span(app_state.data(), app_state.size())), loop.mutable_local_state());
       if (!restored.ok()) return restored.WithContext(resumed->path.string() + "/" + name);
       samples_done = state.samples();
       loop.set_first_clock(checkpointer_.first_clock());

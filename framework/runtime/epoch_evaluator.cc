@@ -59,10 +59,10 @@ Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   part.set_epoch(epoch);
   part.set_wall_seconds(wall);
   part.set_simulated_seconds(simulated);
-  const std::vector<double> sums = app_.EvaluatePart(model, EvalContext{info_, state_});
+  const std::vector<double> sums = in_parts_->EvaluatePart(model, EvalContext{info_, state_});
   *part.mutable_sums() = {sums.begin(), sums.end()};
   parts_.push_back(part);
-  const Evaluation mine = app_.CombineParts(sums);
+  const Evaluation mine = in_parts_->CombineParts(sums);
   if (!std::isfinite(mine.value)) return diverged(mine);
   metric_ = mine.metric;
   if (prints_) {

@@ -1,7 +1,7 @@
 // Evaluates the model at the end of an epoch and records the learning curve
 // point (epoch, wall seconds since the start, simulated seconds under the
 // timing backend, metrics), printing the progress line. Two ways, as the app
-// says (App::EvaluatesInParts):
+// says (the EvaluatesInParts facet, app_facets.h):
 //   - whole model: one compute rank evaluates everything; the curve is final;
 //   - in parts: every compute rank evaluates its part and records the sums;
 //     GatherReport adds the parts over ranks and lets the app combine them.
@@ -15,6 +15,7 @@
 #include "framework/metrics/progress.h"
 #include "framework/proto/report.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 #include "framework/transport/rank_time.h"
 
 namespace stalelearn::runtime {
@@ -29,6 +30,7 @@ class EpochEvaluator {
                  const metrics::ProgressPrinter& progress, int epochs, std::chrono::steady_clock::time_point start,
                  const transport::RankTime& time)
       : app_(app),
+        in_parts_(AppFacets::Of(app).parts),
         info_(info),
         state_(state),
         prints_(prints),
@@ -37,7 +39,7 @@ class EpochEvaluator {
         start_(start),
         time_(time) {}
 
-  bool in_parts() const { return app_.EvaluatesInParts(); }
+  bool in_parts() const { return in_parts_ != nullptr; }
   // Evaluates `model` as the state after epoch `epoch` (1-based).
   // kFailedPrecondition "diverged: metric M is nan after epoch E (compute
   // rank R); table 'T' row X holds nan" when the metric is not finite: the
@@ -53,6 +55,7 @@ class EpochEvaluator {
 
  private:
   const App& app_;
+  const EvaluatesInParts* in_parts_;  // the app's facet, or nullptr: whole model
   RankInfo info_;
   const LocalState* state_;
   bool prints_;

@@ -14,8 +14,8 @@
 // model whatever the scheduling. With one thread the runtime does not use
 // this class (the kernel runs on the replica directly).
 //
-// Apps opt in with App::KernelRunsInChunks() (their kernel may run
-// concurrently on disjoint chunks, each with its own KernelContext: its own
+// Apps opt in with the RunsKernelInChunks facet (app_facets.h: their kernel
+// may run concurrently on disjoint chunks, each with its own KernelContext: its own
 // RandomStream and WorkCounters, and no writes to shared LocalState).
 //
 // Not thread-safe: one Run at a time (the trainer thread); Run itself uses

@@ -1,4 +1,5 @@
 #include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/app_facets.h"
 
 #include "framework/core/planted_defect.h"
 
@@ -89,7 +90,8 @@ SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_in
                                std::uint64_t seed, int strata)
     : samples_per_clock_(samples_per_clock), seed_(seed), compute_index_(compute_index) {
   const std::int64_t total = app.TrainingSamples();
-  const std::int64_t groups = app.SampleGroups();
+  const AppFacets facets = AppFacets::Of(app);
+  const std::int64_t groups = facets.SampleGroups(app);
   if (groups == total) {  // every sample its own group: the plain deal
     *this = SampleSchedule(total, compute_ranks, compute_index, samples_per_clock, seed);
     if (strata > 1) SetClocks(clocks_per_epoch_ * samples_per_clock, strata);
@@ -101,7 +103,7 @@ SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_in
   std::vector<std::int64_t> shares(static_cast<std::size_t>(compute_ranks), 0);
   std::int64_t dealt = 0;
   for (std::int64_t g : order) {
-    const SampleRange range = app.GroupSamples(g);
+    const SampleRange range = facets.GroupSamples(g);
     // The rank whose even share holds this group's first sample.
     const auto owner = static_cast<int>(std::min<std::int64_t>(compute_ranks - 1, dealt * compute_ranks / total));
     shares[static_cast<std::size_t>(owner)] += range.end - range.begin;

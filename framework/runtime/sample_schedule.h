@@ -20,7 +20,7 @@ class SampleSchedule {
  public:
   SampleSchedule(std::int64_t total_samples, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
                  std::uint64_t seed);
-  // The app's samples; when the app groups samples (App::SampleGroups), whole
+  // The app's samples; when the app groups samples (the GroupsSamples facet), whole
   // groups are dealt (a seeded permutation of the groups, cut where the
   // running sample count crosses each rank's even share).
   // `strata` > 1 (stratified scheduling, locality_plan.h): clocks per epoch

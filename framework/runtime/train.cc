@@ -1,4 +1,5 @@
 #include "framework/runtime/train.h"
+#include "framework/runtime/app_facets.h"
 
 #include <fmt/format.h>
 
@@ -84,7 +85,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
       bootstrap, [&counting] { counting.Progress(); }, *time, stop_kind, roles.compute_ranks(), wait.timeout);
   stop.set_request_at_clock(config.debug().stop_at_clock());
   if (config.training().early_stopping().patience() > 0) {
-    if (inputs.app.EvaluatesInParts()) {
+    if (AppFacets::Of(inputs.app).evaluates_in_parts()) {
       return InvalidArgument(fmt::format("training.early_stopping: app '{}' evaluates in parts on every compute "
                                          "rank; early stopping needs an app that evaluates the whole model",
                                          inputs.app.name()));

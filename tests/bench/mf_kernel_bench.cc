@@ -82,9 +82,10 @@ void BM_MfKernel(benchmark::State& state) {
   BareView bare_view(bare);
   for (std::size_t t = 0; t < tables.size(); ++t) {
     for (std::int64_t r = 0; r < tables[t].rows; ++r) {
-      app->InitFloatRow(model::TableId{static_cast<std::uint32_t>(t)}, model::RowId{r},
-                        replica.mutable_tables()[t].FloatRow(r));
-      app->InitFloatRow(model::TableId{static_cast<std::uint32_t>(t)}, model::RowId{r}, bare[t].FloatRow(r));
+      app->InitRow(model::TableId{static_cast<std::uint32_t>(t)}, model::RowId{r},
+                   model::RowValues(replica.mutable_tables()[t].FloatRow(r)));
+      app->InitRow(model::TableId{static_cast<std::uint32_t>(t)}, model::RowId{r},
+                   model::RowValues(bare[t].FloatRow(r)));
     }
   }
   const bool on_replica = state.range(3) != 0;

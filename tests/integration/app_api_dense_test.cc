@@ -1,4 +1,4 @@
-// App API v2, dense tables (TableSpec::dense): a float table whose every row
+// App API, dense tables (TableSpec::dense): a float table whose every row
 // changes every clock trains to exactly the same model declared dense (no
 // touch log, shipped whole, fetched whole by DIRECT) as declared sparse
 // (every row named in RowsOf). The deltas are small integers, so float sums
@@ -19,12 +19,12 @@ using runtime::TableId;
 
 constexpr std::int64_t kRows = 6;
 constexpr std::int32_t kWidth = 3;
-constexpr TableId kWeights{0};
+constexpr runtime::FloatTable kWeights{TableId{0}};  // the one table
 
 float InitialValue(std::int64_t row, std::int32_t i) { return static_cast<float>(100 + 10 * row + i); }
 float Increment(std::int64_t sample, std::int64_t row, std::int32_t i) { return static_cast<float>((sample + row + i) % 3); }
 
-class EveryRowApp final : public runtime::App {
+class EveryRowApp final : public runtime::SampleKernelApp {
  public:
   EveryRowApp(std::int64_t samples, bool dense, ProblemLog& problems)
       : samples_(samples), dense_(dense), problems_(problems) {}
@@ -34,17 +34,18 @@ class EveryRowApp final : public runtime::App {
   std::vector<runtime::TableSpec> Tables() const override {
     return {{"weights", runtime::ElementType::kFloat32, kRows, kWidth, dense_}};
   }
-  void InitFloatRow(TableId, RowId row, std::span<float> values) const override {
+  void InitRow(TableId, RowId row, runtime::RowValues row_values) const override {
+    const std::span<float> values = row_values.floats();
     for (std::int32_t i = 0; i < kWidth; ++i) values[static_cast<std::size_t>(i)] = InitialValue(row.value, i);
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t, std::vector<runtime::RowRef>& rows) const override {
     if (dense_) return;  // dense tables are always fetched whole
-    for (std::int64_t r = 0; r < kRows; ++r) rows.push_back({kWeights, RowId{r}});
+    for (std::int64_t r = 0; r < kRows; ++r) rows.push_back({kWeights.id, RowId{r}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     for (std::int64_t r = 0; r < kRows; ++r) {
-      const std::span<float> row = model.FloatRow(kWeights, RowId{r});
+      const std::span<float> row = model.Row(kWeights, RowId{r});
       for (std::int32_t i = 0; i < kWidth; ++i) {
         float& x = row[static_cast<std::size_t>(i)];
         if (x < InitialValue(r, i)) {
@@ -58,7 +59,7 @@ class EveryRowApp final : public runtime::App {
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
     for (std::int64_t r = 0; r < kRows; ++r) {
-      for (float x : model[kWeights.value].FloatRow(r)) total += x;
+      for (float x : runtime::Row(model, kWeights, r)) total += x;
     }
     return {"sum", total};
   }
@@ -69,7 +70,7 @@ class EveryRowApp final : public runtime::App {
       for (std::int32_t i = 0; i < kWidth; ++i) {
         float x = InitialValue(r, i);
         for (std::int64_t s = 0; s < samples_; ++s) x += static_cast<float>(epochs) * Increment(s, r, i);
-        expected[kWeights.value].FloatRow(r)[static_cast<std::size_t>(i)] = x;
+        expected[kWeights.id.value].FloatRow(r)[static_cast<std::size_t>(i)] = x;
       }
     }
     return expected;

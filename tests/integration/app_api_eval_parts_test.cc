@@ -1,4 +1,4 @@
-// App API v2, evaluation in parts (EvaluatesInParts / EvaluatePart /
+// App API, evaluation in parts (EvaluatesInParts / EvaluatePart /
 // CombineParts): each compute rank scores its share of a test set, the
 // runtime adds the parts over ranks and the app combines the sums. The
 // combined metric (a weighted mean: a ratio, so a missing or doubled part
@@ -17,12 +17,12 @@ using runtime::TableId;
 
 constexpr std::int64_t kRows = 7;
 constexpr std::int64_t kTestItems = 101;  // not a multiple of 2 or 3
-constexpr TableId kCounts{0};
+constexpr runtime::IntTable kCounts{TableId{0}};  // the one table
 
 // Training adds 1 + s mod 3 to row s mod kRows. Test item i reads row i mod
 // kRows with weight 1 + i mod 4; the metric is the weighted mean of what the
 // items read. Rank k scores the items i with i mod compute_ranks == k.
-class WeightedMeanApp final : public runtime::App {
+class WeightedMeanApp final : public runtime::SampleKernelApp, public runtime::EvaluatesInParts {
  public:
   explicit WeightedMeanApp(std::int64_t samples) : samples_(samples) {}
 
@@ -33,13 +33,12 @@ class WeightedMeanApp final : public runtime::App {
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kCounts, RowId{sample % kRows}});
+    rows.push_back({kCounts.id, RowId{sample % kRows}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext&) const override {
-    model.IntRow(kCounts, RowId{sample % kRows})[0] += static_cast<std::int32_t>(1 + sample % 3);
+    model.Row(kCounts, RowId{sample % kRows})[0] += static_cast<std::int32_t>(1 + sample % 3);
   }
 
-  bool EvaluatesInParts() const override { return true; }
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override {
     return Score(model, ctx.info.rank.value, ctx.info.compute_ranks);
   }
@@ -56,7 +55,7 @@ class WeightedMeanApp final : public runtime::App {
   runtime::TableSet ExpectedModel(int epochs) const {
     runtime::TableSet expected = model::MakeTableSet(Tables());
     for (std::int64_t s = 0; s < samples_; ++s) {
-      expected[kCounts.value].IntRow(s % kRows)[0] += static_cast<std::int32_t>(epochs * (1 + s % 3));
+      expected[kCounts.id.value].IntRow(s % kRows)[0] += static_cast<std::int32_t>(epochs * (1 + s % 3));
     }
     return expected;
   }
@@ -67,7 +66,7 @@ class WeightedMeanApp final : public runtime::App {
     double weighted = 0, weights = 0, items = 0;
     for (std::int64_t i = rank; i < kTestItems; i += ranks) {
       const double w = static_cast<double>(1 + i % 4);
-      weighted += w * model[kCounts.value].IntRow(i % kRows)[0];
+      weighted += w * runtime::Row(model, kCounts, i % kRows)[0];
       weights += w;
       items += 1;
     }

@@ -1,4 +1,4 @@
-// App API v2, sample groups (App::SampleGroups / GroupSamples): groups of
+// App API, sample groups (the GroupsSamples facet): groups of
 // varying size are dealt whole to one compute rank (e.g. an LDA document's
 // tokens), every sample is still visited exactly once per epoch, and every
 // compute rank runs the same clocks (SSP lines clocks up across ranks).
@@ -19,11 +19,11 @@ namespace {
 using runtime::RowId;
 using runtime::TableId;
 
-constexpr TableId kBySample{0};
+constexpr runtime::IntTable kBySample{TableId{0}};  // the one table
 
 // Groups 0..groups-1 of sizes 1..5 (group g has 1 + (7g mod 5) samples),
 // consecutive. The kernel counts visits and records who visited what when.
-class GroupedApp final : public runtime::App {
+class GroupedApp final : public runtime::SampleKernelApp, public runtime::GroupsSamples {
  public:
   struct Visit {
     int rank;
@@ -47,16 +47,16 @@ class GroupedApp final : public runtime::App {
     return {starts_[static_cast<std::size_t>(group)], starts_[static_cast<std::size_t>(group) + 1]};
   }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kBySample, RowId{sample}});
+    rows.push_back({kBySample.id, RowId{sample}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
-    model.IntRow(kBySample, RowId{sample})[0] += 1;
+    model.Row(kBySample, RowId{sample})[0] += 1;
     std::lock_guard lock(mutex_);
     visits_.push_back({ctx.info.rank.value, ctx.epoch, sample});
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
-    for (std::int64_t s = 0; s < TrainingSamples(); ++s) total += model[kBySample.value].IntRow(s)[0];
+    for (std::int64_t s = 0; s < TrainingSamples(); ++s) total += runtime::Row(model, kBySample, s)[0];
     return {"total", total};
   }
 

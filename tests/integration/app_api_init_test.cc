@@ -1,4 +1,4 @@
-// App API v2, data-dependent initialisation (App::InitializeFromData): every
+// App API, data-dependent initialisation (the InitializesFromData facet): every
 // compute rank adds counts from its own samples before training; the sum over
 // all ranks must be in every rank's model before its first training clock
 // (protocol clock 1: clock 0 carries the initialisation), and in the final
@@ -22,14 +22,16 @@ using runtime::RowId;
 using runtime::TableId;
 
 constexpr std::int64_t kBuckets = 8;
-constexpr TableId kInit{0};    // kBuckets x {count, sum of sample ids}: written only by the initialisation
-constexpr TableId kVisits{1};  // one row per sample, +1 per visit
+constexpr runtime::IntTable kInit{TableId{0}};    // kBuckets x {count, sum of sample ids}: written only by the initialisation
+constexpr runtime::IntTable kVisits{TableId{1}};  // one row per sample, +1 per visit
 
 struct OwnSamples final : runtime::LocalState {
   std::vector<std::int64_t> samples;
 };
 
-class InitSumApp final : public runtime::App {
+class InitSumApp final : public runtime::SampleKernelApp,
+                         public runtime::HasLocalState,
+                         public runtime::InitializesFromData {
  public:
   InitSumApp(std::int64_t samples, ProblemLog& problems) : samples_(samples), problems_(problems) {}
 
@@ -47,7 +49,6 @@ class InitSumApp final : public runtime::App {
     return state;
   }
 
-  bool HasDataInitialization() const override { return true; }
   void InitializeFromData(runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     {
       std::lock_guard lock(mutex_);
@@ -65,27 +66,27 @@ class InitSumApp final : public runtime::App {
       ctx.work.flops += 1e12;
     }
     for (std::int64_t s : state->samples) {
-      const std::span<std::int32_t> row = model.IntRow(kInit, RowId{s % kBuckets});
+      const std::span<std::int32_t> row = model.Row(kInit, RowId{s % kBuckets});
       row[0] += 1;
       row[1] += static_cast<std::int32_t>(s);
     }
   }
 
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kVisits, RowId{sample}});
-    for (std::int64_t b = 0; b < kBuckets; ++b) rows.push_back({kInit, RowId{b}});  // the first clock reads them all
+    rows.push_back({kVisits.id, RowId{sample}});
+    for (std::int64_t b = 0; b < kBuckets; ++b) rows.push_back({kInit.id, RowId{b}});  // the first clock reads them all
   }
 
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     if (ctx.clock < 1) problems_.Add(fmt::format("rank {}: training at protocol clock {}", ctx.info.rank.value, ctx.clock));
     if (ctx.clock == 1) CheckInitialisationIsWhole(model, ctx.info.rank.value);
-    model.IntRow(kVisits, RowId{sample})[0] += 1;
+    model.Row(kVisits, RowId{sample})[0] += 1;
     ctx.work.flops += 1;
   }
 
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double visits = 0;
-    for (std::int64_t s = 0; s < samples_; ++s) visits += model[kVisits.value].IntRow(s)[0];
+    for (std::int64_t s = 0; s < samples_; ++s) visits += runtime::Row(model, kVisits, s)[0];
     return {"visits", visits};
   }
 
@@ -93,9 +94,9 @@ class InitSumApp final : public runtime::App {
   runtime::TableSet ExpectedModel(int epochs) const {
     runtime::TableSet expected = model::MakeTableSet(Tables());
     for (std::int64_t s = 0; s < samples_; ++s) {
-      expected[kInit.value].IntRow(s % kBuckets)[0] += 1;
-      expected[kInit.value].IntRow(s % kBuckets)[1] += static_cast<std::int32_t>(s);
-      expected[kVisits.value].IntRow(s)[0] = epochs;
+      expected[kInit.id.value].IntRow(s % kBuckets)[0] += 1;
+      expected[kInit.id.value].IntRow(s % kBuckets)[1] += static_cast<std::int32_t>(s);
+      expected[kVisits.id.value].IntRow(s)[0] = epochs;
     }
     return expected;
   }
@@ -113,8 +114,8 @@ class InitSumApp final : public runtime::App {
   void CheckInitialisationIsWhole(runtime::ModelView& model, int rank) const {
     const runtime::TableSet expected = ExpectedModel(0);
     for (std::int64_t b = 0; b < kBuckets; ++b) {
-      const std::span<const std::int32_t> seen = model.IntRow(kInit, RowId{b});
-      const std::span<const std::int32_t> want = expected[kInit.value].IntRow(b);
+      const std::span<const std::int32_t> seen = model.Row(kInit, RowId{b});
+      const std::span<const std::int32_t> want = expected[kInit.id.value].IntRow(b);
       if (seen[0] != want[0] || seen[1] != want[1]) {
         problems_.Add(fmt::format("rank {} at its first training clock: bucket {} = {{{}, {}}}, the sum over all "
                                   "ranks is {{{}, {}}}",

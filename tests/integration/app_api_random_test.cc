@@ -1,4 +1,4 @@
-// App API v2, the kernel's random stream (KernelContext::random): seeded from
+// App API, the kernel's random stream (KernelContext::random): seeded from
 // (seed, rank, clock), so two runs draw the same numbers at the same rank and
 // clock whatever the thread timing, and a model built from the draws is the
 // same bits. On the local backend the draws are integers (float sums exact in
@@ -19,7 +19,6 @@ namespace stalelearn::testing {
 namespace {
 
 using runtime::RowId;
-using runtime::TableId;
 
 constexpr std::int64_t kRows = 16;
 constexpr std::int64_t kIntegerRange = 1000;
@@ -27,28 +26,27 @@ constexpr std::int64_t kIntegerRange = 1000;
 using DrawsByClock = std::map<std::pair<int, std::int64_t>, std::vector<double>>;  // (rank, clock) -> draws
 
 // Adds one draw per sample to row sample % kRows of a float table.
-class RandomSumApp final : public runtime::App {
+class RandomSumApp final : public runtime::SampleKernelApp {
  public:
-  RandomSumApp(std::int64_t samples, bool integer_draws) : samples_(samples), integer_(integer_draws) {}
+  RandomSumApp(std::int64_t samples, bool integer_draws)
+      : samples_(samples), integer_(integer_draws), sums_(tables_.AddFloat("sums", kRows, 1)) {}
 
   std::string name() const override { return "random_sum"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"sums", runtime::ElementType::kFloat32, kRows, 1}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({TableId{0}, RowId{sample % kRows}});
+    rows.push_back({sums_.id, RowId{sample % kRows}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     const double draw = integer_ ? static_cast<double>(ctx.random.Below(kIntegerRange)) : ctx.random.Uniform();
-    model.FloatRow(TableId{0}, RowId{sample % kRows})[0] += static_cast<float>(draw);
+    model.Row(sums_, RowId{sample % kRows})[0] += static_cast<float>(draw);
     std::lock_guard lock(mutex_);
     draws_[{ctx.info.rank.value, ctx.clock}].push_back(draw);
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
-    for (std::int64_t r = 0; r < kRows; ++r) total += model[0].FloatRow(r)[0];
+    for (std::int64_t r = 0; r < kRows; ++r) total += runtime::Row(model, sums_, r)[0];
     return {"sum", total};
   }
 
@@ -61,6 +59,8 @@ class RandomSumApp final : public runtime::App {
  private:
   std::int64_t samples_;
   bool integer_;
+  runtime::TableList tables_;
+  runtime::FloatTable sums_;
   mutable std::mutex mutex_;
   mutable DrawsByClock draws_;
 };

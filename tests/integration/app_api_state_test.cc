@@ -1,7 +1,7 @@
-// App API v2, what a compute rank's kernel is given: its local state
-// (App::CreateLocalState, built from exactly this rank's samples, the same
-// object at every clock and in evaluation in parts) and its samples in one
-// mini-batch per clock (App::UpdateBatch, for an app overriding only that).
+// App API, what a compute rank's kernel is given: its local state
+// (HasLocalState::CreateLocalState, built from exactly this rank's samples,
+// the same object at every clock and in evaluation in parts) and its samples
+// in one mini-batch per clock (App::UpdateBatch, the core's kernel).
 // Every mode.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@ namespace {
 using runtime::RowId;
 using runtime::TableId;
 
-constexpr TableId kBySample{0};
+constexpr runtime::IntTable kBySample{TableId{0}};  // the one table
 
 // ---- local state ----
 
@@ -64,7 +64,9 @@ class CreatedStates {
 // Counts visits per sample; keeps per-rank state and evaluates in parts
 // {samples visited by this rank's kernel, samples it owns, visits of those
 // samples in the model}.
-class StateApp final : public runtime::App {
+class StateApp final : public runtime::SampleKernelApp,
+                       public runtime::HasLocalState,
+                       public runtime::EvaluatesInParts {
  public:
   StateApp(std::int64_t samples, ProblemLog& problems, CreatedStates& created)
       : samples_(samples), problems_(problems), created_(created) {}
@@ -76,7 +78,7 @@ class StateApp final : public runtime::App {
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kBySample, RowId{sample}});
+    rows.push_back({kBySample.id, RowId{sample}});
   }
 
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo& info,
@@ -101,10 +103,9 @@ class StateApp final : public runtime::App {
                                 sample));
     }
     ++state->visited;
-    model.IntRow(kBySample, RowId{sample})[0] += 1;
+    model.Row(kBySample, RowId{sample})[0] += 1;
   }
 
-  bool EvaluatesInParts() const override { return true; }
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override {
     const auto* state = dynamic_cast<const RankSamples*>(ctx.state);
     if (state == nullptr || state != created_.Of(ctx.info.rank.value)) {
@@ -112,7 +113,7 @@ class StateApp final : public runtime::App {
       return {0, 0, 0};
     }
     double in_model = 0;
-    for (std::int64_t s : state->samples) in_model += model[kBySample.value].IntRow(s)[0];
+    for (std::int64_t s : state->samples) in_model += runtime::Row(model, kBySample, s)[0];
     return {static_cast<double>(state->visited), static_cast<double>(state->samples.size()), in_model};
   }
   runtime::Evaluation CombineParts(std::span<const double> sums) const override {
@@ -163,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, PerRankState, ::testing::ValuesIn(EveryMode()), 
 
 // ---- mini-batch kernel ----
 
-// Overrides only UpdateBatch (App::Update would abort) and records each call.
+// A mini-batch kernel (App::UpdateBatch); records each call.
 class BatchApp final : public runtime::App {
  public:
   struct Call {
@@ -181,17 +182,17 @@ class BatchApp final : public runtime::App {
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kBySample, RowId{sample}});
+    rows.push_back({kBySample.id, RowId{sample}});
   }
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                    runtime::KernelContext& ctx) const override {
-    for (std::int64_t s : samples) model.IntRow(kBySample, RowId{s})[0] += 1;
+    for (std::int64_t s : samples) model.Row(kBySample, RowId{s})[0] += 1;
     std::lock_guard lock(mutex_);
     calls_.push_back({ctx.info.rank.value, ctx.clock, {samples.begin(), samples.end()}});
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
-    for (std::int64_t s = 0; s < samples_; ++s) total += model[kBySample.value].IntRow(s)[0];
+    for (std::int64_t s = 0; s < samples_; ++s) total += runtime::Row(model, kBySample, s)[0];
     return {"total", total};
   }
 

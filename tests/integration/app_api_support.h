@@ -1,4 +1,4 @@
-// Shared pieces of the App API v2 tests (app_api_*_test.cc): the consistency
+// Shared pieces of the App API tests (app_api_*_test.cc): the consistency
 // modes each feature runs in, a config for each, and a thread-safe list of
 // problems the test apps' kernels found (a kernel cannot fail a gtest
 // assertion from a rank's thread usefully, so it records what it saw and the

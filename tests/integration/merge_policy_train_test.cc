@@ -40,7 +40,7 @@ using runtime::TableId;
 
 constexpr std::int64_t kRows = 4;
 constexpr std::int32_t kWidth = 2;
-constexpr TableId kWeights{0};
+constexpr runtime::FloatTable kWeights{TableId{0}};  // the one table
 
 float InitialValue(std::int64_t row, std::int32_t i) { return static_cast<float>(10 + 3 * row + i); }
 
@@ -48,7 +48,7 @@ using ClockDeltas = std::map<std::int64_t, std::vector<float>>;  // row -> delta
 
 // Sample s adds 1 + (s + i) mod 3 to element i of row s mod kRows, except in
 // the last clock, which writes nothing and marks the rank as arrived there.
-class DeltaApp final : public runtime::App {
+class DeltaApp final : public runtime::SampleKernelApp {
  public:
   DeltaApp(std::int64_t samples, std::int64_t last_clock) : samples_(samples), last_clock_(last_clock) {}
 
@@ -57,12 +57,13 @@ class DeltaApp final : public runtime::App {
   std::vector<runtime::TableSpec> Tables() const override {
     return {{"w", runtime::ElementType::kFloat32, kRows, kWidth}};
   }
-  void InitFloatRow(TableId, RowId row, std::span<float> values) const override {
+  void InitRow(TableId, RowId row, runtime::RowValues row_values) const override {
+    const std::span<float> values = row_values.floats();
     for (std::int32_t i = 0; i < kWidth; ++i) values[static_cast<std::size_t>(i)] = InitialValue(row.value, i);
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kWeights, RowId{sample % kRows}});
+    rows.push_back({kWeights.id, RowId{sample % kRows}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     const int rank = ctx.info.rank.value;
@@ -71,7 +72,7 @@ class DeltaApp final : public runtime::App {
       arrived_.insert(rank);
       return;
     }
-    const std::span<float> row = model.FloatRow(kWeights, RowId{sample % kRows});
+    const std::span<float> row = model.Row(kWeights, RowId{sample % kRows});
     std::lock_guard lock(mutex_);
     std::vector<float>& delta = deltas_[{rank, ctx.clock}][sample % kRows];
     delta.resize(kWidth, 0.0f);
@@ -86,7 +87,7 @@ class DeltaApp final : public runtime::App {
     runtime::Evaluation e{"sum", 0};
     for (std::int64_t r = 0; r < kRows; ++r) {
       for (std::int32_t i = 0; i < kWidth; ++i) {
-        const float x = model[kWeights.value].FloatRow(r)[static_cast<std::size_t>(i)];
+        const float x = runtime::Row(model, kWeights, r)[static_cast<std::size_t>(i)];
         e.value += x;
         e.extra.emplace_back(fmt::format("w{}_{}", r, i), x);
       }

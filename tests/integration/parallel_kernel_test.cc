@@ -36,7 +36,7 @@ constexpr std::int64_t kRows = 16;
 // (not additive: the order of updates to a row matters). Table 1 "count":
 // int rows; sample s adds 1 and s to row s % 4 (additive: exact whatever
 // the chunking). Sample kOutside touches a row no sample names.
-class ChunkedApp final : public runtime::App {
+class ChunkedApp final : public runtime::SampleKernelApp, public runtime::RunsKernelInChunks {
  public:
   static constexpr std::int64_t kOutside = 1'000'000;
 
@@ -59,7 +59,6 @@ class ChunkedApp final : public runtime::App {
     count[1] += static_cast<std::int32_t>(s);
     ctx.work.flops += 4;
   }
-  bool KernelRunsInChunks() const override { return true; }
 };
 
 // The replica's rows for samples 0..TrainingSamples()-1 (row kRows left out).

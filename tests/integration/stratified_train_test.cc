@@ -25,7 +25,7 @@ constexpr int kStaleness = 1;
 constexpr int kMaxClocks = 4096;
 
 // Samples are (user, item) pairs; the kernel counts both rows.
-class ItemCountingApp final : public runtime::App {
+class ItemCountingApp final : public runtime::SampleKernelApp, public runtime::HasLocalState {
  public:
   ItemCountingApp() : increments_(static_cast<std::size_t>(kMaxClocks * kItems)) {
     std::uint64_t state = 21;
@@ -116,7 +116,7 @@ TEST(StratifiedTraining, FocusedReadsAreFreshOwnWritesVisibleAndCountsExact) {
 TEST(StratifiedTraining, TheSameUnderDeterministicTiming) { CheckStratifiedReadsAreFreshAndExact(/*timing=*/true); }
 
 // Each sample names one row of one table: nothing to stratify.
-class OneTableApp final : public runtime::App {
+class OneTableApp final : public runtime::SampleKernelApp {
  public:
   std::string name() const override { return "one-table"; }
   std::string dataset() const override { return "synthetic"; }

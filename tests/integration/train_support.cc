@@ -8,23 +8,18 @@
 namespace stalelearn::testing {
 
 using runtime::RowId;
-using runtime::TableId;
-
-std::vector<runtime::TableSpec> CountingApp::Tables() const {
-  return {{"by_sample", runtime::ElementType::kInt32, samples_, 1}, {"buckets", runtime::ElementType::kInt32, 8, 2}};
-}
 
 void CountingApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const {
-  rows.push_back({TableId{0}, RowId{sample}});
-  rows.push_back({TableId{1}, RowId{sample % 8}});
+  rows.push_back({by_sample_.id, RowId{sample}});
+  rows.push_back({buckets_.id, RowId{sample % 8}});
 }
 
 void CountingApp::Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const {
   runtime::WorkCounters& work = ctx.work;
   volatile std::uint64_t sink = 0;
   for (int i = 0; i < spin_; ++i) sink = sink * 31 + static_cast<std::uint64_t>(i);
-  model.IntRow(TableId{0}, RowId{sample})[0] += 1;
-  const std::span<std::int32_t> bucket = model.IntRow(TableId{1}, RowId{sample % 8});
+  model.Row(by_sample_, RowId{sample})[0] += 1;
+  const std::span<std::int32_t> bucket = model.Row(buckets_, RowId{sample % 8});
   bucket[0] += 1;
   bucket[1] = static_cast<std::int32_t>(static_cast<std::uint32_t>(bucket[1]) + static_cast<std::uint32_t>(sample));
   work.flops += 3;
@@ -33,7 +28,7 @@ void CountingApp::Update(std::int64_t sample, runtime::ModelView& model, runtime
 
 runtime::Evaluation CountingApp::Evaluate(const runtime::TableSet& model) const {
   double total = 0;
-  for (std::int64_t r = 0; r < samples_; ++r) total += model[0].IntRow(r)[0];
+  for (std::int64_t r = 0; r < samples_; ++r) total += runtime::Row(model, by_sample_, r)[0];
   return {"total", total};
 }
 

@@ -12,6 +12,7 @@
 
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 #include "framework/runtime/train.h"
 
 namespace stalelearn::testing {
@@ -21,17 +22,21 @@ namespace stalelearn::testing {
 // 1 and s to bucket s mod 8. Integer sums do not depend on the order of
 // merges, so every mode must end with exactly the same model (I4).
 // Evaluate reports the sum of "by_sample" as "total".
-class CountingApp final : public runtime::App {
+class CountingApp final : public runtime::SampleKernelApp, public runtime::RunsKernelInChunks {
  public:
   // `spin_per_sample`: busy work per sample, so a straggler's delay is real.
   // `runs_in_chunks`: allow training.threads_per_rank > 1 to run the kernel
-  // on chunks (App::KernelRunsInChunks); the exact sums must still hold.
+  // on chunks (RunsKernelInChunks); the exact sums must still hold.
   explicit CountingApp(std::int64_t samples, int spin_per_sample = 0, bool runs_in_chunks = false)
-      : samples_(samples), spin_(spin_per_sample), runs_in_chunks_(runs_in_chunks) {}
+      : samples_(samples),
+        spin_(spin_per_sample),
+        runs_in_chunks_(runs_in_chunks),
+        by_sample_(tables_.AddInt("by_sample", samples, 1)),
+        buckets_(tables_.AddInt("buckets", 8, 2)) {}
 
   std::string name() const override { return "counting"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override;
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override;
@@ -45,6 +50,9 @@ class CountingApp final : public runtime::App {
   std::int64_t samples_;
   int spin_;
   bool runs_in_chunks_;
+  runtime::TableList tables_;
+  runtime::IntTable by_sample_;
+  runtime::IntTable buckets_;
 };
 
 // A resolved config for the counting app (or MF) with small rings.

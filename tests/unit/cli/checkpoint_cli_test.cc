@@ -279,7 +279,7 @@ TEST_F(MfCheckpoints, ModeWithoutMemoryRanksRefusesCheckpoints) {
       << allreduce.err;
 }
 
-// LDA keeps every token's topic on its compute rank (App::SaveLocalState):
+// LDA keeps every token's topic on its compute rank (HasLocalState::SaveLocalState):
 // without it a resumed run could not continue the same chain.
 TEST(LdaCheckpoints, ResumedRunKeepsTheTopicAssignmentsAndEndsWithTheSameChecksum) {
   const fs::path dir = ScratchDir("stalelearn_checkpoint_lda");

@@ -26,6 +26,8 @@ class EveryThirdRowApp final : public App {
   void RowsOf(std::int64_t s, std::vector<RowRef>& rows) const override {
     rows.push_back({TableId{0}, RowId{3 * s}});
   }
+  // Never trained (layout tests): an empty kernel.
+  void UpdateBatch(std::span<const std::int64_t>, ModelView&, KernelContext&) const override {}
 };
 
 TEST(PartialReplica, HoldsOnlyTheRowsItsSamplesTouch) {

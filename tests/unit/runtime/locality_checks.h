@@ -13,7 +13,7 @@
 namespace stalelearn::testing {
 
 // A ratings-like app with two keyed tables ("user", "item"; rows of 21
-// floats) and `samples` seeded (user, item) pairs; no kernel.
+// floats) and `samples` seeded (user, item) pairs; an empty kernel.
 class TwoTableApp final : public runtime::App {
  public:
   TwoTableApp(std::int64_t users, std::int64_t items, std::int64_t samples, std::uint64_t seed);
@@ -22,6 +22,8 @@ class TwoTableApp final : public runtime::App {
   std::vector<runtime::TableSpec> Tables() const override;
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(pairs_.size()); }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override;
+  // Never trained (layout tests): an empty kernel.
+  void UpdateBatch(std::span<const std::int64_t>, runtime::ModelView&, runtime::KernelContext&) const override {}
 
  private:
   std::int64_t users_;

@@ -138,6 +138,8 @@ class PairsInOneTableApp final : public runtime::App {
     rows.push_back({runtime::TableId{0}, runtime::RowId{(s * 13 + 1) % 100000}});
     rows.push_back({runtime::TableId{1}, runtime::RowId{(s * 5) % 100000}});
   }
+  // Never trained (layout tests): an empty kernel.
+  void UpdateBatch(std::span<const std::int64_t>, runtime::ModelView&, runtime::KernelContext&) const override {}
 };
 
 TEST(LocalityPlan, AppsWithoutTwoKeyedTablesKeepTheShuffle) {

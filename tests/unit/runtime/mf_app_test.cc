@@ -40,9 +40,9 @@ TEST(MfApp, TablesHoldFactorsAndBias) {
 TEST(MfApp, InitialisationIsAPureFunctionOfTheRow) {
   const MfApp app = TinyApp(8);
   std::vector<float> a(9), b(9), c(9);
-  app.InitFloatRow(runtime::TableId{1}, runtime::RowId{2}, a);
-  app.InitFloatRow(runtime::TableId{1}, runtime::RowId{2}, b);
-  app.InitFloatRow(runtime::TableId{1}, runtime::RowId{1}, c);
+  app.InitRow(app.item_table().id, runtime::RowId{2}, runtime::RowValues(std::span(a)));
+  app.InitRow(app.item_table().id, runtime::RowId{2}, runtime::RowValues(std::span(b)));
+  app.InitRow(app.item_table().id, runtime::RowId{1}, runtime::RowValues(std::span(c)));
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(a[8], 0.0f) << "bias starts at zero";
