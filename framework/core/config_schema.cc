@@ -298,6 +298,13 @@ Status ConfigReader::ResolveSection(SectionKind kind, const pb::Message& dynamic
   if (chosen == sections.end() && kind == SectionKind::kApp) {
     return InvalidArgument(fmt::format("app.name: unknown app '{}' (apps: {})", name, schema_.KnownApps()));
   }
+  if (const std::vector<std::string>& known = schema_.names(kind);
+      !known.empty() && std::ranges::find(known, name) == known.end()) {
+    if (kind == SectionKind::kBackend) {
+      return InvalidArgument(fmt::format("backend.name: unknown backend '{}' (backends: {})", name, fmt::join(known, ", ")));
+    }
+    return InvalidArgument(fmt::format("{}: unknown merge policy '{}' (known: {})", path, name, fmt::join(known, ", ")));
+  }
   const auto index = static_cast<std::size_t>(chosen - sections.begin());
   for (std::size_t i : set_sections) {
     if (i != index) {

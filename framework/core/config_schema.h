@@ -72,6 +72,10 @@ class ConfigSchema {
   // identifier, or the prototype is missing.
   Status Add(SectionKind kind, Section section);
   Status AddApp(Section section) { return Add(SectionKind::kApp, std::move(section)); }
+  // A registered name of a backend or merge policy, with or without a
+  // section: once a kind has names, ToConfig rejects any other in one line.
+  void AddName(SectionKind kind, std::string name) { names_[static_cast<int>(kind)].push_back(std::move(name)); }
+  const std::vector<std::string>& names(SectionKind kind) const { return names_[static_cast<int>(kind)]; }
 
   const std::vector<Section>& sections(SectionKind kind) const { return sections_[static_cast<int>(kind)]; }
   const std::vector<Section>& apps() const { return sections(SectionKind::kApp); }
@@ -81,6 +85,7 @@ class ConfigSchema {
 
  private:
   std::array<std::vector<Section>, kSectionKinds> sections_;
+  std::array<std::vector<std::string>, kSectionKinds> names_;
 };
 
 // Parses config text into a message of the schema's full shape and converts

@@ -6,8 +6,8 @@
 // and ResolveFieldRules fills every zero field that declares a default, then
 // checks every declared range and one_of, naming the field by its path:
 //
-//   app.snn.steps must be in [1, 10000], got 0
-//   app.snn.readout must be "membrane" or "spike_count", got "x"
+//   app.x.steps must be in [1, 10000], got 0
+//   app.x.readout must be "membrane" or "spike_count", got "y"
 //
 // It walks singular sub-messages (creating one only when a default inside it
 // applies), and checks the elements of repeated messages; google.protobuf.Any

@@ -15,9 +15,11 @@ Result<config::ConfigSchema> Registries::Schema() const {
   for (config::Section& s : backends.sections()) {
     STALELEARN_RETURN_IF_ERROR(schema.Add(config::SectionKind::kBackend, std::move(s)));
   }
+  for (std::string& name : backends.names()) schema.AddName(config::SectionKind::kBackend, std::move(name));
   for (config::Section& s : MergePolicySections(merge_policies)) {
     STALELEARN_RETURN_IF_ERROR(schema.Add(config::SectionKind::kMergePolicy, std::move(s)));
   }
+  for (std::string& name : merge_policies.names()) schema.AddName(config::SectionKind::kMergePolicy, std::move(name));
   return schema;
 }
 

@@ -141,6 +141,8 @@ TEST(ConfigLoaderTest, MergePolicyOptionsAreCheckedAndNamed) {
       {{"merge.user.adagrad.epsilon=-1"}, "merge.user.adagrad.epsilon must be > 0, got -1"},
       {{"merge.user.policy=sum", "merge.user.adam.beta1=0.5"}, "merge.user.adam is set but merge.user.policy is 'sum'"},
       {{"merge.user.adam.bogus=1"}, "unknown field 'bogus'"},
+      {{"merge.user.policy=adamw"}, "merge.user: unknown merge policy 'adamw' (known: adagrad, adam, average, "},
+      {{"backend.name=tcp"}, "backend.name: unknown backend 'tcp' (backends: local, timing"},
   };
   for (const auto& bad : cases) {
     auto c = Load(kGood, bad.overrides);
@@ -152,7 +154,7 @@ TEST(ConfigLoaderTest, MergePolicyOptionsAreCheckedAndNamed) {
 }
 
 TEST(ConfigLoaderTest, TheTimingBackendsSectionIsResolvedIntoParams) {
-  auto c = Load(std::string(kGood) + R"pb(backend { name: "timing" timing { memory: "upmem" } })pb",
+  auto c = Load(R"pb(backend { name: "timing" timing { memory: "upmem" } })pb",
                 {"backend.timing.link=cxl2", "backend.timing.inner=ucx"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->backend().name(), "timing");
