@@ -172,9 +172,9 @@ TEST(ConfigLoaderTest, TheTimingBackendsSectionIsResolvedIntoParams) {
   EXPECT_EQ(options.memory(), "hmc2");
 
   for (const auto& [overrides, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"backend.timing.schedule=sometimes"}, "backend.timing.schedule must be \"auto\", \"virtual-time\" or \"none\", got \"sometimes\""},
-           {{"backend.timing.inner=timing"}, "backend.timing.inner: 'timing' cannot wrap itself"},
-           {{"backend.timing.cores=-1"}, "backend.timing.cores must be in [0, 1000000], got -1"},
+           {{"backend.timing.schedule=sometimes", "backend.name=timing"}, "backend.timing.schedule must be \"auto\", \"virtual-time\" or \"none\", got \"sometimes\""},
+           {{"backend.timing.inner=timing", "backend.name=timing"}, "backend.timing.inner: 'timing' cannot wrap itself"},
+           {{"backend.timing.cores=-1", "backend.name=timing"}, "backend.timing.cores must be in [0, 1000000], got -1"},
            {{"backend.timing.memory=hmc2"}, "backend.timing is set but backend.name is 'local'"}}) {
     auto bad = Load(kGood, overrides);
     ASSERT_FALSE(bad.ok()) << expected;
