@@ -1,12 +1,10 @@
 #include "backends/builtin.h"
 
 #include <cstdlib>
-#include <map>
 #include <string>
 
 #include "backends/local/register.h"
 #include "backends/timing/register.h"
-#include "backends/timing/timing_options.h"
 #ifdef STALELEARN_WITH_UCX
 #include "backends/ucx/register.h"
 #endif
@@ -37,14 +35,6 @@ const transport::BackendRegistry& BuiltinRegistry() {
     return r;
   }();
   return registry;
-}
-
-void ApplyTimingConfig(proto::Config& config) {
-  if (config.backend().name() != "timing") return;
-  auto& options = *config.mutable_backend()->mutable_options();
-  std::map<std::string, std::string> merged(options.begin(), options.end());
-  timing::AddTimingConfig(config.timing(), merged);
-  for (const auto& [key, value] : merged) options[key] = value;
 }
 
 }  // namespace stalelearn::backends

@@ -17,9 +17,4 @@ Status RegisterBuiltinBackends(transport::BackendRegistry& registry);
 // A registry with every built-in backend, built once; thread-safe to read.
 const transport::BackendRegistry& BuiltinRegistry();
 
-// When config.backend.name is "timing", copies config.timing's presets into
-// config.backend.options where those keys are not set (timing::AddTimingConfig).
-// Call once on the resolved config, before TrainRank.
-void ApplyTimingConfig(proto::Config& config);
-
 }  // namespace stalelearn::backends

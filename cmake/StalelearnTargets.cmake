@@ -75,5 +75,7 @@ endfunction()
 include(${CMAKE_CURRENT_LIST_DIR}/StalelearnAppProgram.cmake)
 function(stalelearn_app_protos target)
   stalelearn_add_proto_library(${target}_proto ${ARGN})
+  # framework/proto/options.proto: the field rules an app's protos may declare.
+  target_link_libraries(${target}_proto PUBLIC stalelearn_proto_options)
   target_link_libraries(${target} PUBLIC ${target}_proto)
 endfunction()

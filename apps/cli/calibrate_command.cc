@@ -10,8 +10,8 @@
 //                                         step per sample, measured by running it
 //                                         (kernel_calibration.h; CONFIG = its name)
 // plus a copy of the shipped presets, so DIR is a whole preset directory:
-//   stalelearn train ... --set backend.name=timing --set timing.preset_dir=DIR \
-//     --set timing.compute=NAME-cpu --set timing.memory=NAME-host --set timing.link=NAME-local
+//   stalelearn train ... --set backend.name=timing --set backend.timing.preset_dir=DIR \
+//     --set backend.timing.compute=NAME-cpu --set backend.timing.memory=NAME-host --set backend.timing.link=NAME-local
 // Every number is tagged MEASURED, its source naming the machine, the date and
 // the measurement. Each file is validated by loading it back before the
 // command reports success. A directory that cannot be written is one line and
@@ -153,7 +153,7 @@ void RunCalibrate(const CalibrateOptions& options) {
     fmt::print("compute {}: {:.1f} ns per sample\n", name, kernel.ns_per_sample.value);
   }
   fs::remove_all(scratch);
-  fmt::print("presets written to {} (timing.preset_dir)\n", dir.string());
+  fmt::print("presets written to {} (backend.timing.preset_dir)\n", dir.string());
 }
 
 }  // namespace

@@ -72,9 +72,10 @@ std::vector<std::string> RunOverrides(const SweepOptions& options, const GridRun
 // Loads every run's config as `train` would, so that a bad field or value
 // fails before anything runs.
 void CheckRuns(const SweepOptions& options, const std::vector<GridRun>& runs, const runtime::Registries& registries) {
+  const config::ConfigSchema schema = ValueOrThrow(registries.Schema());
   for (const GridRun& run : runs) {
     const std::vector<std::string> overrides = RunOverrides(options, run);
-    Result<proto::Config> loaded = config::LoadConfig(options.config_path, overrides, registries.apps.schema());
+    Result<proto::Config> loaded = config::LoadConfig(options.config_path, overrides, schema);
     if (!loaded.ok()) throw Error(loaded.status());
     proto::Config config = *std::move(loaded);
     ThrowIfError(registries.modes.Find(config.consistency().mode()).status());
@@ -84,8 +85,8 @@ void CheckRuns(const SweepOptions& options, const std::vector<GridRun>& runs, co
                                               config.backend().name(), registries.backends.KnownNames())));
     }
     if (config.backend().name() != "timing") continue;
-    backends::ApplyTimingConfig(config);
     const auto timing = backends::timing::ParseTimingOptions(
+        config.backend().has_params() ? &config.backend().params() : nullptr,
         {config.backend().options().begin(), config.backend().options().end()});
     if (!timing.ok()) throw Error(InvalidArgument("backend 'timing': " + timing.status().message()));
     const fs::path dir = timing->preset_dir.empty() ? backends::timing::DefaultPresetDir() : timing->preset_dir;

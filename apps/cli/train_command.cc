@@ -167,10 +167,9 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
     if (!newest.ok()) throw Error(InvalidArgument(fmt::format("--resume: {}", newest.status().message())));
     overrides.push_back("training.checkpoint.resume_dir=" + options.resume_dir);
   }
-  proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides, registries.apps.schema()));
+  proto::Config config = ValueOrThrow(config::LoadConfig(options.config_path, overrides, ValueOrThrow(registries.Schema())));
   const runtime::ModeDefinition& mode = *ValueOrThrow(registries.modes.Find(config.consistency().mode()));
   if (config.backend().name().empty()) config.mutable_backend()->set_name(emulated ? "local" : "ucx");
-  backends::ApplyTimingConfig(config);
   if (options.quiet) config.mutable_output()->set_quiet(true);
   // From here on SIGINT, SIGTERM and SIGUSR1 stop the run at a clock
   // boundary (also when they come while the data loads: before the first
@@ -195,7 +194,8 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   const runtime::AppContext app_context{config, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")),
                                         registries.datasets};
   const std::unique_ptr<runtime::App> app = ValueOrThrow(registries.apps.Create(config.app().name(), app_context));
-  const runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
+  runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
+  inputs.merge_policies = &registries.merge_policies;
 
   std::atomic<bool> stopped{false};
   if (emulated) {

@@ -1,36 +1,17 @@
 #include "apps/lda/register.h"
 
-#include <fmt/format.h>
-
-#include <cmath>
-
 #include "apps/lda/datasets.h"
 #include "apps/lda/lda_app.h"
+#include "framework/core/field_rules.h"
 
 namespace stalelearn::apps::lda {
 
+// Defaults and ranges are declared in lda_config.proto; the one generic
+// resolver applies them (again, harmlessly, after the config loader did:
+// this is also called on sections of configs built in code).
 Status ResolveConfig(LdaConfig& lda, proto::Config& config) {
-  if (lda.topics() == 0) lda.set_topics(20);
-  if (lda.alpha() == 0) lda.set_alpha(0.5);
-  if (lda.beta() == 0) lda.set_beta(0.1);
-  if (lda.sampler().empty()) lda.set_sampler("sparse");
-  if (lda.eval_sweeps() == 0) lda.set_eval_sweeps(10);
+  STALELEARN_RETURN_IF_ERROR(config::ResolveFieldRules(lda, "app.lda"));
   if (config.data().name().empty() && config.data().path().empty()) config.mutable_data()->set_name("brown");
-  if (lda.topics() < 1 || lda.topics() > 100000) {
-    return InvalidArgument(fmt::format("app.lda.topics must be in [1, 100000], got {}", lda.topics()));
-  }
-  if (!(lda.alpha() > 0) || !std::isfinite(lda.alpha())) {
-    return InvalidArgument(fmt::format("app.lda.alpha must be > 0, got {}", lda.alpha()));
-  }
-  if (!(lda.beta() > 0) || !std::isfinite(lda.beta())) {
-    return InvalidArgument(fmt::format("app.lda.beta must be > 0, got {}", lda.beta()));
-  }
-  if (lda.sampler() != "sparse" && lda.sampler() != "plain") {
-    return InvalidArgument(fmt::format("app.lda.sampler must be \"sparse\" or \"plain\", got \"{}\"", lda.sampler()));
-  }
-  if (lda.eval_sweeps() < 1) {
-    return InvalidArgument(fmt::format("app.lda.eval_sweeps must be >= 1, got {}", lda.eval_sweeps()));
-  }
   return Status::Ok();
 }
 

@@ -1,24 +1,17 @@
 #include "apps/lr/register.h"
 
-#include <fmt/format.h>
-
-#include <cmath>
-
 #include "apps/lr/datasets.h"
 #include "apps/lr/lr_app.h"
+#include "framework/core/field_rules.h"
 
 namespace stalelearn::apps::lr {
 
+// Defaults and ranges are declared in lr_config.proto; the one generic
+// resolver applies them (again, harmlessly, after the config loader did:
+// this is also called on sections of configs built in code).
 Status ResolveConfig(LrConfig& lr, proto::Config& config) {
-  if (lr.learning_rate() == 0) lr.set_learning_rate(0.2f);
-  if (lr.l2() == 0) lr.set_l2(1e-6f);
+  STALELEARN_RETURN_IF_ERROR(config::ResolveFieldRules(lr, "app.lr"));
   if (config.data().name().empty() && config.data().path().empty()) config.mutable_data()->set_name("spam");
-  if (!(lr.learning_rate() > 0) || !std::isfinite(lr.learning_rate())) {
-    return InvalidArgument(fmt::format("app.lr.learning_rate must be > 0, got {}", lr.learning_rate()));
-  }
-  if (lr.l2() < 0 || !std::isfinite(lr.l2())) {
-    return InvalidArgument(fmt::format("app.lr.l2 must be >= 0, got {}", lr.l2()));
-  }
   return Status::Ok();
 }
 

@@ -1,4 +1,4 @@
-// Where the timing backend looks for presets when config.timing.preset_dir is
+// Where the timing backend looks for presets when backend.timing.preset_dir is
 // empty. Its definition (default_preset_dir.cc) is compiled apart from the
 // backend so that the path can differ between the build tree (the source
 // tree's backends/timing/presets) and programs built against an installed

@@ -1,7 +1,8 @@
-// Registration of the 'timing' backend: wraps the inner backend named by the
-// options, prices it with the presets, and, when the ranks are threads of one
-// process, shares one VirtualTimeScheduler among them through the in-process
-// group.
+// Registration of the 'timing' backend: its options message (the config
+// section `backend { name: "timing" timing { ... } }`, timing_options.proto)
+// and a factory that wraps the inner backend named by the options, prices it
+// with the presets, and, when the ranks are threads of one process, shares
+// one VirtualTimeScheduler among them through the in-process group.
 #include "backends/timing/register.h"
 
 #include <fmt/format.h>
@@ -68,7 +69,7 @@ Result<std::shared_ptr<VirtualTimeScheduler>> JobScheduler(const TimingOptions& 
 }
 
 Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transport::BackendContext& context) {
-  STALELEARN_ASSIGN_OR_RETURN(TimingOptions options, ParseTimingOptions(context.options));
+  STALELEARN_ASSIGN_OR_RETURN(TimingOptions options, ParseTimingOptions(context.params, context.options));
   const transport::BackendContext inner_context{context.bootstrap, options.inner_options, context.registry};
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> inner,
                               context.registry.Create(options.inner, inner_context));
@@ -82,10 +83,15 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
 }  // namespace
 
 Status RegisterBackend(transport::BackendRegistry& registry) {
+  config::Section section{"timing", &stalelearn::timing::TimingBackendOptions::default_instance(),
+                          [](google::protobuf::Message& params, proto::Config&) {
+                            return ResolveTimingSection(static_cast<stalelearn::timing::TimingBackendOptions&>(params));
+                          }};
   return registry.Add("timing",
                       "simulated PIM, link and compute latencies in virtual time over another backend "
-                      "(options: inner=local|ucx, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, cores)",
-                      CreateTimingTransport);
+                      "(section timing { inner memory link compute preset_dir schedule link_bandwidth_gb_per_s "
+                      "quantum_ns cores })",
+                      CreateTimingTransport, std::move(section));
 }
 
 }  // namespace stalelearn::backends::timing

@@ -6,16 +6,60 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "framework/core/field_rules.h"
+
 namespace stalelearn::backends::timing {
 namespace {
 
 constexpr std::string_view kInnerPrefix = "inner.";
-constexpr std::string_view kKnownKeys = "inner, memory, link, compute, preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, cores, inner.<key>";
+
+// "inner, memory, ..., inner.<key>": the section's fields, in their order.
+std::string KnownKeys() {
+  const google::protobuf::Descriptor* d = stalelearn::timing::TimingBackendOptions::descriptor();
+  std::string known;
+  for (int i = 0; i < d->field_count(); ++i) known += d->field(i)->name() + ", ";
+  return known + "inner.<key>";
+}
+
+Result<ScheduleMode> ScheduleOf(const std::string& value) {
+  if (value == "auto") return ScheduleMode::kAuto;
+  if (value == "virtual-time") return ScheduleMode::kVirtualTime;
+  if (value == "none") return ScheduleMode::kNone;
+  return InvalidArgument(fmt::format("option schedule: '{}' is not auto, virtual-time or none", value));
+}
+
+Result<TimingOptions> FromSection(const google::protobuf::Any* params) {
+  stalelearn::timing::TimingBackendOptions section;
+  if (params != nullptr && !params->UnpackTo(&section)) {
+    return InvalidArgument(fmt::format("backend.params holds {}, not the timing backend's options", params->type_url()));
+  }
+  // A section from the config loader is resolved already (this is then a
+  // no-op); a backend created directly gets the declared defaults here.
+  STALELEARN_RETURN_IF_ERROR(config::ResolveFieldRules(section, "backend.timing"));
+  STALELEARN_RETURN_IF_ERROR(ResolveTimingSection(section));
+  TimingOptions parsed;
+  parsed.inner = section.inner();
+  parsed.memory = section.memory();
+  parsed.link = section.link();
+  parsed.compute = section.compute();
+  parsed.preset_dir = section.preset_dir();
+  STALELEARN_ASSIGN_OR_RETURN(parsed.schedule, ScheduleOf(section.schedule()));
+  parsed.link_bandwidth_gb_per_s = section.link_bandwidth_gb_per_s();
+  parsed.quantum_ns = section.quantum_ns();
+  parsed.cores = section.cores();
+  return parsed;
+}
 
 }  // namespace
 
-Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string>& options) {
-  TimingOptions parsed;
+Status ResolveTimingSection(stalelearn::timing::TimingBackendOptions& section) {
+  if (section.inner() == "timing") return InvalidArgument("backend.timing.inner: 'timing' cannot wrap itself");
+  return Status::Ok();
+}
+
+Result<TimingOptions> ParseTimingOptions(const google::protobuf::Any* params,
+                                         const std::map<std::string, std::string>& options) {
+  STALELEARN_ASSIGN_OR_RETURN(TimingOptions parsed, FromSection(params));
   for (const auto& [key, value] : options) {
     if (key.starts_with(kInnerPrefix) && key.size() > kInnerPrefix.size()) {
       parsed.inner_options[key.substr(kInnerPrefix.size())] = value;
@@ -31,10 +75,7 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
     } else if (key == "preset_dir") {
       parsed.preset_dir = value;
     } else if (key == "schedule") {
-      if (value == "auto") parsed.schedule = ScheduleMode::kAuto;
-      else if (value == "virtual-time") parsed.schedule = ScheduleMode::kVirtualTime;
-      else if (value == "none") parsed.schedule = ScheduleMode::kNone;
-      else return InvalidArgument(fmt::format("option schedule: '{}' is not auto, virtual-time or none", value));
+      STALELEARN_ASSIGN_OR_RETURN(parsed.schedule, ScheduleOf(value));
     } else if (key == "link_bandwidth_gb_per_s") {
       char* end = nullptr;
       parsed.link_bandwidth_gb_per_s = std::strtod(value.c_str(), &end);
@@ -56,20 +97,10 @@ Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string
       }
       parsed.cores = static_cast<int>(cores);
     } else {
-      return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, kKnownKeys));
+      return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, KnownKeys()));
     }
   }
   return parsed;
-}
-
-void AddTimingConfig(const proto::TimingConfig& timing, std::map<std::string, std::string>& options) {
-  auto add = [&](const char* key, const std::string& value) {
-    if (!value.empty()) options.emplace(key, value);  // emplace keeps an explicit option
-  };
-  add("memory", timing.memory());
-  add("link", timing.link());
-  add("compute", timing.compute());
-  add("preset_dir", timing.preset_dir());
 }
 
 }  // namespace stalelearn::backends::timing

@@ -1,5 +1,8 @@
-// Options of the 'timing' backend (config.backend.options, plus config.timing
-// merged in by AddTimingConfig). Keys:
+// Options of the 'timing' backend: its config section (timing_options.proto,
+// `backend { name: "timing" timing { ... } }`, resolved with its declared
+// defaults; BackendContext::params), then string options by key over it
+// (config.backend.options, or the map of a backend created directly). Keys,
+// the section's fields (defaults: timing_options.proto):
 //   inner       backend to wrap: "local" (default) or "ucx"; never "timing"
 //   memory      memory-side preset (default "hmc2")
 //   link        link preset (default "pcie4-x16")
@@ -27,6 +30,9 @@
 #include <map>
 #include <string>
 
+#include <google/protobuf/any.pb.h>
+
+#include "backends/timing/timing_options.pb.h"
 #include "framework/core/status.h"
 #include "framework/proto/config.pb.h"
 
@@ -34,11 +40,12 @@ namespace stalelearn::backends::timing {
 
 enum class ScheduleMode { kAuto, kVirtualTime, kNone };
 
+// The options as the backend uses them (defaults: the section's declared ones).
 struct TimingOptions {
-  std::string inner = "local";
-  std::string memory = "hmc2";
-  std::string link = "pcie4-x16";
-  std::string compute = "gpu-gtx580";
+  std::string inner;
+  std::string memory;
+  std::string link;
+  std::string compute;
   std::filesystem::path preset_dir;  // empty: DefaultPresetDir()
   ScheduleMode schedule = ScheduleMode::kAuto;
   double link_bandwidth_gb_per_s = 0;  // 0: the link preset's
@@ -47,10 +54,16 @@ struct TimingOptions {
   std::map<std::string, std::string> inner_options;
 };
 
-Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string>& options);
+// `params`: the resolved section (config.backend.params), or null for the
+// declared defaults; `options` by key over it. Errors name the option.
+Result<TimingOptions> ParseTimingOptions(const google::protobuf::Any* params,
+                                         const std::map<std::string, std::string>& options);
+inline Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string>& options) {
+  return ParseTimingOptions(nullptr, options);
+}
 
-// Copies the non-empty fields of config.timing (memory, link, compute,
-// preset_dir) into `options` where the key is not set already.
-void AddTimingConfig(const proto::TimingConfig& timing, std::map<std::string, std::string>& options);
+// The section's resolve function (after its declared rules): what the
+// rules cannot say (inner is not "timing").
+Status ResolveTimingSection(stalelearn::timing::TimingBackendOptions& section);
 
 }  // namespace stalelearn::backends::timing

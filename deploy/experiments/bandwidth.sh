@@ -18,7 +18,7 @@ run_app() {  # NAME CONFIG DATASET TARGET SETS
   local name=$1 config=$2 target=$4 sets=$5 epochs=${BANDWIDTH_EPOCHS[$1]:-12}
   # shellcheck disable=SC2086
   sweep --config "$config" $sets --set training.epochs="$epochs" \
-    --grid backend.options.link_bandwidth_gb_per_s=0.25,1,4,16,31.5 \
+    --grid backend.timing.link_bandwidth_gb_per_s=0.25,1,4,16,31.5 \
     --grid consistency.mode:consistency.staleness=SSP:0,SSP:2 ${target:+--target "$target"} \
     --baseline consistency.mode:consistency.staleness=SSP:0 --out "$OUT/$name"
   echo "== $name: SSP s=2 over BSP against link GB/s (simulated, $epochs epochs)"

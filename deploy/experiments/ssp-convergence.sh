@@ -14,7 +14,7 @@ run_app() {  # NAME CONFIG DATASET TARGET SETS
   local name=$1 config=$2 target=$4 sets=$5
   [ -n "$target" ] || { echo "$EXPERIMENT: skipping $name: no target in lib.sh" >&2; return; }
   # shellcheck disable=SC2086
-  sweep --config "$config" $sets --set timing.compute=cpu-core \
+  sweep --config "$config" $sets --set backend.timing.compute=cpu-core \
     --set training.straggler.transient_probability=0.1 --set training.straggler.transient_delay=4 \
     --grid consistency.mode:consistency.staleness=SSP:0,SSP:1,SSP:2,SSP:4,SSP:8,ESSP:2,ASP:0 \
     --repeats 3 --target "$target" --baseline consistency.mode:consistency.staleness=SSP:0 --out "$OUT/$name"

@@ -52,14 +52,14 @@ run_app() {  # NAME CONFIG DATASET TARGET SETS
   local name=$1 config=$2 sets=$5 s
   for s in ${SPEEDUP_SETS[$name]:-}; do sets+=" --set $s"; done
   # shellcheck disable=SC2086
-  local common=(--config "$config" $sets --set backend.name=timing --set timing.preset_dir="$PRESETS"
-                --set timing.link=$LINK --set timing.compute=$COMPUTE --set consistency.staleness=2
+  local common=(--config "$config" $sets --set backend.name=timing --set backend.timing.preset_dir="$PRESETS"
+                --set backend.timing.link=$LINK --set backend.timing.compute=$COMPUTE --set consistency.staleness=2
                 --set training.epochs=1 --ranks 4:1 --baseline consistency.mode=DIRECT --no-plots)
-  sweep "${common[@]}" --grid timing.memory="$MEMORY_LIST" --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/base"
-  sweep "${common[@]}" --grid timing.memory="$MEMORY_VARIANTS" --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/memory-e"
-  sweep "${common[@]}" --grid timing.link="$LINK_VARIANTS" --grid timing.memory="$MEMORY_LIST" \
+  sweep "${common[@]}" --grid backend.timing.memory="$MEMORY_LIST" --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/base"
+  sweep "${common[@]}" --grid backend.timing.memory="$MEMORY_VARIANTS" --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/memory-e"
+  sweep "${common[@]}" --grid backend.timing.link="$LINK_VARIANTS" --grid backend.timing.memory="$MEMORY_LIST" \
     --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/link-e"
-  sweep "${common[@]}" --grid timing.compute="$COMPUTE_VARIANTS" --grid timing.memory="$MEMORY_LIST" \
+  sweep "${common[@]}" --grid backend.timing.compute="$COMPUTE_VARIANTS" --grid backend.timing.memory="$MEMORY_LIST" \
     --grid consistency.mode=SSP,DIRECT --out "$OUT/$name/compute-e"
   # speedup.csv columns: row, the grid fields, baseline, time, seconds, baseline_seconds, speedup, ...
   # (speedup: column 8 with two grid fields, 9 with three)

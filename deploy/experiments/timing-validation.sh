@@ -65,8 +65,8 @@ for row in "${ROWS[@]}"; do
     fi
   done
   "$BIN" train --config "$config" --ranks "$threads" "${set_args[@]}" --report "$OUT/$name.predicted.json" \
-    --set backend.name=timing --set timing.preset_dir="$PRESETS" --set timing.compute="$compute" \
-    --set timing.memory="$memory" --set timing.link="$link" --set backend.options.cores="$CORES" >/dev/null
+    --set backend.name=timing --set backend.timing.preset_dir="$PRESETS" --set backend.timing.compute="$compute" \
+    --set backend.timing.memory="$memory" --set backend.timing.link="$link" --set backend.timing.cores="$CORES" >/dev/null
 done
 
 # A capped link between hosts: 3 network namespaces (deploy/cluster/box.sh,
@@ -88,10 +88,10 @@ box_row() {
   ./deploy/cluster/box.sh down >/dev/null
   trap - EXIT
   "$BIN" train --config apps/mf/movielens.pbtxt --ranks 2:1 --set output.quiet=true --set training.epochs=3 \
-    --report "$OUT/$name.predicted.json" --set backend.name=timing --set timing.preset_dir="$PRESETS" \
-    --set timing.compute=calibrated-cpu-mf-movielens --set timing.memory=calibrated-host-cached \
-    --set timing.link=calibrated-ucx-tcp --set backend.options.link_bandwidth_gb_per_s=0.00625 \
-    --set backend.options.cores="$CORES" >/dev/null
+    --report "$OUT/$name.predicted.json" --set backend.name=timing --set backend.timing.preset_dir="$PRESETS" \
+    --set backend.timing.compute=calibrated-cpu-mf-movielens --set backend.timing.memory=calibrated-host-cached \
+    --set backend.timing.link=calibrated-ucx-tcp --set backend.timing.link_bandwidth_gb_per_s=0.00625 \
+    --set backend.timing.cores="$CORES" >/dev/null
   ROWS+=("$name")
 }
 box_row

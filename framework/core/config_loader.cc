@@ -4,6 +4,8 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include "framework/core/field_rules.h"
+
 #include <cerrno>
 #include <cstring>
 #include <charconv>
@@ -132,21 +134,10 @@ pb::Message& MapEntry(pb::Message& msg, const pb::FieldDescriptor& field, std::s
 }
 
 Status ValidateEarlyStoppingFields(const proto::EarlyStoppingConfig& config) {
-  if (config.patience() < 0) {
-    return InvalidArgument(fmt::format("training.early_stopping.patience must be >= 0, got {}", config.patience()));
-  }
-  if (!(config.min_delta() >= 0)) {
-    return InvalidArgument(fmt::format("training.early_stopping.min_delta must be >= 0, got {}", config.min_delta()));
-  }
   if (!config.direction().empty() && config.direction() != "min" && config.direction() != "max") {
     return InvalidArgument(fmt::format("training.early_stopping.direction must be \"min\" or \"max\", got \"{}\"",
                                        config.direction()));
   }
-  return Status::Ok();
-}
-
-Status RequirePositive(double value, std::string_view field) {
-  if (!(value > 0)) return InvalidArgument(fmt::format("{} must be > 0, got {}", field, value));
   return Status::Ok();
 }
 
@@ -219,16 +210,13 @@ Status ApplyOverride(pb::Message& config, std::string_view assignment) {
 }
 
 Status ResolveDefaults(proto::Config& c) {
-  if (c.data().test_fraction() == 0) c.mutable_data()->set_test_fraction(0.1);
+  // The constant defaults are declared in config.proto ((stalelearn.rules));
+  // the ones that depend on other fields or on the machine are filled here.
+  STALELEARN_RETURN_IF_ERROR(FillDeclaredDefaults(c));
   if (c.data().split_seed() == 0) c.mutable_data()->set_split_seed(c.seed());
   auto* t = c.mutable_training();
-  if (t->epochs() == 0) t->set_epochs(20);
   // samples_per_clock 0 stays: its share of global_samples_per_clock is
   // derived once the number of compute ranks is known (runtime/train.cc).
-  if (t->global_samples_per_clock() == 0) t->set_global_samples_per_clock(4096);
-  if (t->threads_per_rank() == 0) t->set_threads_per_rank(1);
-  if (t->eval_every_epochs() == 0) t->set_eval_every_epochs(1);
-  if (t->locality().empty()) t->set_locality("auto");
   if (t->scratchpad_bytes() == 0) {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     t->set_scratchpad_bytes(l2 > 0 ? l2 : std::int64_t{1} << 20);
@@ -238,39 +226,22 @@ Status ResolveDefaults(proto::Config& c) {
   std::string mode = cons->mode().empty() ? "SSP" : cons->mode();
   std::ranges::transform(mode, mode.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
   cons->set_mode(mode);
-  auto* cl = c.mutable_cluster();
-  if (cl->memory_ranks() == 0) cl->set_memory_ranks(1);
-  if (cl->partitioning() == proto::PARTITION_UNSPECIFIED) cl->set_partitioning(proto::RANGE);
-  if (cl->placement() == proto::PLACEMENT_UNSPECIFIED) cl->set_placement(proto::MEMORY_LAST);
-  if (cl->ring_slots() == 0) cl->set_ring_slots(8);
-  if (cl->slot_bytes() == 0) cl->set_slot_bytes(4 << 20);
   if (c.wait().warn_after_seconds() == 0) c.mutable_wait()->set_warn_after_seconds(30);
   if (c.output().progress_seconds() == 0) c.mutable_output()->set_progress_seconds(10);
   auto* cp = t->mutable_checkpoint();
-  if (cp->keep() == 0) cp->set_keep(2);
   if (cp->dir().empty() && cp->every_clocks() > 0) cp->set_dir(cp->resume_dir());
   return Validate(c);
 }
 
 Status Validate(const proto::Config& c) {
-  if (!(c.data().test_fraction() > 0 && c.data().test_fraction() < 1)) {
-    return InvalidArgument(fmt::format("data.test_fraction must be in (0, 1), got {}", c.data().test_fraction()));
-  }
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().epochs(), "training.epochs"));
+  // The declared ranges (config.proto), then what relates several fields or
+  // needs a hint the rules cannot give.
+  STALELEARN_RETURN_IF_ERROR(CheckDeclaredRules(c, ""));
   STALELEARN_RETURN_IF_ERROR(ValidateEarlyStoppingFields(c.training().early_stopping()));
   if (c.training().samples_per_clock() < 0) {
     return InvalidArgument(fmt::format("training.samples_per_clock must be >= 0 (0: derived from "
                                        "training.global_samples_per_clock), got {}",
                                        c.training().samples_per_clock()));
-  }
-  STALELEARN_RETURN_IF_ERROR(
-      RequirePositive(c.training().global_samples_per_clock(), "training.global_samples_per_clock"));
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().threads_per_rank(), "training.threads_per_rank"));
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.training().eval_every_epochs(), "training.eval_every_epochs"));
-  if (c.training().locality() != "auto" && c.training().locality() != "grid" &&
-      c.training().locality() != "stratified" && c.training().locality() != "none") {
-    return InvalidArgument(fmt::format("training.locality must be \"auto\", \"grid\", \"stratified\" or \"none\", got \"{}\"",
-                                       c.training().locality()));
   }
   if (c.training().scratchpad_bytes() < 4096) {
     return InvalidArgument(fmt::format("training.scratchpad_bytes must be >= 4096 (0: the L2 size), got {}",
@@ -292,9 +263,6 @@ Status Validate(const proto::Config& c) {
     return InvalidArgument(fmt::format("training.straggler.transient_delay must be >= 0 (0: default 4), got {}",
                                        straggler.transient_delay()));
   }
-  if (c.consistency().staleness() < 0) {
-    return InvalidArgument(fmt::format("consistency.staleness must be >= 0, got {}", c.consistency().staleness()));
-  }
   if (!(c.wait().timeout_seconds() >= 0 && std::isfinite(c.wait().timeout_seconds()))) {
     return InvalidArgument(fmt::format("wait.timeout_seconds must be >= 0 (0: the default), got {}",
                                        c.wait().timeout_seconds()));
@@ -307,7 +275,6 @@ Status Validate(const proto::Config& c) {
     return InvalidArgument(fmt::format("wait.warn_after_seconds must be finite (negative: never), got {}",
                                        c.wait().warn_after_seconds()));
   }
-  STALELEARN_RETURN_IF_ERROR(RequirePositive(c.cluster().memory_ranks(), "cluster.memory_ranks"));
   const auto& checkpoint = c.training().checkpoint();
   if (checkpoint.every_clocks() < 0) {
     return InvalidArgument(
@@ -315,9 +282,6 @@ Status Validate(const proto::Config& c) {
   }
   if (checkpoint.every_clocks() > 0 && checkpoint.dir().empty()) {
     return InvalidArgument("training.checkpoint.every_clocks needs training.checkpoint.dir");
-  }
-  if (checkpoint.keep() < 1) {
-    return InvalidArgument(fmt::format("training.checkpoint.keep must be >= 1, got {}", checkpoint.keep()));
   }
   const double dead_after = c.faults().dead_after_seconds();
   if (!(dead_after >= 0 && std::isfinite(dead_after))) {
@@ -332,19 +296,6 @@ Status Validate(const proto::Config& c) {
   }
   if (c.debug().stop_at_clock() < 0) {
     return InvalidArgument(fmt::format("debug.stop_at_clock must be >= 0, got {}", c.debug().stop_at_clock()));
-  }
-  // Upper bounds: a ring is registered memory on every memory rank, once per
-  // compute rank; a typo (an extra digit or two) must be a config error, not
-  // a failed multi-terabyte allocation on every rank.
-  constexpr int kMaxRingSlots = 4096;
-  constexpr std::int64_t kMaxSlotBytes = std::int64_t{1} << 30;
-  if (c.cluster().ring_slots() < 2 || c.cluster().ring_slots() > kMaxRingSlots) {
-    return InvalidArgument(fmt::format("cluster.ring_slots must be in [2, {}], got {}", kMaxRingSlots,
-                                       c.cluster().ring_slots()));
-  }
-  if (c.cluster().slot_bytes() < 4096 || c.cluster().slot_bytes() > kMaxSlotBytes) {
-    return InvalidArgument(fmt::format("cluster.slot_bytes must be in [4096, {}], got {}", kMaxSlotBytes,
-                                       c.cluster().slot_bytes()));
   }
   return Status::Ok();
 }

@@ -5,8 +5,13 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <google/protobuf/any.pb.h>
+
 #include <algorithm>
+#include <map>
 #include <set>
+
+#include "framework/core/field_rules.h"
 
 namespace stalelearn::config {
 namespace {
@@ -15,6 +20,35 @@ namespace pb = google::protobuf;
 
 constexpr const char* kPackage = "stalelearn.dynamic";
 constexpr int kFirstSectionNumber = 100;
+// Every container keeps its resolved section in field 15.
+constexpr int kParamsNumber = 15;
+static_assert(proto::AppConfig::kParamsFieldNumber == kParamsNumber);
+static_assert(proto::BackendConfig::kParamsFieldNumber == kParamsNumber);
+static_assert(proto::MergeConfig::kParamsFieldNumber == kParamsNumber);
+
+// Where each kind's sections go: the container message (copied into the
+// dynamic pool as `dynamic_name`, with one field per section), the field
+// that names the chosen section, and the path errors use.
+struct KindInfo {
+  const char* dynamic_name;
+  const pb::Descriptor* container;
+  const char* name_field;
+  const char* path;
+};
+
+KindInfo Info(SectionKind kind) {
+  switch (kind) {
+    case SectionKind::kApp: return {"AppSection", proto::AppConfig::descriptor(), "name", "app"};
+    case SectionKind::kBackend: return {"BackendSection", proto::BackendConfig::descriptor(), "name", "backend"};
+    case SectionKind::kMergePolicy: return {"MergeSection", proto::MergeConfig::descriptor(), "policy", "merge"};
+  }
+  return {};
+}
+
+constexpr std::array<SectionKind, kSectionKinds> kKinds = {SectionKind::kApp, SectionKind::kBackend,
+                                                           SectionKind::kMergePolicy};
+
+std::string DynamicName(SectionKind kind) { return fmt::format(".{}.{}", kPackage, Info(kind).dynamic_name); }
 
 bool IsIdentifier(std::string_view name) {
   if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
@@ -91,6 +125,9 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
     if (!first_.empty()) return;
     std::string text = message;
     Replace(text, fmt::format("\"{}.AppSection\"", kPackage), fmt::format("app (apps: {})", known_apps_));
+    for (SectionKind kind : {SectionKind::kBackend, SectionKind::kMergePolicy}) {
+      Replace(text, DynamicName(kind).substr(1), Info(kind).container->full_name());
+    }
     Replace(text, fmt::format("{}.Config", kPackage), "stalelearn.proto.Config");
     first_ = fmt::format("{}:{}:{}: {}", source_, line + 1, column + 1, text);
   }
@@ -108,42 +145,62 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
   std::string first_;
 };
 
-// Rewrites references to Config's nested types (map entries) into the copy's.
-void RetargetNested(pb::DescriptorProto& message, const std::string& from, const std::string& to) {
+// Rewrites type references of a copied message: whole names in `exact`, and
+// names under `prefix_from` (the original's nested types) into the copy's.
+void Retarget(pb::DescriptorProto& message, const std::map<std::string, std::string>& exact,
+              const std::string& prefix_from, const std::string& prefix_to) {
   for (pb::FieldDescriptorProto& field : *message.mutable_field()) {
-    if (field.type_name().rfind(from, 0) == 0) field.set_type_name(to + field.type_name().substr(from.size()));
+    field.clear_options();  // the declared rules apply to the typed messages, not to this copy
+    if (auto it = exact.find(field.type_name()); it != exact.end()) {
+      field.set_type_name(it->second);
+    } else if (field.type_name().rfind(prefix_from, 0) == 0) {
+      field.set_type_name(prefix_to + field.type_name().substr(prefix_from.size()));
+    }
   }
-  for (pb::DescriptorProto& nested : *message.mutable_nested_type()) RetargetNested(nested, from, to);
+  for (pb::DescriptorProto& nested : *message.mutable_nested_type()) Retarget(nested, exact, prefix_from, prefix_to);
+}
+
+pb::FieldDescriptorProto* AddMessageField(pb::DescriptorProto& message, const std::string& name, int number,
+                                          const std::string& type) {
+  pb::FieldDescriptorProto* f = message.add_field();
+  f->set_name(name);
+  f->set_number(number);
+  f->set_type(pb::FieldDescriptorProto::TYPE_MESSAGE);
+  f->set_label(pb::FieldDescriptorProto::LABEL_OPTIONAL);
+  f->set_type_name("." + type);
+  return f;
 }
 
 }  // namespace
 
-Status ConfigSchema::AddApp(AppSection section) {
+Status ConfigSchema::Add(SectionKind kind, Section section) {
+  const char* what = Info(kind).path;
   if (!IsIdentifier(section.name)) {
-    return InvalidArgument(fmt::format("app name '{}' must be an identifier ([A-Za-z_][A-Za-z0-9_]*)", section.name));
+    return InvalidArgument(fmt::format("{} name '{}' must be an identifier ([A-Za-z_][A-Za-z0-9_]*)", what, section.name));
   }
-  if (section.prototype == nullptr) return InvalidArgument(fmt::format("app '{}' has no config message", section.name));
-  if (FindApp(section.name) != nullptr) return InvalidArgument(fmt::format("app '{}' registered twice", section.name));
-  apps_.push_back(std::move(section));
+  if (section.prototype == nullptr) return InvalidArgument(fmt::format("{} '{}' has no config message", what, section.name));
+  auto& list = sections_[static_cast<int>(kind)];
+  if (std::ranges::find(list, section.name, &Section::name) != list.end()) {
+    return InvalidArgument(fmt::format("{} '{}' registered twice", what, section.name));
+  }
+  list.push_back(std::move(section));
   return Status::Ok();
 }
 
 std::string ConfigSchema::KnownApps() const {
-  if (apps_.empty()) return "(none registered)";
+  if (apps().empty()) return "(none registered)";
   std::vector<std::string> names;
-  for (const AppSection& a : apps_) names.push_back(a.name);
+  for (const Section& a : apps()) names.push_back(a.name);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-const AppSection* ConfigSchema::FindApp(std::string_view name) const {
-  for (const AppSection& a : apps_) {
-    if (a.name == name) return &a;
-  }
-  return nullptr;
+const Section* ConfigSchema::FindApp(std::string_view name) const {
+  const auto it = std::ranges::find(apps(), name, &Section::name);
+  return it == apps().end() ? nullptr : &*it;
 }
 
 ConfigReader::ConfigReader(const ConfigSchema& schema)
-    : apps_(schema.apps()), known_apps_(schema.KnownApps()), pool_(pb::DescriptorPool::generated_pool()) {
+    : schema_(schema), pool_(pb::DescriptorPool::generated_pool()) {
   factory_.SetDelegateToGeneratedFactory(true);
 }
 
@@ -156,37 +213,41 @@ Result<std::unique_ptr<ConfigReader>> ConfigReader::Make(const ConfigSchema& sch
   file.set_package(kPackage);
   file.set_syntax("proto3");
   std::set<std::string> dependencies{config->file()->name()};
-  for (const AppSection& a : reader->apps_) dependencies.insert(a.prototype->GetDescriptor()->file()->name());
+  std::map<std::string, std::string> exact;  // a container's type -> its copy with sections
+  for (SectionKind kind : kKinds) {
+    for (const Section& s : schema.sections(kind)) dependencies.insert(s.prototype->GetDescriptor()->file()->name());
+    exact["." + Info(kind).container->full_name()] = DynamicName(kind);
+  }
   for (const std::string& d : dependencies) file.add_dependency(d);
 
-  pb::DescriptorProto* section = file.add_message_type();
-  section->set_name("AppSection");
-  pb::FieldDescriptorProto* name = section->add_field();
-  name->set_name("name");
-  name->set_number(proto::AppConfig::kNameFieldNumber);
-  name->set_type(pb::FieldDescriptorProto::TYPE_STRING);
-  name->set_label(pb::FieldDescriptorProto::LABEL_OPTIONAL);
-  for (std::size_t i = 0; i < reader->apps_.size(); ++i) {
-    pb::FieldDescriptorProto* f = section->add_field();
-    f->set_name(reader->apps_[i].name);
-    f->set_number(kFirstSectionNumber + static_cast<int>(i));
-    f->set_type(pb::FieldDescriptorProto::TYPE_MESSAGE);
-    f->set_label(pb::FieldDescriptorProto::LABEL_OPTIONAL);
-    f->set_type_name("." + reader->apps_[i].prototype->GetDescriptor()->full_name());
+  for (SectionKind kind : kKinds) {
+    const KindInfo info = Info(kind);
+    pb::DescriptorProto* copy = file.add_message_type();
+    info.container->CopyTo(copy);
+    copy->set_name(info.dynamic_name);
+    auto* fields = copy->mutable_field();
+    fields->erase(std::remove_if(fields->begin(), fields->end(),
+                                 [](const pb::FieldDescriptorProto& f) { return f.number() == kParamsNumber; }),
+                  fields->end());
+    Retarget(*copy, {}, "." + info.container->full_name() + ".", DynamicName(kind) + ".");
+    const std::vector<Section>& sections = schema.sections(kind);
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+      AddMessageField(*copy, sections[i].name, kFirstSectionNumber + static_cast<int>(i),
+                      sections[i].prototype->GetDescriptor()->full_name());
+    }
   }
-
   pb::DescriptorProto* copy = file.add_message_type();
   config->CopyTo(copy);
-  RetargetNested(*copy, "." + config->full_name() + ".", fmt::format(".{}.Config.", kPackage));
-  for (pb::FieldDescriptorProto& f : *copy->mutable_field()) {
-    if (f.number() == proto::Config::kAppFieldNumber) f.set_type_name(fmt::format(".{}.AppSection", kPackage));
-  }
+  Retarget(*copy, exact, "." + config->full_name() + ".", fmt::format(".{}.Config.", kPackage));
   if (reader->pool_.BuildFile(file) == nullptr) {
-    return Internal("cannot build the config schema (an app's config message clashes with the framework's)");
+    return Internal("cannot build the config schema (a section's name clashes with a framework field)");
   }
   reader->config_type_ = reader->pool_.FindMessageTypeByName(fmt::format("{}.Config", kPackage));
-  reader->app_type_ = reader->pool_.FindMessageTypeByName(fmt::format("{}.AppSection", kPackage));
-  if (reader->config_type_ == nullptr || reader->app_type_ == nullptr) return Internal("config schema incomplete");
+  if (reader->config_type_ == nullptr) return Internal("config schema incomplete");
+  for (SectionKind kind : kKinds) {
+    reader->section_types_[static_cast<int>(kind)] = reader->pool_.FindMessageTypeByName(DynamicName(kind).substr(1));
+    if (reader->section_types_[static_cast<int>(kind)] == nullptr) return Internal("config schema incomplete");
+  }
   return reader;
 }
 
@@ -196,7 +257,7 @@ std::unique_ptr<pb::Message> ConfigReader::New() const {
 
 Result<std::unique_ptr<pb::Message>> ConfigReader::Parse(std::string_view text, std::string_view source_name) const {
   std::unique_ptr<pb::Message> message = New();
-  FirstErrorCollector errors(source_name, known_apps_);
+  FirstErrorCollector errors(source_name, schema_.KnownApps());
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(std::string(text), message.get())) {
@@ -206,6 +267,67 @@ Result<std::unique_ptr<pb::Message>> ConfigReader::Parse(std::string_view text, 
   return message;
 }
 
+Status ConfigReader::ResolveSection(SectionKind kind, const pb::Message& dynamic, pb::Message& typed,
+                                    const std::string& path, proto::Config& config) const {
+  const KindInfo info = Info(kind);
+  const std::vector<Section>& sections = schema_.sections(kind);
+  const pb::Reflection& dr = *dynamic.GetReflection();
+  const auto section_field = [&](std::size_t i) {
+    return dynamic.GetDescriptor()->FindFieldByNumber(kFirstSectionNumber + static_cast<int>(i));
+  };
+  std::vector<std::size_t> set_sections;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (dr.HasField(dynamic, section_field(i))) set_sections.push_back(i);
+  }
+  const pb::Reflection& tr = *typed.GetReflection();
+  const pb::FieldDescriptor* name_field = typed.GetDescriptor()->FindFieldByName(info.name_field);
+  std::string name = tr.GetString(typed, name_field);
+  if (name.empty()) {
+    if (set_sections.size() == 1) {
+      name = sections[set_sections[0]].name;
+    } else if (kind == SectionKind::kApp && sections.size() == 1) {
+      name = sections[0].name;
+    } else if (kind == SectionKind::kApp || set_sections.size() > 1) {
+      return InvalidArgument(fmt::format("{}.{} is required ({}s: {})", path, info.name_field, info.path,
+                                         kind == SectionKind::kApp ? schema_.KnownApps() : "more than one section set"));
+    } else {
+      return Status::Ok();  // the default (backend chosen by the program, merge policy sum)
+    }
+  }
+  const auto chosen = std::ranges::find(sections, name, &Section::name);
+  if (chosen == sections.end() && kind == SectionKind::kApp) {
+    return InvalidArgument(fmt::format("app.name: unknown app '{}' (apps: {})", name, schema_.KnownApps()));
+  }
+  if (const std::vector<std::string>& known = schema_.names(kind);
+      !known.empty() && std::ranges::find(known, name) == known.end()) {
+    if (kind == SectionKind::kBackend) {
+      return InvalidArgument(fmt::format("backend.name: unknown backend '{}' (backends: {})", name, fmt::join(known, ", ")));
+    }
+    return InvalidArgument(fmt::format("{}: unknown merge policy '{}' (known: {})", path, name, fmt::join(known, ", ")));
+  }
+  const auto index = static_cast<std::size_t>(chosen - sections.begin());
+  for (std::size_t i : set_sections) {
+    if (i != index) {
+      return InvalidArgument(
+          fmt::format("{}.{} is set but {}.{} is '{}'", path, sections[i].name, path, info.name_field, name));
+    }
+  }
+  tr.SetString(&typed, name_field, name);
+  // A backend or policy without an options message: its registry checks the name.
+  if (chosen == sections.end()) return Status::Ok();
+  std::unique_ptr<pb::Message> params(chosen->prototype->New());
+  if (dr.HasField(dynamic, section_field(index)) &&
+      !params->ParseFromString(dr.GetMessage(dynamic, section_field(index)).SerializeAsString())) {
+    return Internal(fmt::format("{}.{} does not convert", path, name));
+  }
+  const std::string section_path = fmt::format("{}.{}", path, name);
+  STALELEARN_RETURN_IF_ERROR(ResolveFieldRules(*params, section_path));
+  if (chosen->resolve) STALELEARN_RETURN_IF_ERROR(chosen->resolve(*params, config));
+  auto* any = static_cast<pb::Any*>(tr.MutableMessage(&typed, typed.GetDescriptor()->FindFieldByNumber(kParamsNumber)));
+  any->PackFrom(*params);
+  return Status::Ok();
+}
+
 Result<proto::Config> ConfigReader::ToConfig(const pb::Message& full) const {
   if (full.GetDescriptor() != config_type_) return Internal("ToConfig: not a message of this reader");
   if (std::string field = FindInvalidUtf8(full, ""); !field.empty()) {
@@ -213,47 +335,30 @@ Result<proto::Config> ConfigReader::ToConfig(const pb::Message& full) const {
   }
   proto::Config config;
   if (!config.ParseFromString(full.SerializeAsString())) return Internal("config does not convert");
-  // The app sections arrive as unknown fields of AppConfig; only the chosen
-  // one is kept, resolved, in app.params.
-  config.mutable_app()->GetReflection()->MutableUnknownFields(config.mutable_app())->Clear();
+  // The sections arrive as unknown fields of their containers; only the
+  // chosen one of each is kept, resolved, in its params.
+  const auto clear_unknown = [](pb::Message& m) { m.GetReflection()->MutableUnknownFields(&m)->Clear(); };
+  clear_unknown(*config.mutable_app());
+  clear_unknown(*config.mutable_backend());
+  for (auto& [key, value] : *config.mutable_merge()) clear_unknown(value);
 
-  const pb::Message& app = full.GetReflection()->GetMessage(full, config_type_->FindFieldByNumber(
-                                                                      proto::Config::kAppFieldNumber));
-  std::vector<std::size_t> set_sections;
-  for (std::size_t i = 0; i < apps_.size(); ++i) {
-    const pb::FieldDescriptor* f = app_type_->FindFieldByNumber(kFirstSectionNumber + static_cast<int>(i));
-    if (app.GetReflection()->HasField(app, f)) set_sections.push_back(i);
+  const pb::Reflection& r = *full.GetReflection();
+  const auto sub = [&](int number) -> const pb::Message& {
+    return r.GetMessage(full, config_type_->FindFieldByNumber(number));
+  };
+  STALELEARN_RETURN_IF_ERROR(
+      ResolveSection(SectionKind::kApp, sub(proto::Config::kAppFieldNumber), *config.mutable_app(), "app", config));
+  STALELEARN_RETURN_IF_ERROR(ResolveSection(SectionKind::kBackend, sub(proto::Config::kBackendFieldNumber),
+                                            *config.mutable_backend(), "backend", config));
+  const pb::FieldDescriptor* merge = config_type_->FindFieldByNumber(proto::Config::kMergeFieldNumber);
+  for (int i = 0; i < r.FieldSize(full, merge); ++i) {
+    const pb::Message& entry = r.GetRepeatedMessage(full, merge, i);
+    const pb::Descriptor* entry_type = merge->message_type();
+    const std::string key = entry.GetReflection()->GetString(entry, entry_type->map_key());
+    const pb::Message& value = entry.GetReflection()->GetMessage(entry, entry_type->map_value());
+    STALELEARN_RETURN_IF_ERROR(ResolveSection(SectionKind::kMergePolicy, value, (*config.mutable_merge())[key],
+                                              fmt::format("merge.{}", key), config));
   }
-  std::string name = config.app().name();
-  if (name.empty()) {
-    if (set_sections.size() == 1) {
-      name = apps_[set_sections[0]].name;
-    } else if (apps_.size() == 1) {
-      name = apps_[0].name;
-    } else {
-      return InvalidArgument(fmt::format("app.name is required (apps: {})", known_apps_));
-    }
-  }
-  const auto chosen = std::ranges::find(apps_, name, &AppSection::name);
-  if (chosen == apps_.end()) {
-    return InvalidArgument(fmt::format("app.name: unknown app '{}' (apps: {})", name, known_apps_));
-  }
-  const auto index = static_cast<std::size_t>(chosen - apps_.begin());
-  for (std::size_t i : set_sections) {
-    if (i != index) {
-      return InvalidArgument(fmt::format("app.{} is set but app.name is '{}'", apps_[i].name, name));
-    }
-  }
-  std::unique_ptr<pb::Message> params(chosen->prototype->New());
-  const pb::FieldDescriptor* field = app_type_->FindFieldByNumber(kFirstSectionNumber + static_cast<int>(index));
-  if (app.GetReflection()->HasField(app, field)) {
-    if (!params->ParseFromString(app.GetReflection()->GetMessage(app, field).SerializeAsString())) {
-      return Internal(fmt::format("app.{} does not convert", name));
-    }
-  }
-  config.mutable_app()->set_name(name);
-  if (chosen->resolve) STALELEARN_RETURN_IF_ERROR(chosen->resolve(*params, config));
-  config.mutable_app()->mutable_params()->PackFrom(*params);
   return config;
 }
 

@@ -1,7 +1,9 @@
 // The memory-side merge policy of every table, from the config's `merge` map
 // (table name -> MergeConfig; "*" for every table not named) onto
-// sync::MergePolicySpec (framework/sync/merge_policy.h). Zero fields keep
-// the policy's documented defaults; a table no key names merges by sum.
+// sync::MergePolicySpec (framework/sync/merge_policy.h): the policy's options
+// (MergeConfig.params, resolved by the config loader; absent: the declared
+// defaults) copied in by the policy's registry entry, which also gives the
+// spec its factory. A table no key names merges by sum.
 // Stateless functions; thread-safe.
 #pragma once
 
@@ -20,7 +22,8 @@ namespace stalelearn::runtime {
 // (without memory ranks nothing merges on the memory side).
 Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& config,
                                                         const std::vector<model::TableSpec>& tables,
-                                                        bool uses_memory_ranks);
+                                                        bool uses_memory_ranks,
+                                                        const sync::MergePolicyRegistry& policies);
 
 // Whether every table's merge is master += scale x delta (MergePolicy::
 // adds_delta: `sum`, `staleness_aware`). Then a compute rank's own deltas in
@@ -31,7 +34,7 @@ Result<std::vector<sync::MergePolicySpec>> MergeSpecsOf(const proto::Config& con
 // covers them); under any other policy (adam, adagrad, average) the master's
 // version of an own batch differs from the raw delta, and the staleness
 // bound must count the rank's own clocks too.
-// `specs`: MergeSpecsOf's, one per table.
+// `specs`: MergeSpecsOf's, one per table (with their factories).
 Result<bool> MergesAddDeltas(const std::vector<sync::MergePolicySpec>& specs,
                              const std::vector<model::TableSpec>& tables);
 

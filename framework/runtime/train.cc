@@ -43,7 +43,8 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   STALELEARN_ASSIGN_OR_RETURN(const ModeDefinition* mode, inputs.modes.Find(config.consistency().mode()));
   const std::map<std::string, std::string> options(config.backend().options().begin(),
                                                    config.backend().options().end());
-  const transport::BackendContext context{bootstrap, options, inputs.backends};
+  const transport::BackendContext context{bootstrap, options, inputs.backends,
+                                          config.backend().has_params() ? &config.backend().params() : nullptr};
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> backend,
                               inputs.backends.Create(config.backend().name(), context));
   // Capabilities are asked of the transport (decorators forward them).
@@ -63,8 +64,12 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                                    config.cluster().placement()));
   std::vector<TableSpec> tables = inputs.app.Tables();
   STALELEARN_RETURN_IF_ERROR(model::ValidateTables(tables));
-  STALELEARN_ASSIGN_OR_RETURN(std::vector<sync::MergePolicySpec> merge,
-                              MergeSpecsOf(config, tables, mode->uses_memory_ranks));
+  const sync::MergePolicyRegistry builtin_policies =
+      inputs.merge_policies == nullptr ? sync::BuiltinMergePolicyRegistry() : sync::MergePolicyRegistry();
+  STALELEARN_ASSIGN_OR_RETURN(
+      std::vector<sync::MergePolicySpec> merge,
+      MergeSpecsOf(config, tables, mode->uses_memory_ranks,
+                   inputs.merge_policies != nullptr ? *inputs.merge_policies : builtin_policies));
   for (sync::MergePolicySpec& spec : merge) spec.batches_per_clock = std::max(1, roles.compute_ranks());
   const model::ModelLayout layout(std::move(tables), std::max(1, roles.memory_ranks()),
                                   SchemeOf(config.cluster().partitioning()));

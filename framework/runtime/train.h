@@ -28,6 +28,9 @@ struct TrainInputs {
   const ModeRegistry& modes;    // consistency.mode is looked up here
   RuntimeHooks hooks = {};
   sync::WaitOptions wait = {};
+  // The merge policies config.merge names (Registries::merge_policies);
+  // null: the built-in ones.
+  const sync::MergePolicyRegistry* merge_policies = nullptr;
 };
 
 struct RankRun {

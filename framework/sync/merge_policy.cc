@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "framework/core/field_rules.h"
+
 namespace stalelearn::sync {
 
 // One line each: the policy's file defines it (merge_policy_<name>.cc).
@@ -23,13 +25,10 @@ Status RegisterBuiltinMergePolicies(MergePolicyRegistry& registry) {
   return Status::Ok();
 }
 
-const MergePolicyRegistry& BuiltinMergePolicies() {
-  static const MergePolicyRegistry registry = [] {
-    MergePolicyRegistry r;
-    if (!RegisterBuiltinMergePolicies(r).ok()) std::abort();  // programming error: duplicate names
-    return r;
-  }();
-  return registry;
+MergePolicyRegistry BuiltinMergePolicyRegistry() {
+  MergePolicyRegistry r;
+  if (!RegisterBuiltinMergePolicies(r).ok()) std::abort();  // programming error: duplicate names
+  return r;
 }
 
 namespace {
@@ -57,10 +56,42 @@ Status ValidateMergePolicySpec(const MergePolicySpec& spec) {
 }
 
 Status MergePolicyRegistry::Add(std::string name, std::string description, bool merges_int32,
-                                MergePolicyFactory factory) {
+                                MergePolicyFactory factory, MergePolicyOptions options) {
   if (entries_.contains(name)) return InvalidArgument(fmt::format("merge policy '{}' registered twice", name));
-  entries_.emplace(std::move(name), Entry{std::move(description), merges_int32, std::move(factory)});
+  if (options.prototype != nullptr && !options.to_spec) {
+    return InvalidArgument(fmt::format("merge policy '{}': an options message needs to_spec", name));
+  }
+  entries_.emplace(std::move(name),
+                   Entry{std::move(description), merges_int32, std::move(factory), std::move(options)});
   return Status::Ok();
+}
+
+Result<MergePolicySpec> MergePolicyRegistry::Resolve(MergePolicySpec spec,
+                                                     const google::protobuf::Message* options) const {
+  auto it = entries_.find(spec.name);
+  if (it == entries_.end()) {
+    return NotFound(fmt::format("unknown merge policy '{}' (known: {})", spec.name, KnownNames()));
+  }
+  const MergePolicyOptions& own = it->second.options;
+  if (options != nullptr) {
+    if (own.prototype == nullptr || options->GetDescriptor() != own.prototype->GetDescriptor()) {
+      return InvalidArgument(fmt::format("merge policy '{}' has no options of type {}", spec.name,
+                                         options->GetDescriptor()->full_name()));
+    }
+    own.to_spec(*options, spec);
+  } else if (own.prototype != nullptr) {
+    // No options given: the ones the policy's message declares.
+    const std::unique_ptr<google::protobuf::Message> defaults(own.prototype->New());
+    STALELEARN_RETURN_IF_ERROR(config::FillDeclaredDefaults(*defaults));
+    own.to_spec(*defaults, spec);
+  }
+  spec.factory = it->second.factory;
+  return spec;
+}
+
+const google::protobuf::Message* MergePolicyRegistry::OptionsOf(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.options.prototype;
 }
 
 Status MergePolicyRegistry::Validate(const MergePolicySpec& spec, const model::TableSpec& table) const {
@@ -108,15 +139,24 @@ Status ValidateMergePolicies(const std::vector<MergePolicySpec>& specs, const st
 
 Result<std::vector<std::unique_ptr<MergePolicy>>> CreateMergePolicies(const std::vector<MergePolicySpec>& specs,
                                                                       const model::ModelLayout& layout,
-                                                                      model::MemoryIndex shard,
-                                                                      const MergePolicyRegistry& registry) {
+                                                                      model::MemoryIndex shard) {
   const std::vector<model::TableSpec>& tables = layout.tables();
-  STALELEARN_RETURN_IF_ERROR(ValidateMergePolicies(specs, tables, registry));
+  // A spec resolved by a registry brings its factory (and was validated by
+  // that registry at config time); the others name built-in policies.
+  const MergePolicyRegistry builtin = BuiltinMergePolicyRegistry();
+  if (!specs.empty() && specs.size() != tables.size()) return ValidateMergePolicies(specs, tables, builtin);
   std::vector<std::unique_ptr<MergePolicy>> policies;
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const MergePolicySpec spec = specs.empty() ? MergePolicySpec{} : specs[t];
     const std::int64_t rows = layout.partition(model::TableId{static_cast<std::uint32_t>(t)}).ShardRows(shard);
-    STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MergePolicy> policy, registry.Create(spec, tables[t], rows));
+    if (spec.factory) {
+      if (Status status = ValidateMergePolicySpec(spec); !status.ok()) {
+        return status.WithContext(fmt::format("table '{}'", tables[t].name));
+      }
+      policies.push_back(spec.factory(spec, MergePolicyShape{tables[t].type, rows, tables[t].width}));
+      continue;
+    }
+    STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<MergePolicy> policy, builtin.Create(spec, tables[t], rows));
     policies.push_back(std::move(policy));
   }
   return policies;

@@ -43,18 +43,26 @@
 // only, and sum tables hold no state.
 //
 // Adding a policy: one file that defines the class and a
-// Register<Name>MergePolicy function, and one registration line in
-// RegisterBuiltinMergePolicies (merge_policy.cc).
+// Register<Name>MergePolicy function (with its options message, a .proto
+// beside it, when it has parameters), and one registration line in
+// RegisterBuiltinMergePolicies (merge_policy.cc); or a registration of an
+// app's program into runtime::Registries::merge_policies. A policy's options
+// become its config section (`merge { key: "w" value { policy: "adam" adam {
+// beta1: 0.95 } } }`, framework/core/config_schema.h), with the defaults and
+// ranges declared as field options in its .proto.
 //
-//   std::vector<MergePolicySpec> specs = {{.name = "adam", .learning_rate = 0.01f}};  // one per table
-//   STALELEARN_RETURN_IF_ERROR(ValidateMergePolicies(specs, layout.tables()));  // at config time
+//   MergePolicyRegistry registry = BuiltinMergePolicyRegistry();
+//   std::vector<MergePolicySpec> specs = {registry.Resolve({.name = "adam"})};  // one per table
+//   STALELEARN_RETURN_IF_ERROR(ValidateMergePolicies(specs, layout.tables(), registry));  // at config time
 //   auto policies = CreateMergePolicies(specs, layout, shard);  // on the memory rank
 //   ShardMerger merger(layout, shard, threads, std::move(policies).value());
 //
 // Thread-safety: MergePolicySpec is a value type. A MergePolicy is used by its
 // ShardMerger only: Apply may run concurrently for distinct rows of one batch,
 // never concurrently with EndWindow. The registry: Add during start-up only,
-// then const use from any thread.
+// then const use from any thread. Lifetimes: a spec's factory is a copy,
+// independent of the registry that resolved it; an options prototype is a
+// generated default instance (lives for the program).
 #pragma once
 
 #include <cstddef>
@@ -67,14 +75,27 @@
 #include <string_view>
 #include <vector>
 
+#include <google/protobuf/message.h>
+
 #include "framework/core/status.h"
 #include "framework/metrics/work_counters.h"
 #include "framework/model/shard_layout.h"
 
 namespace stalelearn::sync {
 
-// A table's merge policy and its hyperparameters. Fields a policy does not use
-// are still validated, so a typo is caught whichever policy is chosen.
+class MergePolicy;
+struct MergePolicyShape;
+struct MergePolicySpec;
+// Builds a policy for one table's shard rows; the spec is validated and the
+// element type is one the policy merges.
+using MergePolicyFactory =
+    std::function<std::unique_ptr<MergePolicy>(const MergePolicySpec& spec, const MergePolicyShape& shape)>;
+
+// A table's merge policy and its hyperparameters, as the policies read them
+// (the config writes them in the policy's own options message, e.g.
+// AdamOptions; MergePolicyRegistry::Resolve copies them here, its declared
+// defaults included). The values below are for specs built in code (tests,
+// benchmarks) and equal the declared defaults.
 struct MergePolicySpec {
   std::string name = "sum";  // a registered policy: sum, staleness_aware, average, adagrad, adam
   // adagrad, adam: the server step size (lr), > 0.
@@ -93,6 +114,9 @@ struct MergePolicySpec {
   // compute ranks, each pushing its share of the clock's global samples),
   // >= 1. adam divides its step by it (merge_policy_adam.cc).
   int batches_per_clock = 1;
+  // The policy's factory, set by MergePolicyRegistry::Resolve (so that the
+  // memory rank needs no registry). Empty: `name` among the built-in policies.
+  MergePolicyFactory factory;
 };
 
 // kInvalidArgument with one line naming the field ("merge_policy.beta1 must be
@@ -154,15 +178,28 @@ class MergePolicy {
   }
 };
 
-// Builds a policy for one table's shard rows; the spec is validated and the
-// element type is one the policy merges.
-using MergePolicyFactory =
-    std::function<std::unique_ptr<MergePolicy>(const MergePolicySpec& spec, const MergePolicyShape& shape)>;
+// A policy's parameters: its options message and how they become a spec.
+struct MergePolicyOptions {
+  const google::protobuf::Message* prototype = nullptr;  // e.g. &AdamOptions::default_instance()
+  // Copies resolved options (of the prototype's type) into the spec.
+  std::function<void(const google::protobuf::Message& options, MergePolicySpec& spec)> to_spec;
+};
 
 class MergePolicyRegistry {
  public:
-  // kInvalidArgument if `name` is taken.
-  Status Add(std::string name, std::string description, bool merges_int32, MergePolicyFactory factory);
+  // kInvalidArgument if `name` is taken or not an identifier. `options`:
+  // none for a policy without parameters.
+  Status Add(std::string name, std::string description, bool merges_int32, MergePolicyFactory factory,
+             MergePolicyOptions options = {});
+
+  // The spec of policy `spec.name` with `options` (its options message,
+  // resolved; nullptr: the message's declared defaults) copied in and its
+  // factory set;
+  // kNotFound listing the known names if the name is unknown, kInvalidArgument
+  // if `options` is not the policy's options message.
+  Result<MergePolicySpec> Resolve(MergePolicySpec spec, const google::protobuf::Message* options = nullptr) const;
+  // The policy's options prototype, or nullptr (unknown name or none).
+  const google::protobuf::Message* OptionsOf(std::string_view name) const;
 
   // ValidateMergePolicySpec, then: kNotFound listing the known names if the
   // name is unknown; kInvalidArgument naming the table if the policy cannot
@@ -182,6 +219,7 @@ class MergePolicyRegistry {
     std::string description;
     bool merges_int32;
     MergePolicyFactory factory;
+    MergePolicyOptions options;
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };
@@ -189,16 +227,19 @@ class MergePolicyRegistry {
 // Registers sum, staleness_aware, average, adagrad and adam (explicitly: no
 // static initialisers).
 Status RegisterBuiltinMergePolicies(MergePolicyRegistry& registry);
-// A registry holding the built-in policies, built on first use.
-const MergePolicyRegistry& BuiltinMergePolicies();
+// A new registry holding the built-in policies (runtime::Registries starts
+// with one; there is no process-global registry).
+MergePolicyRegistry BuiltinMergePolicyRegistry();
 
 // `specs`: one per table of `tables`, in table order, or empty (sum for every
 // table). Errors name the table ("table 'w': ...").
 Status ValidateMergePolicies(const std::vector<MergePolicySpec>& specs, const std::vector<model::TableSpec>& tables,
-                             const MergePolicyRegistry& registry = BuiltinMergePolicies());
-// The policies of shard `shard`, one per table, for ShardMerger.
-Result<std::vector<std::unique_ptr<MergePolicy>>> CreateMergePolicies(
-    const std::vector<MergePolicySpec>& specs, const model::ModelLayout& layout, model::MemoryIndex shard,
-    const MergePolicyRegistry& registry = BuiltinMergePolicies());
+                             const MergePolicyRegistry& registry);
+// The policies of shard `shard`, one per table, for ShardMerger: each made
+// by its spec's factory (specs from MergePolicyRegistry::Resolve); a spec
+// without one names a built-in policy.
+Result<std::vector<std::unique_ptr<MergePolicy>>> CreateMergePolicies(const std::vector<MergePolicySpec>& specs,
+                                                                      const model::ModelLayout& layout,
+                                                                      model::MemoryIndex shard);
 
 }  // namespace stalelearn::sync

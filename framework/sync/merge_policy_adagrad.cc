@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "framework/sync/merge_policy.h"
+#include "framework/sync/merge_policy_adagrad.pb.h"
 
 namespace stalelearn::sync {
 namespace {
@@ -67,11 +68,21 @@ class AdagradPolicy final : public MergePolicy {
 
 }  // namespace
 
+// The options message (AdagradOptions, merge_policy_adagrad.proto) is the config
+// section `adagrad { ... }`; its declared defaults are the spec's.
 Status RegisterAdagradMergePolicy(MergePolicyRegistry& registry) {
-  return registry.Add("adagrad", "server AdaGrad on the pseudo-gradient -delta", /*merges_int32=*/false,
-                      [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
-                        return std::make_unique<AdagradPolicy>(spec, shape);
-                      });
+  const auto to_spec = [](const google::protobuf::Message& options, MergePolicySpec& spec) {
+    const auto& o = static_cast<const AdagradOptions&>(options);
+    spec.learning_rate = o.learning_rate();
+    spec.epsilon = o.epsilon();
+    spec.initial_accumulator = o.initial_accumulator();
+  };
+  return registry.Add(
+      "adagrad", "server AdaGrad on the pseudo-gradient -delta", /*merges_int32=*/false,
+      [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
+        return std::make_unique<AdagradPolicy>(spec, shape);
+      },
+      MergePolicyOptions{&AdagradOptions::default_instance(), to_spec});
 }
 
 }  // namespace stalelearn::sync

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "framework/sync/merge_policy.h"
+#include "framework/sync/merge_policy_adam.pb.h"
 
 namespace stalelearn::sync {
 namespace {
@@ -128,12 +129,22 @@ class AdamPolicy final : public MergePolicy {
 
 }  // namespace
 
+// The options message (AdamOptions, merge_policy_adam.proto) is the config
+// section `adam { ... }`; its declared defaults are the spec's.
 Status RegisterAdamMergePolicy(MergePolicyRegistry& registry) {
-  return registry.Add("adam", "server Adam on the pseudo-gradient -delta, bias-corrected per row",
-                      /*merges_int32=*/false,
-                      [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
-                        return std::make_unique<AdamPolicy>(spec, shape);
-                      });
+  const auto to_spec = [](const google::protobuf::Message& options, MergePolicySpec& spec) {
+    const auto& o = static_cast<const AdamOptions&>(options);
+    spec.learning_rate = o.learning_rate();
+    spec.beta1 = o.beta1();
+    spec.beta2 = o.beta2();
+    spec.epsilon = o.epsilon();
+  };
+  return registry.Add(
+      "adam", "server Adam on the pseudo-gradient -delta, bias-corrected per row", /*merges_int32=*/false,
+      [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
+        return std::make_unique<AdamPolicy>(spec, shape);
+      },
+      MergePolicyOptions{&AdamOptions::default_instance(), to_spec});
 }
 
 }  // namespace stalelearn::sync

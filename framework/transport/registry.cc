@@ -4,10 +4,20 @@
 
 namespace stalelearn::transport {
 
-Status BackendRegistry::Add(std::string name, std::string description, BackendFactory factory) {
+Status BackendRegistry::Add(std::string name, std::string description, BackendFactory factory,
+                            config::Section options) {
   if (entries_.contains(name)) return InvalidArgument(fmt::format("backend '{}' registered twice", name));
-  entries_.emplace(std::move(name), Entry{std::move(description), std::move(factory)});
+  if (options.prototype != nullptr) options.name = name;
+  entries_.emplace(std::move(name), Entry{std::move(description), std::move(factory), std::move(options)});
   return Status::Ok();
+}
+
+std::vector<config::Section> BackendRegistry::sections() const {
+  std::vector<config::Section> out;
+  for (const auto& [name, entry] : entries_) {
+    if (entry.options.prototype != nullptr) out.push_back(entry.options);
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Transport>> BackendRegistry::Create(std::string_view name,

@@ -2,6 +2,11 @@
 // program calls RegisterBuiltinBackends (backends/builtin.h) once at start-up;
 // no static initialisers that a linker could drop.
 //
+// A backend with options registers its options message (protobuf, beside its
+// code) and resolve function with Add; they become the config section
+// `backend { name: "x" x { ... } }` (framework/core/config_schema.h), whose
+// resolved message reaches the factory packed in BackendContext::params.
+//
 // Thread-safety: Add() during start-up only; Create() and names() may then be
 // called from any thread concurrently (the registry is not modified any more).
 #pragma once
@@ -13,6 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include <google/protobuf/any.pb.h>
+
+#include "framework/core/config_schema.h"
 #include "framework/core/status.h"
 #include "framework/transport/bootstrap.h"
 #include "framework/transport/transport.h"
@@ -25,29 +33,37 @@ class BackendRegistry;
 // a backend that keeps the bootstrap must be destroyed before it.
 struct BackendContext {
   Bootstrap& bootstrap;
-  // Backend-specific options from config.backend.options (e.g. inner=ucx).
+  // Untyped options from config.backend.options (e.g. tls=tcp for ucx).
   const std::map<std::string, std::string>& options;
   // For decorators (timing) that create the backend they wrap.
   const BackendRegistry& registry;
+  // The backend's resolved options message (config.backend.params), or
+  // null: the factory uses its declared defaults.
+  const google::protobuf::Any* params = nullptr;
 };
 
 using BackendFactory = std::function<Result<std::unique_ptr<Transport>>(const BackendContext&)>;
 
 class BackendRegistry {
  public:
-  // kInvalidArgument if `name` is taken.
-  Status Add(std::string name, std::string description, BackendFactory factory);
+  // kInvalidArgument if `name` is taken. `options`: the backend's config
+  // section (its name is `name`; prototype null: a backend without one).
+  Status Add(std::string name, std::string description, BackendFactory factory,
+             config::Section options = {});
   // kNotFound naming the known backends if `name` is unknown.
   Result<std::unique_ptr<Transport>> Create(std::string_view name, const BackendContext& context) const;
   bool Contains(std::string_view name) const;
   std::vector<std::string> names() const;
   // "local, timing, ucx"
   std::string KnownNames() const;
+  // The config sections of the backends that registered an options message.
+  std::vector<config::Section> sections() const;
 
  private:
   struct Entry {
     std::string description;
     BackendFactory factory;
+    config::Section options;
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };

@@ -65,12 +65,12 @@ check_report "$work/mpirun.json" "$backend"
 step "the timing backend finds the installed presets"
 rc=0
 out=$("$program" train --config "$work/src/count.pbtxt" --ranks 2:1 --set backend.name=timing \
-  --set timing.memory=no-such-preset 2>&1) || rc=$?
+  --set backend.timing.memory=no-such-preset 2>&1) || rc=$?
 [ "$rc" -eq 2 ] || fail "an unknown preset should exit 2, got $rc: $out"
 grep -qF "$work/prefix/share/stalelearn/timing/presets/memory/no-such-preset.pbtxt" <<<"$out" ||
   fail "the default preset directory is not the installed one: $out"
 quiet timing "$program" train --config "$work/src/count.pbtxt" --ranks 2:1 --set backend.name=timing \
-  --set timing.memory=hmc2 --set timing.link=pcie4-x16 --set timing.compute=gpu-gtx580 --report "$work/timing.json"
+  --set backend.timing.memory=hmc2 --set backend.timing.link=pcie4-x16 --set backend.timing.compute=gpu-gtx580 --report "$work/timing.json"
 check_report "$work/timing.json" timing
 
 step "PASS: built against the installed package and trained (--ranks 2:1, mpirun -np 3 with backend $backend, timing)"

@@ -13,6 +13,7 @@
 
 #include "apps/lr/register.h"
 #include "apps/mf/register.h"
+#include "backends/builtin.h"
 #include "framework/core/config_loader.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -25,7 +26,10 @@ const config::ConfigReader& Reader() {
     static runtime::Registries registries;
     FUZZ_CHECK(apps::mf::RegisterApp(registries).ok());
     FUZZ_CHECK(apps::lr::RegisterApp(registries).ok());
-    Result<std::unique_ptr<config::ConfigReader>> made = config::ConfigReader::Make(registries.apps.schema());
+    FUZZ_CHECK(backends::RegisterBuiltinBackends(registries.backends).ok());
+    Result<config::ConfigSchema> schema = registries.Schema();
+    FUZZ_CHECK(schema.ok());
+    Result<std::unique_ptr<config::ConfigReader>> made = config::ConfigReader::Make(*schema);
     FUZZ_CHECK(made.ok());
     return std::move(made).value();
   }();

@@ -8,6 +8,8 @@
 #include "apps/mf/mf_app.h"
 #include "framework/core/error.h"
 #include "framework/runtime/checkpoint_store.h"
+#include "framework/sync/merge_policy_adagrad.pb.h"
+#include "framework/sync/merge_policy_adam.pb.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {
@@ -24,7 +26,15 @@ proto::Config StatefulMergeConfig(std::string_view policy) {
   config.mutable_data()->set_name("movielens");
   proto::MergeConfig& merge = (*config.mutable_merge())["*"];
   merge.set_policy(std::string(policy));
-  if (policy == "adam" || policy == "adagrad") merge.set_learning_rate(0.002f);
+  if (policy == "adam") {
+    sync::AdamOptions adam;
+    adam.set_learning_rate(0.002f);
+    merge.mutable_params()->PackFrom(adam);
+  } else if (policy == "adagrad") {
+    sync::AdagradOptions adagrad;
+    adagrad.set_learning_rate(0.002f);
+    merge.mutable_params()->PackFrom(adagrad);
+  }
   UseStaleLearnTiming(config);
   return config;
 }

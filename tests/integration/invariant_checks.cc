@@ -311,8 +311,7 @@ void CheckOwnClocksCountUnderAdam() {
     const ReadRecordingApp app(kClocks);
     proto::Config config = TestConfig("SSP", kStaleness, 1, /*epochs=*/1, /*samples_per_clock=*/1);
     proto::MergeConfig& merge = (*config.mutable_merge())["*"];
-    merge.set_policy(policy);
-    merge.set_learning_rate(0.01f);
+    merge.set_policy(policy);  // adam's learning rate: its default, 0.01
     RunLocal(config, app, 2);
     for (std::int64_t t = 1; t < kClocks; ++t) {
       const float read = app.reads()[static_cast<std::size_t>(t)];
@@ -362,8 +361,7 @@ void CheckOwnClocksBlockTheGate() {
   const auto config_with = [](double warn) {
     proto::Config config = TestConfig("SSP", /*staleness=*/2, 1, /*epochs=*/1, /*samples_per_clock=*/1);
     proto::MergeConfig& merge = (*config.mutable_merge())["*"];
-    merge.set_policy("adam");
-    merge.set_learning_rate(0.01f);
+    merge.set_policy("adam");  // learning rate: the default, 0.01
     config.mutable_wait()->set_warn_after_seconds(warn);
     return config;
   };

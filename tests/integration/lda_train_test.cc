@@ -97,7 +97,7 @@ TEST(LdaQuality, BrownWithItsConfigBeatsTheUnigramModel) {
   const std::vector<std::string> overrides = {"cluster.memory_ranks=1", "backend.name=local", "output.quiet=true",
                                               "training.epochs=15", "training.eval_every_epochs=15"};
   const proto::Config config = ValueOrThrow(
-      config::LoadConfig(STALELEARN_SOURCE_DIR "/apps/lda/brown.pbtxt", overrides, registries.apps.schema()));
+      config::LoadConfig(STALELEARN_SOURCE_DIR "/apps/lda/brown.pbtxt", overrides, ValueOrThrow(registries.Schema())));
   const std::unique_ptr<LdaApp> app = ValueOrThrow(apps::lda::LoadLdaApp(config, file));
   const double unigram = app->UnigramPerplexity();
   const proto::Report report = RunLocal(config, *app, /*world_size=*/4).report();

@@ -85,7 +85,7 @@ TEST(LrTraining, SpamWithItsConfigReaches098UnderThreeComputeRanks) {
   ThrowIfError(apps::lr::RegisterApp(registries));
   const std::vector<std::string> overrides = {"cluster.memory_ranks=1", "backend.name=local", "output.quiet=true"};
   const proto::Config config = ValueOrThrow(
-      config::LoadConfig(STALELEARN_SOURCE_DIR "/apps/lr/spam.pbtxt", overrides, registries.apps.schema()));
+      config::LoadConfig(STALELEARN_SOURCE_DIR "/apps/lr/spam.pbtxt", overrides, ValueOrThrow(registries.Schema())));
   const std::unique_ptr<apps::lr::LrApp> app = ValueOrThrow(apps::lr::LoadLrApp(config, file));
   const proto::Report report = RunLocal(config, *app, /*world_size=*/4).report();
   EXPECT_EQ(report.compute_ranks(), 3);

@@ -26,6 +26,8 @@
 #include "backends/builtin.h"
 #include "framework/core/error.h"
 #include "framework/runtime/merge_config.h"
+#include "framework/sync/merge_policy_adagrad.pb.h"
+#include "framework/sync/merge_policy_adam.pb.h"
 #include "framework/transport/inprocess_bootstrap.h"
 #include "tests/integration/app_api_support.h"
 #include "tests/integration/invariant_checks.h"
@@ -145,11 +147,20 @@ TEST_P(MergePolicyTraining, TrainedModelEqualsTheSequentialReference) {
   const sync::MergePolicySpec spec = SpecFor(c.policy);
   proto::MergeConfig& merge = (*config.mutable_merge())["*"];
   merge.set_policy(spec.name);
-  merge.set_learning_rate(spec.learning_rate);
-  merge.set_beta1(spec.beta1);
-  merge.set_beta2(spec.beta2);
-  merge.set_epsilon(spec.epsilon);
-  merge.set_initial_accumulator(spec.initial_accumulator);
+  if (spec.name == "adam") {
+    sync::AdamOptions adam;
+    adam.set_learning_rate(spec.learning_rate);
+    adam.set_beta1(spec.beta1);
+    adam.set_beta2(spec.beta2);
+    adam.set_epsilon(spec.epsilon);
+    merge.mutable_params()->PackFrom(adam);
+  } else if (spec.name == "adagrad") {
+    sync::AdagradOptions adagrad;
+    adagrad.set_learning_rate(spec.learning_rate);
+    adagrad.set_epsilon(spec.epsilon);
+    adagrad.set_initial_accumulator(spec.initial_accumulator);
+    merge.mutable_params()->PackFrom(adagrad);
+  }
   runtime::RuntimeHooks hooks;
   if (c.one_window) hooks.merging_paused = [&](model::MemoryIndex) { return app.arrived() < c.compute; };
   const LocalRun run = RunLocal(config, app, c.compute + c.memory, hooks);
@@ -235,14 +246,18 @@ TEST(MergeConfigThroughTrainRank, BadEntriesAreInvalidArgumentsNamingTheField) {
   } cases[] = {
       {"SSP", "nosuch", "sum", 0, {"merge.nosuch", "'nosuch'"}},
       {"SSP", "*", "bogus", 0, {"merge", "bogus"}},
-      {"SSP", "w", "adam", 1.5f, {"merge", "beta1", "'w'"}},
+      {"SSP", "w", "adam", 1.5f, {"merge.w.adam.beta1", "[0, 1)"}},
       {"ALLREDUCE", "w", "average", 0, {"merge.w.policy=average", "memory ranks"}},
   };
   for (const auto& bad : cases) {
     proto::Config config = TestConfig(bad.mode, 1, 1, 1, 8);
     proto::MergeConfig& merge = (*config.mutable_merge())[bad.key];
     merge.set_policy(bad.policy);
-    merge.set_beta1(bad.beta1);
+    if (bad.beta1 != 0) {
+      sync::AdamOptions adam;
+      adam.set_beta1(bad.beta1);
+      merge.mutable_params()->PackFrom(adam);
+    }
     const std::string label = fmt::format("{} merge.{}.policy={}", bad.mode, bad.key, bad.policy);
     for (const Status& status : TrainStatuses(config, app, 2)) {
       EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << label << ": " << status.ToString();
@@ -254,9 +269,9 @@ TEST(MergeConfigThroughTrainRank, BadEntriesAreInvalidArgumentsNamingTheField) {
   }
 }
 
-// Zero fields of a merge entry take the policy's documented defaults
-// (config.proto points at sync::MergePolicySpec), a named table wins over "*",
-// and tables named nowhere sum.
+// Zero fields of a merge entry's options take the policy's declared defaults
+// (equal to sync::MergePolicySpec's), a named table wins over "*", and tables
+// named nowhere sum.
 TEST(MergeConfigThroughTrainRank, ZeroFieldsTakeTheSpecDefaultsAndANamedTableWinsOverTheDefaultEntry) {
   const std::vector<model::TableSpec> tables = {{"a", runtime::ElementType::kFloat32, 2, 1},
                                                 {"b", runtime::ElementType::kFloat32, 2, 1},
@@ -264,9 +279,12 @@ TEST(MergeConfigThroughTrainRank, ZeroFieldsTakeTheSpecDefaultsAndANamedTableWin
   proto::Config config = TestConfig("SSP", 1, 1, 1, 8);
   (*config.mutable_merge())["*"].set_policy("adam");
   (*config.mutable_merge())["b"].set_policy("adagrad");
-  (*config.mutable_merge())["b"].set_learning_rate(0.5f);
+  sync::AdagradOptions adagrad;
+  adagrad.set_learning_rate(0.5f);
+  (*config.mutable_merge())["b"].mutable_params()->PackFrom(adagrad);
   (*config.mutable_merge())["c"].set_policy("sum");
-  const std::vector<sync::MergePolicySpec> specs = ValueOrThrow(runtime::MergeSpecsOf(config, tables, true));
+  const std::vector<sync::MergePolicySpec> specs =
+      ValueOrThrow(runtime::MergeSpecsOf(config, tables, true, sync::BuiltinMergePolicyRegistry()));
   ASSERT_EQ(specs.size(), 3u);
   const sync::MergePolicySpec defaults;
   EXPECT_EQ(specs[0].name, "adam");

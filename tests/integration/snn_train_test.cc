@@ -27,9 +27,9 @@ proto::Report TrainSmallMnist(const std::filesystem::path& file, const std::stri
   const std::vector<std::string> overrides = {
       "cluster.memory_ranks=1", "backend.name=local", "output.quiet=true", "training.epochs=1",
       "training.samples_per_clock=32", "app.snn.train_limit=6000", "app.snn.test_limit=500",
-      "app.snn.steps=10", "app.snn.hidden=64", "merge.*.learning_rate=" + merge_learning_rate};
+      "app.snn.steps=10", "app.snn.hidden=64", "merge.*.adam.learning_rate=" + merge_learning_rate};
   const proto::Config config = ValueOrThrow(
-      config::LoadConfig(STALELEARN_SOURCE_DIR "/apps/snn/mnist.pbtxt", overrides, registries.apps.schema()));
+      config::LoadConfig(STALELEARN_SOURCE_DIR "/apps/snn/mnist.pbtxt", overrides, ValueOrThrow(registries.Schema())));
   const std::unique_ptr<apps::snn::SnnApp> app = ValueOrThrow(apps::snn::LoadSnnApp(config, file));
   return RunLocal(config, *app, /*world_size=*/3).report();
 }

@@ -16,7 +16,6 @@ proto::Config TransientConfig(double probability, std::uint64_t seed) {
   proto::Config config = TestConfig("SSP", 2, /*memory_ranks=*/1, /*epochs=*/2, /*samples_per_clock=*/16);
   config.mutable_backend()->set_name("timing");
   (*config.mutable_backend()->mutable_options())["inner"] = "local";
-  backends::ApplyTimingConfig(config);
   config.mutable_training()->mutable_straggler()->set_transient_probability(probability);
   config.mutable_training()->mutable_straggler()->set_transient_delay(3);
   config.mutable_training()->mutable_straggler()->set_seed(seed);

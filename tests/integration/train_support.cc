@@ -1,6 +1,7 @@
 #include "tests/integration/train_support.h"
 
 #include "backends/builtin.h"
+#include "backends/timing/timing_options.pb.h"
 #include "framework/core/config_loader.h"
 #include "framework/core/error.h"
 #include "framework/transport/inprocess_bootstrap.h"
@@ -47,11 +48,12 @@ runtime::TableSet CountingApp::ExpectedModel(int epochs) const {
 
 void UseStaleLearnTiming(proto::Config& config) {
   config.mutable_backend()->set_name("timing");
-  (*config.mutable_backend()->mutable_options())["inner"] = "local";
-  config.mutable_timing()->set_memory("hmc2");
-  config.mutable_timing()->set_link("pcie4-x16");
-  config.mutable_timing()->set_compute("gpu-gtx580");
-  backends::ApplyTimingConfig(config);
+  stalelearn::timing::TimingBackendOptions options;
+  options.set_inner("local");
+  options.set_memory("hmc2");
+  options.set_link("pcie4-x16");
+  options.set_compute("gpu-gtx580");
+  config.mutable_backend()->mutable_params()->PackFrom(options);
 }
 
 proto::Config TestConfig(std::string_view mode, int staleness, int memory_ranks, int epochs,

@@ -108,8 +108,7 @@ TEST(TrainUcx, TimingOverUcxReportsANonDeterministicMakespan) {
   proto::Config config = TestConfig("SSP", 1, 1, 3, 32);
   config.mutable_backend()->set_name("timing");
   (*config.mutable_backend()->mutable_options())["inner"] = "ucx";
-  config.mutable_timing()->set_memory("hmc2");
-  backends::ApplyTimingConfig(config);
+  (*config.mutable_backend()->mutable_options())["memory"] = "hmc2";
   sync::WaitOptions wait;
   wait.timeout = std::chrono::seconds(60);
   const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), BuiltinModes(), {}, wait};

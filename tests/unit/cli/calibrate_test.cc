@@ -96,8 +96,8 @@ TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
   const fs::path report = dir / "r.json";
   const CommandRun train = Stalelearn(
       "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 2:1 --quiet --set training.epochs=1 "
-      "--set backend.name=timing --set timing.preset_dir='" + dir.string() + "' --set timing.compute=calibrated-cpu-mf-movielens "
-      "--set timing.memory=calibrated-host --set timing.link=calibrated-local --set backend.options.cores=2 "
+      "--set backend.name=timing --set backend.timing.preset_dir='" + dir.string() + "' --set backend.timing.compute=calibrated-cpu-mf-movielens "
+      "--set backend.timing.memory=calibrated-host --set backend.timing.link=calibrated-local --set backend.timing.cores=2 "
       "--report '" + report.string() + "'");
   ASSERT_EQ(train.exit_code, 0) << train.err;
   const std::string json = testing::ReadAll(report);
@@ -118,9 +118,9 @@ TEST(CalibrateCommand, BadInputIsOneLineAndExitTwo) {
   EXPECT_FALSE(fs::exists(testing::ScratchDir("calibrate_bad"))) << "nothing is written before the input is checked";
   const CommandRun cores = Stalelearn(
       "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 1:1 --quiet "
-      "--set backend.name=timing --set backend.options.cores=-1");
+      "--set backend.name=timing --set backend.timing.cores=-1");
   EXPECT_EQ(cores.exit_code, 2) << cores.err;
-  EXPECT_NE(cores.err.find("option cores: '-1' is not a whole number >= 0"), std::string::npos) << cores.err;
+  EXPECT_NE(cores.err.find("backend.timing.cores must be in [0, 1000000], got -1"), std::string::npos) << cores.err;
 }
 
 // Two ranks on one core: every rank's compute is priced at twice the time.
@@ -139,10 +139,10 @@ TEST(TimingCores, RanksSharingCoresStretchTheirCompute) {
     return m.empty() ? 0.0 : std::stod(m[1].str());
   };
   const double own = compute_seconds("");
-  const double shared = compute_seconds("--set backend.options.cores=1");
+  const double shared = compute_seconds("--set backend.timing.cores=1");
   ASSERT_GT(own, 0);
   EXPECT_NEAR(shared / own, 2.0, 1e-6);
-  EXPECT_NEAR(compute_seconds("--set backend.options.cores=4") / own, 1.0, 1e-9) << "more cores than ranks: no stretch";
+  EXPECT_NEAR(compute_seconds("--set backend.timing.cores=4") / own, 1.0, 1e-9) << "more cores than ranks: no stretch";
 }
 
 }  // namespace

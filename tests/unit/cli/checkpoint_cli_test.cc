@@ -179,7 +179,7 @@ TEST_F(MfCheckpoints, BadResumeDirectoryIsOneLineAndExitTwo) {
 // (MergePolicy::SaveState): a resume that lost them would step differently.
 TEST_F(MfCheckpoints, AdamMergePolicyStateSurvivesAResume) {
   ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
-  const std::string adam = "--set merge.*.policy=adam --set merge.*.learning_rate=0.002 ";
+  const std::string adam = "--set merge.*.policy=adam --set merge.*.adam.learning_rate=0.002 ";
   const fs::path all = run_->dir() / "adam";
   const CommandRun uninterrupted = run_->Train(adam + "--set training.checkpoint.dir='" + all.string() +
                                                    "' --set training.checkpoint.keep=100",

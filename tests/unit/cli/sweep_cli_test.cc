@@ -81,7 +81,7 @@ TEST_F(SweepCli, BadGridFieldsAndValuesAreOneLineAndExit2BeforeAnyRun) {
       {"--grid consistency.bogus=1,2", "bogus"},
       {"--grid consistency.staleness=2,x", "consistency.staleness"},
       {"--grid consistency.mode=SSP,NOPE", "NOPE"},
-      {"--grid timing.memory=hmc2,no-such-memory", "no-such-memory"},
+      {"--grid backend.timing.memory=hmc2,no-such-memory", "no-such-memory"},
       {"--grid consistency.staleness", "--grid"},
       {"--grid consistency.mode=SSP,BSP --baseline consistency.mode=DIRECT", "DIRECT"},
       {"--grid consistency.mode=SSP --target fast", "--target"},

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "apps/mf/register.h"
+#include "backends/builtin.h"
+#include "backends/timing/timing_options.pb.h"
+#include "framework/sync/merge_policy_adagrad.pb.h"
+#include "framework/sync/merge_policy_adam.pb.h"
 #include "framework/core/error.h"
 
 #include <unistd.h>
@@ -43,15 +47,17 @@ class ConfigFile {
   std::filesystem::path path_;
 };
 
-// The schema of a program with the mf app registered (its section, defaults
-// and validation live in apps/mf).
+// The schema of a program with the mf app and the built-in backends
+// registered (their sections, defaults and validation live in apps/mf and
+// backends/timing) and the built-in merge policies.
 const ConfigSchema& Schema() {
-  static const runtime::Registries* registries = [] {
-    auto* r = new runtime::Registries;
-    ThrowIfError(apps::mf::RegisterApp(*r));
-    return r;
+  static const ConfigSchema* schema = [] {
+    runtime::Registries r;
+    ThrowIfError(apps::mf::RegisterApp(r));
+    ThrowIfError(backends::RegisterBuiltinBackends(r.backends));
+    return new ConfigSchema(ValueOrThrow(r.Schema()));
   }();
-  return registries->apps.schema();
+  return *schema;
 }
 
 Result<proto::Config> LoadConfig(const std::string& path, std::vector<std::string> overrides) {
@@ -101,11 +107,79 @@ TEST(ConfigLoaderTest, ModeNamesAreCaseInsensitive) {
 
 TEST(ConfigLoaderTest, MergePoliciesPerTableFromTextAndOverrides) {
   auto c = Load(std::string(kGood) + R"pb(merge { key: "user" value { policy: "adagrad" } })pb",
-                {"merge.user.learning_rate=0.5", "merge.*.policy=average"});
+                {"merge.user.adagrad.learning_rate=0.5", "merge.*.policy=average"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->merge().at("user").policy(), "adagrad");
-  EXPECT_FLOAT_EQ(c->merge().at("user").learning_rate(), 0.5f);
+  sync::AdagradOptions adagrad;
+  ASSERT_TRUE(c->merge().at("user").params().UnpackTo(&adagrad));
+  EXPECT_FLOAT_EQ(adagrad.learning_rate(), 0.5f);
+  EXPECT_FLOAT_EQ(adagrad.epsilon(), 1e-3f) << "the declared default";
   EXPECT_EQ(c->merge().at("*").policy(), "average");
+  EXPECT_FALSE(c->merge().at("*").has_params()) << "average has no options";
+}
+
+TEST(ConfigLoaderTest, AMergePolicysSectionNamesItsPolicyAndIsResolved) {
+  auto c = Load(std::string(kGood) + R"pb(merge { key: "user" value { adam { beta1: 0.8 } } })pb",
+                {"merge.item.policy=adam", "merge.item.adam.beta2=0.999"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->merge().at("user").policy(), "adam") << "the section names the policy";
+  sync::AdamOptions user, item;
+  ASSERT_TRUE(c->merge().at("user").params().UnpackTo(&user));
+  ASSERT_TRUE(c->merge().at("item").params().UnpackTo(&item));
+  EXPECT_FLOAT_EQ(user.beta1(), 0.8f);
+  EXPECT_FLOAT_EQ(user.beta2(), 0.99f);
+  EXPECT_FLOAT_EQ(item.beta2(), 0.999f);
+  EXPECT_FLOAT_EQ(item.learning_rate(), 0.01f);
+}
+
+TEST(ConfigLoaderTest, MergePolicyOptionsAreCheckedAndNamed) {
+  const struct {
+    std::vector<std::string> overrides;
+    std::string expected;
+  } cases[] = {
+      {{"merge.user.adam.beta1=1"}, "merge.user.adam.beta1 must be in [0, 1), got 1"},
+      {{"merge.user.adagrad.epsilon=-1"}, "merge.user.adagrad.epsilon must be > 0, got -1"},
+      {{"merge.user.policy=sum", "merge.user.adam.beta1=0.5"}, "merge.user.adam is set but merge.user.policy is 'sum'"},
+      {{"merge.user.adam.bogus=1"}, "unknown field 'bogus'"},
+      {{"merge.user.policy=adamw"}, "merge.user: unknown merge policy 'adamw' (known: adagrad, adam, average, "},
+      {{"backend.name=tcp"}, "backend.name: unknown backend 'tcp' (backends: local, timing"},
+  };
+  for (const auto& bad : cases) {
+    auto c = Load(kGood, bad.overrides);
+    ASSERT_FALSE(c.ok()) << bad.expected;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(bad.expected), std::string::npos) << c.status().message();
+    EXPECT_EQ(c.status().message().find('\n'), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(ConfigLoaderTest, TheTimingBackendsSectionIsResolvedIntoParams) {
+  auto c = Load(R"pb(backend { name: "timing" timing { memory: "upmem" } })pb",
+                {"backend.timing.link=cxl2", "backend.timing.inner=ucx"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->backend().name(), "timing");
+  timing::TimingBackendOptions options;
+  ASSERT_TRUE(c->backend().params().UnpackTo(&options));
+  EXPECT_EQ(options.memory(), "upmem");
+  EXPECT_EQ(options.link(), "cxl2");
+  EXPECT_EQ(options.compute(), "gpu-gtx580") << "the declared default";
+  EXPECT_EQ(options.inner(), "ucx");
+  EXPECT_EQ(options.schedule(), "auto");
+
+  auto named = Load(kGood, {"backend.name=timing"});
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  ASSERT_TRUE(named->backend().params().UnpackTo(&options)) << "defaults without a section";
+  EXPECT_EQ(options.memory(), "hmc2");
+
+  for (const auto& [overrides, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"backend.timing.schedule=sometimes", "backend.name=timing"}, "backend.timing.schedule must be \"auto\", \"virtual-time\" or \"none\", got \"sometimes\""},
+           {{"backend.timing.inner=timing", "backend.name=timing"}, "backend.timing.inner: 'timing' cannot wrap itself"},
+           {{"backend.timing.cores=-1", "backend.name=timing"}, "backend.timing.cores must be in [0, 1000000], got -1"},
+           {{"backend.timing.memory=hmc2"}, "backend.timing is set but backend.name is 'local'"}}) {
+    auto bad = Load(kGood, overrides);
+    ASSERT_FALSE(bad.ok()) << expected;
+    EXPECT_NE(bad.status().message().find(expected), std::string::npos) << bad.status().message();
+  }
 }
 
 TEST(ConfigLoaderTest, AnotherAppsSectionIsAnError) {

@@ -221,7 +221,7 @@ TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
   slow.beta2 = 0.9999999f;
   for (const auto& [spec, steps] : {std::pair{Spec("adam"), 5000}, std::pair{slow, 70000}}) {
     const model::TableSpec table{"w", model::ElementType::kFloat32, 1, 2};
-    std::unique_ptr<MergePolicy> policy = ValueOrThrow(BuiltinMergePolicies().Create(spec, table, 1));
+    std::unique_ptr<MergePolicy> policy = ValueOrThrow(BuiltinMergePolicyRegistry().Create(spec, table, 1));
     model::RowBlock master(table.type, 1, 2);
     ReferenceMerge reference(spec, 1, 2);
     std::mt19937 rng(3);
@@ -259,7 +259,7 @@ TEST(MergePolicySpec, EveryBadHyperparameterIsNamed) {
   for (const Bad& bad : cases) {
     MergePolicySpec spec = Spec("adam");
     bad.mutate(spec);
-    const Status status = ValidateMergePolicies({spec}, tables);
+    const Status status = ValidateMergePolicies({spec}, tables, BuiltinMergePolicyRegistry());
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad.field;
     EXPECT_NE(status.message().find("merge_policy." + bad.field), std::string::npos) << status.message();
     EXPECT_NE(status.message().find("'weights'"), std::string::npos) << status.message();
@@ -269,7 +269,7 @@ TEST(MergePolicySpec, EveryBadHyperparameterIsNamed) {
 
 TEST(MergePolicySpec, UnknownNameListsTheKnownOnes) {
   const std::vector<model::TableSpec> tables = {{"weights", model::ElementType::kFloat32, 4, 1}};
-  const Status status = ValidateMergePolicies({Spec("adamw")}, tables);
+  const Status status = ValidateMergePolicies({Spec("adamw")}, tables, BuiltinMergePolicyRegistry());
   EXPECT_EQ(status.code(), StatusCode::kNotFound);
   EXPECT_NE(status.message().find("'adamw'"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("adagrad, adam, average, staleness_aware, sum"), std::string::npos) << status.message();
@@ -277,9 +277,9 @@ TEST(MergePolicySpec, UnknownNameListsTheKnownOnes) {
 
 TEST(MergePolicySpec, Int32TablesMergeOnlyBySum) {
   const std::vector<model::TableSpec> tables = {{"counts", model::ElementType::kInt32, 4, 1}};
-  EXPECT_TRUE(ValidateMergePolicies({Spec("sum")}, tables).ok());
+  EXPECT_TRUE(ValidateMergePolicies({Spec("sum")}, tables, BuiltinMergePolicyRegistry()).ok());
   for (const std::string name : {"average", "adagrad", "adam"}) {
-    const Status status = ValidateMergePolicies({Spec(name)}, tables);
+    const Status status = ValidateMergePolicies({Spec(name)}, tables, BuiltinMergePolicyRegistry());
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << name;
     EXPECT_NE(status.message().find("'counts' is int32"), std::string::npos) << status.message();
     EXPECT_NE(status.message().find("'" + name + "'"), std::string::npos) << status.message();
@@ -291,17 +291,17 @@ TEST(MergePolicySpec, Int32TablesMergeOnlyBySum) {
 TEST(MergePolicySpec, OnePolicyPerTableOrNone) {
   const std::vector<model::TableSpec> tables = {{"a", model::ElementType::kFloat32, 4, 1},
                                                 {"b", model::ElementType::kInt32, 4, 1}};
-  EXPECT_TRUE(ValidateMergePolicies({}, tables).ok());
-  EXPECT_TRUE(ValidateMergePolicies({Spec("adam"), Spec("sum")}, tables).ok());
-  EXPECT_EQ(ValidateMergePolicies({Spec("adam")}, tables).code(), StatusCode::kInvalidArgument);
-  const Status status = ValidateMergePolicies({Spec("sum"), Spec("adam")}, tables);
+  EXPECT_TRUE(ValidateMergePolicies({}, tables, BuiltinMergePolicyRegistry()).ok());
+  EXPECT_TRUE(ValidateMergePolicies({Spec("adam"), Spec("sum")}, tables, BuiltinMergePolicyRegistry()).ok());
+  EXPECT_EQ(ValidateMergePolicies({Spec("adam")}, tables, BuiltinMergePolicyRegistry()).code(), StatusCode::kInvalidArgument);
+  const Status status = ValidateMergePolicies({Spec("sum"), Spec("adam")}, tables, BuiltinMergePolicyRegistry());
   EXPECT_NE(status.message().find("'b'"), std::string::npos) << status.message();
 }
 
 TEST(MergePolicyRegistry, NamesAreUnique) {
   MergePolicyRegistry registry;
   ASSERT_TRUE(RegisterBuiltinMergePolicies(registry).ok());
-  EXPECT_EQ(registry.names(), BuiltinMergePolicies().names());
+  EXPECT_EQ(registry.names(), BuiltinMergePolicyRegistry().names());
   EXPECT_EQ(RegisterBuiltinMergePolicies(registry).code(), StatusCode::kInvalidArgument);
 }
 

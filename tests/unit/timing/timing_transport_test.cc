@@ -178,13 +178,16 @@ TEST(TimingTransport, BadOptionsAreOneLineErrors) {
                "backend 'timing': option schedule: 'sometimes' is not auto, virtual-time or none");
 }
 
-TEST(TimingOptions, ConfigFillsOnlyUnsetKeys) {
-  proto::TimingConfig config;
-  config.set_memory("upmem");
-  config.set_link("cxl2");
-  Options options = {{"link", "100gbe"}};
-  AddTimingConfig(config, options);
-  const TimingOptions parsed = ValueOrThrow(ParseTimingOptions(options));
+// The section (backend.params) first, string options by key over it, the
+// declared defaults for what neither sets.
+TEST(TimingOptions, OptionsByKeyWinOverTheSection) {
+  stalelearn::timing::TimingBackendOptions section;
+  section.set_memory("upmem");
+  section.set_link("cxl2");
+  google::protobuf::Any params;
+  params.PackFrom(section);
+  const Options options = {{"link", "100gbe"}};
+  const TimingOptions parsed = ValueOrThrow(ParseTimingOptions(&params, options));
   EXPECT_EQ(parsed.memory, "upmem");
   EXPECT_EQ(parsed.link, "100gbe");
   EXPECT_EQ(parsed.compute, "gpu-gtx580");
