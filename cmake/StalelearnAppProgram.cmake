@@ -33,9 +33,19 @@ function(stalelearn_add_proto_library target)
     string(REGEX REPLACE "\\.proto$" "" stem "${rel}")
     set(cc "${PROJECT_BINARY_DIR}/${stem}.pb.cc")
     set(h "${PROJECT_BINARY_DIR}/${stem}.pb.h")
+    # The protos it imports from the project (e.g. framework/proto/options.proto)
+    # are dependencies too: an edit to one regenerates this one's code.
+    file(STRINGS "${abs}" imports REGEX "^import \"[^\"]+\";")
+    set(imported)
+    foreach(line IN LISTS imports)
+      string(REGEX REPLACE "^import \"([^\"]+)\";.*" "\\1" path "${line}")
+      if(EXISTS "${PROJECT_SOURCE_DIR}/${path}")
+        list(APPEND imported "${PROJECT_SOURCE_DIR}/${path}")
+      endif()
+    endforeach()
     add_custom_command(OUTPUT "${cc}" "${h}"
       COMMAND protobuf::protoc --cpp_out "${PROJECT_BINARY_DIR}" -I "${PROJECT_SOURCE_DIR}" "${abs}"
-      DEPENDS "${abs}" protobuf::protoc
+      DEPENDS "${abs}" ${imported} protobuf::protoc
       COMMENT "protoc ${rel}" VERBATIM)
     list(APPEND generated "${cc}" "${h}")
   endforeach()
