@@ -100,14 +100,22 @@ Result<Range> ParseRange(const pb::FieldDescriptor& field, const std::string& te
 // The field's value as a number and as text for the error; false for strings.
 bool NumberOf(const pb::Message& m, const pb::FieldDescriptor& f, double& value, std::string& text) {
   const pb::Reflection& r = *m.GetReflection();
+  const auto number = [&](auto v) {
+    value = static_cast<double>(v);
+    text = fmt::format("{}", v);
+    return true;
+  };
   switch (f.cpp_type()) {
-    case pb::FieldDescriptor::CPPTYPE_INT32: value = r.GetInt32(m, &f); text = fmt::format("{}", r.GetInt32(m, &f)); return true;
-    case pb::FieldDescriptor::CPPTYPE_INT64: value = static_cast<double>(r.GetInt64(m, &f)); text = fmt::format("{}", r.GetInt64(m, &f)); return true;
-    case pb::FieldDescriptor::CPPTYPE_UINT32: value = r.GetUInt32(m, &f); text = fmt::format("{}", r.GetUInt32(m, &f)); return true;
-    case pb::FieldDescriptor::CPPTYPE_UINT64: value = static_cast<double>(r.GetUInt64(m, &f)); text = fmt::format("{}", r.GetUInt64(m, &f)); return true;
-    case pb::FieldDescriptor::CPPTYPE_FLOAT: value = r.GetFloat(m, &f); text = fmt::format("{}", r.GetFloat(m, &f)); return true;
-    case pb::FieldDescriptor::CPPTYPE_DOUBLE: value = r.GetDouble(m, &f); text = fmt::format("{}", r.GetDouble(m, &f)); return true;
-    case pb::FieldDescriptor::CPPTYPE_ENUM: value = r.GetEnumValue(m, &f); text = r.GetEnum(m, &f)->name(); return true;
+    case pb::FieldDescriptor::CPPTYPE_INT32: return number(r.GetInt32(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_INT64: return number(r.GetInt64(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_UINT32: return number(r.GetUInt32(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_UINT64: return number(r.GetUInt64(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: return number(r.GetFloat(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE: return number(r.GetDouble(m, &f));
+    case pb::FieldDescriptor::CPPTYPE_ENUM:
+      value = r.GetEnumValue(m, &f);
+      text = r.GetEnum(m, &f)->name();
+      return true;
     default: return false;
   }
 }

@@ -98,7 +98,9 @@ Status StopAgreement::RequestLocal(int signal) {
 }
 
 Status StopAgreement::HearAnnouncements(bool now) {
-  if (board_ != nullptr || kind_ != Kind::kOnRequest || announced_request_ != 0) return Status::Ok();
+  if (!hears_announcements_ || board_ != nullptr || kind_ != Kind::kOnRequest || announced_request_ != 0) {
+    return Status::Ok();
+  }
   if (!now && ++polls_since_probe_ < kPollsPerProbe) return Status::Ok();
   polls_since_probe_ = 0;
   Result<std::int64_t> heard = bootstrap_.Announced();

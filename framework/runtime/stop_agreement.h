@@ -77,6 +77,10 @@ class StopAgreement {
   // it sees the announcement: at its next clock top, in a wait, or in the
   // memory rank's loop. Not in runs without an agreement (kOff).
   Status RequestLocal(int signal);
+  // Processes: whether some rank may announce a request (early stopping is
+  // on); only then does this rank probe for announcements. Default: off, so
+  // a run that never announces pays no probe per clock.
+  void set_hears_announcements(bool on) { hears_announcements_ = on; }
   bool in_threads() const { return board_ != nullptr; }
   ~StopAgreement();
 
@@ -116,6 +120,7 @@ class StopAgreement {
   std::int64_t committed_ = 0;
   std::int64_t request_at_clock_ = 0;  // 0: none
   int local_request_ = 0;              // RequestLocal's signal; 0: none
+  bool hears_announcements_ = false;
   int announced_request_ = 0;          // processes: another rank's RequestLocal; 0: none
   static constexpr int kPollsPerProbe = 64;  // waits poll every few microseconds; a probe costs ~0.3 us
   int polls_since_probe_ = 0;

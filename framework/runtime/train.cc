@@ -89,7 +89,9 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   StopAgreement stop(
       bootstrap, [&counting] { counting.Progress(); }, *time, stop_kind, roles.compute_ranks(), wait.timeout);
   stop.set_request_at_clock(config.debug().stop_at_clock());
-  if (config.training().early_stopping().patience() > 0) {
+  const bool stops_early = config.training().early_stopping().patience() > 0;
+  stop.set_hears_announcements(stops_early);  // the evaluating rank announces its stop
+  if (stops_early) {
     if (AppFacets::Of(inputs.app).evaluates_in_parts()) {
       return InvalidArgument(fmt::format("training.early_stopping: app '{}' evaluates in parts on every compute "
                                          "rank; early stopping needs an app that evaluates the whole model",

@@ -58,10 +58,10 @@ class VirtualRankTime final : public RankTime {
 
   Status AllReduce(std::uint64_t bytes, const std::function<Status()>& sum) override {
     std::int64_t clock_ps = sim_.Now().time_since_epoch().count();
-    STALELEARN_RETURN_IF_ERROR(sim_.ExitScheduleForCollective());
-    STALELEARN_RETURN_IF_ERROR(bootstrap_.AllReduceMax(std::span(&clock_ps, 1)));
-    STALELEARN_RETURN_IF_ERROR(sum());
-    STALELEARN_RETURN_IF_ERROR(sim_.RejoinSchedule());
+    STALELEARN_RETURN_IF_ERROR(OutsideSchedule([&]() -> Status {
+      STALELEARN_RETURN_IF_ERROR(bootstrap_.AllReduceMax(std::span(&clock_ps, 1)));
+      return sum();
+    }));
     return sim_.AdvanceTo(VirtualTimeFromPs(clock_ps) + sim_.AllReduceCost(bytes, bootstrap_.world_size()));
   }
 
