@@ -4,8 +4,9 @@
 //   class TopicApp final : public App, public HasLocalState,
 //                          public InitializesFromData, public EvaluatesInParts { ... };
 //
-// The runtime finds an app's facets once per run (AppFacets::Of, a
-// dynamic_cast per facet at setup; never per sample or per clock) and calls
+// The runtime finds an app's facets once per rank (AppFacets::Of, a
+// dynamic_cast per facet at setup, kept in RankEnv::facets; never per sample
+// or per clock) and calls
 // only the facets an app has. An app without a facet gets the behaviour the
 // facet's comment names as "without it".
 //

@@ -143,7 +143,7 @@ std::filesystem::path Checkpointer::CheckpointPath(std::int64_t clock) const {
 
 Status Checkpointer::WriteComputeState(std::int64_t clock, model::ComputeIndex me, const LocalState* state,
                                        std::int64_t samples) {
-  STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> app_bytes, AppFacets::Of(env_.app).SaveLocalState(env_.app, state));
+  STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> app_bytes, env_.facets.SaveLocalState(env_.app, state));
   proto::ComputeRankState saved;
   saved.set_clock(static_cast<std::uint64_t>(clock));
   saved.set_app_state(reinterpret_cast<const char*>(app_bytes.data()), app_bytes.size());

@@ -11,7 +11,7 @@ namespace stalelearn::runtime {
 
 ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
     : env_(env),
-      facets_(AppFacets::Of(env.app)),
+      facets_(env.facets),
       info_(info),
       mode_(mode),
       schedule_(ScheduleOf(env.app, env.config, info.compute_ranks, info.rank.value)),

@@ -58,7 +58,7 @@ class ComputeRole {
     // The whole model is evaluated on compute rank 0 (a survivor takes over
     // the final evaluation if it died: TakeOverIfRankZeroDies); parts on
     // every compute rank.
-    const bool evaluates = AppFacets::Of(env_.app).evaluates_in_parts() || me_.value == 0;
+    const bool evaluates = env_.facets.evaluates_in_parts() || me_.value == 0;
     if (evaluates) {
       StartEvaluating(loop, /*prints=*/me_.value == 0);
       loop.set_evaluator(&*evaluator_);
@@ -104,7 +104,7 @@ class ComputeRole {
     auto wrapped = std::make_unique<DeadRankAwareMode>(env_, std::move(mode), published_, geometry_->published[0],
                                                        [this](std::int64_t clock) { checkpointer_.MaybeKill(clock); });
     aware_ = wrapped.get();
-    if (!AppFacets::Of(env_.app).evaluates_in_parts() && me_.value != 0) TakeOverIfRankZeroDies();
+    if (!env_.facets.evaluates_in_parts() && me_.value != 0) TakeOverIfRankZeroDies();
     heartbeat_.emplace(env_.transport, rings_, geometry_->ring);
     return std::unique_ptr<ConsistencyMode>(std::move(wrapped));
   }
@@ -138,7 +138,7 @@ class ComputeRole {
         return DataLoss(fmt::format("{}: {} does not parse", resumed->path.string(), name));
       }
       const std::string& app_state = state.app_state();
-      Status restored = AppFacets::Of(env_.app).RestoreLocalState(
+      Status restored = env_.facets.RestoreLocalState(
           env_.app, std::as_bytes(std::span(app_state.data(), app_state.size())), loop.mutable_local_state());
       if (!restored.ok()) return restored.WithContext(resumed->path.string() + "/" + name);
       samples_done = state.samples();

@@ -15,6 +15,7 @@
 #include "framework/model/shard_layout.h"
 #include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
+#include "framework/runtime/app_facets.h"
 #include "framework/runtime/roles.h"
 #include "framework/sync/merge_policy.h"
 #include "framework/sync/wait_options.h"
@@ -60,6 +61,7 @@ struct RuntimeHooks {
 struct RankEnv {
   const proto::Config& config;
   const App& app;
+  AppFacets facets;  // the app's optional facets, found once (app_facets.h)
   const model::ModelLayout& layout;
   const RoleMap& roles;
   transport::Transport& transport;  // counting decorator over the backend

@@ -22,7 +22,7 @@ RunLifecycle::RunLifecycle(const RankEnv& env, const ModeDefinition& mode, metri
       // (clock_loop.h); made once: a schedule copies the rank's samples.
       clocks_per_epoch_(
           ScheduleOf(env.app, env.config, std::max(1, env.roles.compute_ranks()), 0).clocks_per_epoch()),
-      clock_offset_(AppFacets::Of(env.app).initializes_from_data() ? 1 : 0) {}
+      clock_offset_(env.facets.initializes_from_data() ? 1 : 0) {}
 
 Result<std::unique_ptr<RunLifecycle>> RunLifecycle::Make(const RankEnv& env, const ModeDefinition& mode,
                                                         metrics::CountingTransport& counting) {

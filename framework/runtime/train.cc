@@ -89,10 +89,11 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   StopAgreement stop(
       bootstrap, [&counting] { counting.Progress(); }, *time, stop_kind, roles.compute_ranks(), wait.timeout);
   stop.set_request_at_clock(config.debug().stop_at_clock());
+  const AppFacets facets = AppFacets::Of(inputs.app);
   const bool stops_early = config.training().early_stopping().patience() > 0;
   stop.set_hears_announcements(stops_early);  // the evaluating rank announces its stop
   if (stops_early) {
-    if (AppFacets::Of(inputs.app).evaluates_in_parts()) {
+    if (facets.evaluates_in_parts()) {
       return InvalidArgument(fmt::format("training.early_stopping: app '{}' evaluates in parts on every compute "
                                          "rank; early stopping needs an app that evaluates the whole model",
                                          inputs.app.name()));
@@ -105,6 +106,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   wait.while_waiting = [&stop] { return stop.Poll(); };
   const RankEnv env{resolved,
                     inputs.app,
+                    facets,
                     layout,
                     roles,
                     counting,
