@@ -82,26 +82,75 @@ fs::path ConcretePrefix(const std::string& path) {
   return prefix;
 }
 
+// The guides the README's "Where to go next" table sends readers to, one per
+// audience section of issue 27 (configuration, report, apps and data,
+// clusters and Slurm, faults and checkpoints, experiments, the timing
+// backend), and the contributor guide.
+const std::vector<fs::path>& Guides() {
+  static const std::vector<fs::path> guides = {
+      "docs/guide/configuration.md", "docs/guide/report.md",      "docs/guide/data.md",
+      "docs/guide/clusters.md",      "docs/guide/faults-and-checkpoints.md", "docs/guide/experiments.md",
+      "docs/guide/timing-backend.md", "docs/guide/extending.md"};
+  return guides;
+}
+
 TEST(Repository, EveryPathTheDocumentsNameExists) {
-  const std::vector<fs::path> documents = {"README.md",
-                                           "framework/README.md",
-                                           "deploy/README.md",
-                                           "backends/timing/README.md",
-                                           "apps/README.md",
-                                           "docs/guide/data.md",
-                                           "docs/guide/configuration.md",
-                                           "docs/guide/faults-and-checkpoints.md",
-                                           "docs/guide/timing-backend.md",
-                                           "docs/guide/experiments.md",
-                                           "docs/guide/clusters.md",
-                                           "docs/measurements.md"};
+  std::vector<fs::path> documents = {"README.md",       "framework/README.md",       "deploy/README.md",
+                                     "apps/README.md",  "backends/timing/README.md", "docs/measurements.md"};
+  documents.insert(documents.end(), Guides().begin(), Guides().end());
   for (const fs::path& document : documents) {
     ASSERT_TRUE(fs::exists(kSource / document)) << document;
-    const std::set<std::string> paths = RepositoryPathsIn(ReadAll(kSource / document));
-    EXPECT_GT(paths.size(), 2u) << document << " names almost no file: is the path pattern still right?";
-    for (const std::string& path : paths) {
-      EXPECT_TRUE(fs::exists(kSource / ConcretePrefix(path))) << document.string() << " names " << path;
+    EXPECT_GT(RepositoryPathsIn(ReadAll(kSource / document)).size(), 2u)
+        << document << " names almost no file: is the path pattern still right?";
+  }
+  // Every Markdown file of the repository, the ones above included.
+  int checked = 0;
+  for (const fs::path& file : RepositoryFiles()) {
+    if (file.extension() != ".md") continue;
+    ++checked;
+    for (const std::string& path : RepositoryPathsIn(ReadAll(file))) {
+      EXPECT_TRUE(fs::exists(kSource / ConcretePrefix(path)))
+          << fs::relative(file, kSource).string() << " names " << path;
     }
+  }
+  EXPECT_GE(checked, static_cast<int>(documents.size()));
+}
+
+TEST(Repository, TheGuidesCoverEveryAudienceAndTheReadmeLinksThem) {
+  const std::string readme = ReadAll(kSource / "README.md");
+  for (const fs::path& guide : Guides()) {
+    EXPECT_TRUE(fs::exists(kSource / guide)) << guide << " is missing";
+    EXPECT_NE(readme.find("](" + guide.string() + ")"), std::string::npos)
+        << "README.md's \"Where to go next\" does not link " << guide;
+    const std::string text = ReadAll(kSource / guide);
+    EXPECT_TRUE(text.starts_with("# ")) << guide << " does not start with a title";
+    EXPECT_NE(text.find("](../../README.md)"), std::string::npos) << guide << " has no way back to the README";
+  }
+  // The report guide describes every field of the report.
+  const std::string report_guide = ReadAll(kSource / "docs/guide/report.md");
+  const std::string proto = ReadAll(kSource / "framework/proto/report.proto");
+  static const std::regex field(R"(\n\s+(?:repeated\s+|map<[^>]*>\s+)?[A-Za-z0-9_.]+\s+([a-z_0-9]+)\s*=\s*[0-9]+;)");
+  int fields = 0;
+  for (auto it = std::sregex_iterator(proto.begin(), proto.end(), field); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1].str();
+    if (name == "sums") continue;  // EvalPart: internal, never in a written report
+    ++fields;
+    EXPECT_NE(report_guide.find("`" + name + "`"), std::string::npos)
+        << "docs/guide/report.md does not describe the report field " << name;
+  }
+  EXPECT_GT(fields, 40) << "almost no fields found in report.proto: is the field pattern still right?";
+}
+
+TEST(Repository, TheDesignHoldsNoUsageReference) {
+  // framework/README.md is the design: how to run things lives in docs/guide,
+  // how to write an app in apps/README.md, how to add a backend, a mode or an
+  // invariant in docs/guide/extending.md.
+  std::istringstream lines(ReadAll(kSource / "framework/README.md"));
+  static const std::regex usage(R"(^(```(sh|bash|console|shell)\b|#+ How to|\$? ?(build/bin/stalelearn|mpirun|deploy/[a-z-]+\.sh) ))");
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    EXPECT_FALSE(std::regex_search(line, usage))
+        << "framework/README.md:" << number << ": " << line << " (usage: move it to docs/guide or apps/README.md)";
   }
 }
 
@@ -148,11 +197,30 @@ TEST(Repository, DatedFiguresLiveInTheMeasurementsPageOnly) {
 }
 
 TEST(Repository, TheDesignListsEveryInvariantWithItsTest) {
-  const std::string design = ReadAll(kSource / "framework/README.md");
-  for (int i = 1; i <= 7; ++i) {
-    const std::regex row("\\| I" + std::to_string(i) + " \\|[^\n]*\\|[^\n]*test[^\n]*\\|\n");
-    EXPECT_TRUE(std::regex_search(design, row)) << "no table row for I" << i << " naming a test";
+  // One table (a blank line between rows would end it and print the rest as
+  // text), its rows I1, I2, ... in order, each naming a test.
+  std::istringstream lines(ReadAll(kSource / "framework/README.md"));
+  static const std::regex row(R"(^\| I([0-9]+) \|.*\|.*test.*\|$)");
+  static const std::regex any_row(R"(^\| I[0-9]+ \|)");
+  int rows_anywhere = 0, rows_in_table = 0;
+  bool in_table = false, table_seen = false;
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("| | invariant |")) in_table = table_seen = true;
+    if (!line.starts_with("|")) in_table = false;
+    if (!std::regex_search(line, any_row)) continue;
+    ++rows_anywhere;
+    std::smatch found;
+    EXPECT_TRUE(std::regex_match(line, found, row)) << "invariant row naming no test: " << line.substr(0, 60);
+    if (!in_table) continue;
+    ++rows_in_table;
+    if (!found.empty()) {
+      EXPECT_EQ(std::stoi(found[1].str()), rows_in_table) << "invariant rows out of order";
+    }
   }
+  EXPECT_TRUE(table_seen) << "no invariants table (header \"| | invariant |\")";
+  EXPECT_EQ(rows_in_table, rows_anywhere) << "invariant rows outside the one table";
+  EXPECT_GE(rows_in_table, 9) << "fewer invariants than the design had (I1-I9)";
 }
 
 }  // namespace
