@@ -14,9 +14,22 @@ if command -v ccache >/dev/null 2>&1; then
   LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
 fi
-# A configure that failed (a dependency missing) leaves a cache but no build
-# system: configure again rather than asking make for a Makefile.
-if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || [ ! -f "$BUILD_DIR/Makefile" ] || [ $# -gt 0 ]; then
+# Configure when there is no build system yet (a configure that failed, a
+# dependency missing, leaves a cache but no Makefile), or when an argument
+# asks for a setting the cache does not hold: -DNAME=VALUE arguments the
+# cache already has cost nothing (test.sh passes its options on every run).
+needs_configure() {
+  [ -f "$BUILD_DIR/CMakeCache.txt" ] && [ -f "$BUILD_DIR/Makefile" ] || return 0
+  local arg name value
+  for arg in "$@"; do
+    [[ "$arg" =~ ^-D([A-Za-z0-9_]+)(:[A-Z]+)?=(.*)$ ]] || return 0  # not a cache setting: always configure
+    name=${BASH_REMATCH[1]} value=${BASH_REMATCH[3]}
+    grep -qxF -e "$name:BOOL=$value" -e "$name:STRING=$value" -e "$name:PATH=$value" \
+      -e "$name:FILEPATH=$value" -e "$name:UNINITIALIZED=$value" "$BUILD_DIR/CMakeCache.txt" || return 0
+  done
+  return 1
+}
+if needs_configure "$@"; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${STALELEARN_BUILD_TYPE:-RelWithDebInfo} "${LAUNCHER[@]}" "$@" >/dev/null
 fi
 read -r -a TARGETS <<<"${STALELEARN_TARGETS:-}"

@@ -51,7 +51,7 @@ if ! [[ "$SECONDS_EACH" =~ ^[1-9][0-9]*$ ]]; then
 fi
 
 if ! command -v clang++ >/dev/null 2>&1; then
-  echo "fuzz.sh: clang++ is missing (./deploy/install-deps.sh installs it)" >&2
+  echo "fuzz.sh: clang++ is missing (./deploy/install-deps.sh --tests installs it)" >&2
   exit 2
 fi
 LAUNCHER=()

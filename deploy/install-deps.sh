@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Installs, from Debian's archive, exactly the packages stalelearn needs that
 # are missing. Idempotent: does nothing (and needs no network) when all are present.
-# --cluster adds what the cluster in a box and its tests need (deploy/cluster,
-# deploy/slurm): iproute2, util-linux, jq, munge and Slurm (slurmctld, slurmd, client).
+#   (no option)  what the `stalelearn` program needs to build and run, and
+#                gnuplot for its plots: deploy/quickstart.sh installs this only
+#   --tests      adds what the test suites, benchmarks and fuzzers need:
+#                GoogleTest, Google Benchmark, clang with libFuzzer and the
+#                sanitizer runtimes, the Fashion-MNIST data package
+#   --cluster    adds what the cluster in a box and its tests need (deploy/cluster,
+#                deploy/slurm): iproute2, util-linux, jq, munge and Slurm
+# Options combine (deploy/test.sh passes --tests, and --cluster as root).
 set -euo pipefail
 
 PACKAGES=(
@@ -11,19 +17,20 @@ PACKAGES=(
   libucx-dev ucx-utils
   libtbb-dev
   libprotobuf-dev protobuf-compiler
-  libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev zlib1g-dev libxxhash-dev
   ccache
-  clang libclang-rt-dev  # deploy/fuzz.sh: libFuzzer and the sanitizer runtimes
-  dataset-fashion-mnist
   gnuplot-nox
 )
-if [ "${1:-}" = "--cluster" ]; then
-  PACKAGES+=(iproute2 util-linux jq munge slurmctld slurmd slurm-client)
-elif [ $# -gt 0 ]; then
-  echo "install-deps: unknown option '$1' (only --cluster)" >&2
-  exit 2
-fi
+for option in "$@"; do
+  case "$option" in
+    --tests)
+      PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev
+        clang libclang-rt-dev  # deploy/fuzz.sh: libFuzzer and the sanitizer runtimes
+        dataset-fashion-mnist) ;;
+    --cluster) PACKAGES+=(iproute2 util-linux jq munge slurmctld slurmd slurm-client) ;;
+    *) echo "install-deps: unknown option '$option' (--tests, --cluster)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -18,7 +18,14 @@ step() { echo; echo "== quickstart: $*"; }
 step "installing missing packages"
 ./deploy/install-deps.sh
 step "building the stalelearn program ($STALELEARN_BUILD_DIR; deploy/test.sh builds the tests)"
-STALELEARN_TARGETS=stalelearn_cli ./deploy/build.sh
+# A new build directory is configured without the tests and benchmarks (their
+# packages are deploy/test.sh's: install-deps.sh --tests); one that exists
+# keeps its settings. Either way only the program and what it links is built.
+CONFIGURE=()
+if [ ! -f "$STALELEARN_BUILD_DIR/CMakeCache.txt" ]; then
+  CONFIGURE=(-DSTALELEARN_BUILD_TESTS=OFF -DSTALELEARN_BUILD_BENCHMARKS=OFF)
+fi
+STALELEARN_TARGETS=stalelearn_cli ./deploy/build.sh ${CONFIGURE[@]+"${CONFIGURE[@]}"}
 step "fetching MovieLens"
 ./deploy/fetch-data.sh movielens
 "$BIN" data info movielens

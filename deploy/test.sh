@@ -4,10 +4,13 @@
 # deadline. Exit code: CTest's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# As root the cluster tests can run (network namespaces): add what they need
+# The tests' packages (GoogleTest, Google Benchmark, clang for the fuzzers);
+# as root the cluster tests can run (network namespaces): add what they need
 # (iproute2, jq, munge, Slurm); otherwise they are reported as skipped.
-if [ "$(id -u)" -eq 0 ]; then ./deploy/install-deps.sh --cluster; else ./deploy/install-deps.sh; fi
-./deploy/build.sh
+if [ "$(id -u)" -eq 0 ]; then ./deploy/install-deps.sh --tests --cluster; else ./deploy/install-deps.sh --tests; fi
+# Every target, tests and benchmarks included (a build directory the
+# quickstart configured without them is reconfigured once).
+./deploy/build.sh -DSTALELEARN_BUILD_TESTS=ON -DSTALELEARN_BUILD_BENCHMARKS=ON
 # The real-data tests (MovieLens md5, MF convergence, heart_scale, the
 # SpamAssassin bag of words, the Brown and State of the Union corpora, MNIST
 # and Fashion-MNIST; the quality label: tests/README.md) need the data;

@@ -10,7 +10,7 @@
 //                                         step per sample, measured by running it
 //                                         (kernel_calibration.h; CONFIG = its name)
 // plus a copy of the shipped presets, so DIR is a whole preset directory:
-//   stalelearn train ... --set backend.name=timing --set backend.timing.preset_dir=DIR \
+//   stalelearn train ... --set backend.name=timing --set backend.timing.preset_dir=DIR
 //     --set backend.timing.compute=NAME-cpu --set backend.timing.memory=NAME-host --set backend.timing.link=NAME-local
 // Every number is tagged MEASURED, its source naming the machine, the date and
 // the measurement. Each file is validated by loading it back before the

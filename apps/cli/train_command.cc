@@ -194,8 +194,17 @@ void RunTrain(const TrainOptions& options, const runtime::Registries& registries
   const runtime::AppContext app_context{config, data::ResolveDataDir(Env("STALELEARN_DATA"), Env("HOME")),
                                         registries.datasets};
   const std::unique_ptr<runtime::App> app = ValueOrThrow(registries.apps.Create(config.app().name(), app_context));
-  runtime::TrainInputs inputs{config, *app, registries.backends, registries.modes};
-  inputs.merge_policies = &registries.merge_policies;
+  // GCC 12 at -O3 warns that the default-constructed std::function inside
+  // inputs.wait "may be used uninitialized" when its destructor is inlined
+  // here: a false positive (every member has an initializer).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  const runtime::TrainInputs inputs{.config = config,
+                                    .app = *app,
+                                    .backends = registries.backends,
+                                    .modes = registries.modes,
+                                    .merge_policies = &registries.merge_policies};
+#pragma GCC diagnostic pop
 
   std::atomic<bool> stopped{false};
   if (emulated) {
