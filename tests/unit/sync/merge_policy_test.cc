@@ -104,12 +104,21 @@ TEST_P(MergePolicyVsReference, MatchesTheSequentialReference) {
   }
 }
 
+// adam and adagrad with lr 0.05 (adagrad's accumulator from 0.1); the others
+// have no parameters.
 MergePolicySpec Spec(std::string name) {
-  MergePolicySpec spec;
-  spec.name = std::move(name);
-  spec.learning_rate = 0.05f;
-  spec.initial_accumulator = 0.1f;
-  return spec;
+  if (name == "adam") {
+    AdamOptions adam;
+    adam.set_learning_rate(0.05f);
+    return BuiltinSpec(name, &adam);
+  }
+  if (name == "adagrad") {
+    AdagradOptions adagrad;
+    adagrad.set_learning_rate(0.05f);
+    adagrad.set_initial_accumulator(0.1f);
+    return BuiltinSpec(name, &adagrad);
+  }
+  return BuiltinSpec(name);
 }
 
 // adam as the runtime sets it up for 4 compute ranks: each batch's step is a
@@ -193,14 +202,14 @@ TEST(AveragePolicy, DividesEachRowByTheBatchesOfTheWindowThatNamedIt) {
 // a step count that is not the row's own) the early steps differ by up to
 // sqrt(1 - beta2) / (1 - beta1) = 3.2x with beta2 = 0.999.
 TEST(AdamPolicy, BiasCorrectionUsesEachRowsOwnStepCount) {
-  MergePolicySpec spec = Spec("adam");
-  spec.learning_rate = 0.01f;
-  spec.beta1 = 0.9f;
-  spec.beta2 = 0.999f;
-  spec.epsilon = 1e-8f;
-  OneTable t(spec);
+  AdamOptions adam;
+  adam.set_learning_rate(0.01f);
+  adam.set_beta1(0.9f);
+  adam.set_beta2(0.999f);
+  adam.set_epsilon(1e-8f);
+  OneTable t(BuiltinSpec("adam", &adam));
   const float delta = 0.5f;  // g = -0.5: every step adds lr
-  const float step = spec.learning_rate * delta / (delta + spec.epsilon);
+  const float step = adam.learning_rate() * delta / (delta + adam.epsilon());
   const auto near = [](float actual, float want) { return std::abs(actual - want) <= 1e-4f * std::abs(want); };
 
   t.Merge({0}, {delta});
@@ -217,8 +226,10 @@ TEST(AdamPolicy, BiasCorrectionUsesEachRowsOwnStepCount) {
 // to 1 (defaults), and past 65,536 steps with a beta2 so close to 1 that they
 // never do.
 TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
-  MergePolicySpec slow = Spec("adam");
-  slow.beta2 = 0.9999999f;
+  AdamOptions slow_options;
+  slow_options.set_learning_rate(0.05f);
+  slow_options.set_beta2(0.9999999f);
+  const MergePolicySpec slow = BuiltinSpec("adam", &slow_options);
   for (const auto& [spec, steps] : {std::pair{Spec("adam"), 5000}, std::pair{slow, 70000}}) {
     const model::TableSpec table{"w", model::ElementType::kFloat32, 1, 2};
     std::unique_ptr<MergePolicy> policy = ValueOrThrow(BuiltinMergePolicyRegistry().Create(spec, table, 1));
@@ -233,7 +244,7 @@ TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
     }
     for (std::int32_t i = 0; i < 2; ++i) {
       EXPECT_NEAR(master.FloatRow(0)[i], reference.value(0, i), 1e-6f * std::max(1.0f, std::abs(reference.value(0, i))))
-          << "beta2 " << spec.beta2 << ", element " << i;
+          << "beta2 " << OptionsOf<AdamOptions>(spec).beta2() << ", element " << i;
     }
   }
 }
