@@ -42,7 +42,6 @@ using runtime::TableId;
 
 constexpr std::int64_t kRows = 4;
 constexpr std::int32_t kWidth = 2;
-constexpr runtime::FloatTable kWeights{TableId{0}};  // the one table
 
 float InitialValue(std::int64_t row, std::int32_t i) { return static_cast<float>(10 + 3 * row + i); }
 
@@ -56,16 +55,14 @@ class DeltaApp final : public runtime::SampleKernelApp {
 
   std::string name() const override { return "deltas"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"w", runtime::ElementType::kFloat32, kRows, kWidth}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   void InitRow(TableId, RowId row, runtime::RowValues row_values) const override {
     const std::span<float> values = row_values.floats();
     for (std::int32_t i = 0; i < kWidth; ++i) values[static_cast<std::size_t>(i)] = InitialValue(row.value, i);
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kWeights.id, RowId{sample % kRows}});
+    rows.push_back({weights_.id, RowId{sample % kRows}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     const int rank = ctx.info.rank.value;
@@ -74,7 +71,7 @@ class DeltaApp final : public runtime::SampleKernelApp {
       arrived_.insert(rank);
       return;
     }
-    const std::span<float> row = model.Row(kWeights, RowId{sample % kRows});
+    const std::span<float> row = model.Row(weights_, RowId{sample % kRows});
     std::lock_guard lock(mutex_);
     std::vector<float>& delta = deltas_[{rank, ctx.clock}][sample % kRows];
     delta.resize(kWidth, 0.0f);
@@ -89,7 +86,7 @@ class DeltaApp final : public runtime::SampleKernelApp {
     runtime::Evaluation e{"sum", 0};
     for (std::int64_t r = 0; r < kRows; ++r) {
       for (std::int32_t i = 0; i < kWidth; ++i) {
-        const float x = runtime::Row(model, kWeights, r)[static_cast<std::size_t>(i)];
+        const float x = runtime::Row(model, weights_, r)[static_cast<std::size_t>(i)];
         e.value += x;
         e.extra.emplace_back(fmt::format("w{}_{}", r, i), x);
       }
@@ -108,6 +105,8 @@ class DeltaApp final : public runtime::SampleKernelApp {
   }
 
  private:
+  runtime::TableList tables_;
+  runtime::FloatTable weights_ = tables_.AddFloat("w", kRows, kWidth);  // the one table
   std::int64_t samples_;
   std::int64_t last_clock_;
   mutable std::mutex mutex_;
