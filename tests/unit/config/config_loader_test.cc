@@ -31,7 +31,7 @@ constexpr const char* kGood = R"pb(
   training { epochs: 3 samples_per_clock: 256 }
   consistency { mode: "SSP" staleness: 2 }
   cluster { memory_ranks: 2 }
-  backend { name: "local" options { key: "inner" value: "local" } }
+  backend { name: "local" }
   seed: 42
 )pb";
 
@@ -85,7 +85,7 @@ TEST(ConfigLoaderTest, ParsesEveryGroup) {
   EXPECT_EQ(c->consistency().mode(), "SSP");
   EXPECT_EQ(c->consistency().staleness(), 2);
   EXPECT_EQ(c->cluster().memory_ranks(), 2);
-  EXPECT_EQ(c->backend().options().at("inner"), "local");
+  EXPECT_EQ(c->backend().name(), "local");
   EXPECT_EQ(c->seed(), 42u);
 }
 

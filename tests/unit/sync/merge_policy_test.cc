@@ -104,8 +104,8 @@ TEST_P(MergePolicyVsReference, MatchesTheSequentialReference) {
   }
 }
 
-// adam and adagrad with lr 0.05 (adagrad's accumulator from 0.1); the others
-// have no parameters.
+// adam and adagrad with lr 0.05 (adagrad's accumulator from 0.1), resolved;
+// the others have no parameters (and are left unresolved: unknown names too).
 MergePolicySpec Spec(std::string name) {
   if (name == "adam") {
     AdamOptions adam;
@@ -118,7 +118,7 @@ MergePolicySpec Spec(std::string name) {
     adagrad.set_initial_accumulator(0.1f);
     return BuiltinSpec(name, &adagrad);
   }
-  return BuiltinSpec(name);
+  return MergePolicySpec{.name = std::move(name)};
 }
 
 // adam as the runtime sets it up for 4 compute ranks: each batch's step is a
@@ -251,25 +251,34 @@ TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
 
 TEST(MergePolicySpec, EveryBadHyperparameterIsNamed) {
   EXPECT_TRUE(ValidateMergePolicySpec(MergePolicySpec{}).ok()) << "the defaults must be valid";
+  // Each case changes one field of resolved (valid) options of adam, or of
+  // adagrad for initial_accumulator.
   struct Bad {
-    void (*mutate)(MergePolicySpec&);
+    void (*mutate)(AdamOptions&, AdagradOptions&);
     std::string field;
   };
   const std::vector<Bad> cases = {
-      {[](MergePolicySpec& s) { s.learning_rate = -0.1f; }, "learning_rate"},
-      {[](MergePolicySpec& s) { s.learning_rate = 0.0f; }, "learning_rate"},
-      {[](MergePolicySpec& s) { s.learning_rate = NAN; }, "learning_rate"},
-      {[](MergePolicySpec& s) { s.beta1 = 1.0f; }, "beta1"},
-      {[](MergePolicySpec& s) { s.beta1 = -0.01f; }, "beta1"},
-      {[](MergePolicySpec& s) { s.beta2 = 1.5f; }, "beta2"},
-      {[](MergePolicySpec& s) { s.epsilon = 0.0f; }, "epsilon"},
-      {[](MergePolicySpec& s) { s.epsilon = INFINITY; }, "epsilon"},
-      {[](MergePolicySpec& s) { s.initial_accumulator = -1.0f; }, "initial_accumulator"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_learning_rate(-0.1f); }, "learning_rate"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_learning_rate(0.0f); }, "learning_rate"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_learning_rate(NAN); }, "learning_rate"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_beta1(1.0f); }, "beta1"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_beta1(-0.01f); }, "beta1"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_beta2(1.5f); }, "beta2"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_epsilon(0.0f); }, "epsilon"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_epsilon(INFINITY); }, "epsilon"},
+      {[](AdamOptions&, AdagradOptions& g) { g.set_initial_accumulator(-1.0f); }, "initial_accumulator"},
   };
   const std::vector<model::TableSpec> tables = {{"weights", model::ElementType::kFloat32, 4, 1}};
   for (const Bad& bad : cases) {
-    MergePolicySpec spec = Spec("adam");
-    bad.mutate(spec);
+    AdamOptions adam = OptionsOf<AdamOptions>(Spec("adam"));
+    AdagradOptions adagrad = OptionsOf<AdagradOptions>(Spec("adagrad"));
+    bad.mutate(adam, adagrad);
+    MergePolicySpec spec;
+    if (bad.field == "initial_accumulator") {
+      spec = {.name = "adagrad", .options = std::make_shared<AdagradOptions>(adagrad)};
+    } else {
+      spec = {.name = "adam", .options = std::make_shared<AdamOptions>(adam)};
+    }
     const Status status = ValidateMergePolicies({spec}, tables, BuiltinMergePolicyRegistry());
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad.field;
     EXPECT_NE(status.message().find("merge_policy." + bad.field), std::string::npos) << status.message();
