@@ -25,6 +25,8 @@ constexpr int kParamsNumber = 15;
 static_assert(proto::AppConfig::kParamsFieldNumber == kParamsNumber);
 static_assert(proto::BackendConfig::kParamsFieldNumber == kParamsNumber);
 static_assert(proto::MergeConfig::kParamsFieldNumber == kParamsNumber);
+constexpr int kWrappedNumber = 16;  // BackendConfig.wrapped
+static_assert(proto::BackendConfig::kWrappedFieldNumber == kWrappedNumber);
 
 // Where each kind's sections go: the container message (copied into the
 // dynamic pool as `dynamic_name`, with one field per section), the field
@@ -225,10 +227,21 @@ Result<std::unique_ptr<ConfigReader>> ConfigReader::Make(const ConfigSchema& sch
     pb::DescriptorProto* copy = file.add_message_type();
     info.container->CopyTo(copy);
     copy->set_name(info.dynamic_name);
+    // The resolved outputs (params; a backend's wrapped sections) are not
+    // written in the text.
     auto* fields = copy->mutable_field();
     fields->erase(std::remove_if(fields->begin(), fields->end(),
-                                 [](const pb::FieldDescriptorProto& f) { return f.number() == kParamsNumber; }),
+                                 [&](const pb::FieldDescriptorProto& f) {
+                                   return f.number() == kParamsNumber ||
+                                          (kind == SectionKind::kBackend && f.number() == kWrappedNumber);
+                                 }),
                   fields->end());
+    if (kind == SectionKind::kBackend) {
+      auto* nested = copy->mutable_nested_type();
+      nested->erase(std::remove_if(nested->begin(), nested->end(),
+                                   [](const pb::DescriptorProto& d) { return d.name() == "WrappedEntry"; }),
+                    nested->end());
+    }
     Retarget(*copy, {}, "." + info.container->full_name() + ".", DynamicName(kind) + ".");
     const std::vector<Section>& sections = schema.sections(kind);
     for (std::size_t i = 0; i < sections.size(); ++i) {
