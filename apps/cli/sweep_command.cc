@@ -86,8 +86,7 @@ void CheckRuns(const SweepOptions& options, const std::vector<GridRun>& runs, co
     }
     if (config.backend().name() != "timing") continue;
     const auto timing = backends::timing::ParseTimingOptions(
-        config.backend().has_params() ? &config.backend().params() : nullptr,
-        {config.backend().options().begin(), config.backend().options().end()});
+        config.backend().has_params() ? &config.backend().params() : nullptr, {});
     if (!timing.ok()) throw Error(InvalidArgument("backend 'timing': " + timing.status().message()));
     const fs::path dir = timing->preset_dir.empty() ? backends::timing::DefaultPresetDir() : timing->preset_dir;
     ThrowIfError(backends::timing::LoadMemoryPreset(dir, timing->memory).status());

@@ -1,5 +1,6 @@
 // Registration of the 'timing' backend: its options message (the config
-// section `backend { name: "timing" timing { ... } }`, timing_options.proto)
+// section `backend { name: "timing" timing { ... } }`, timing_options.proto;
+// the inner backend's section may be set beside it, `ucx { tls: "tcp" }`)
 // and a factory that wraps the inner backend named by the options, prices it
 // with the presets, and, when the ranks are threads of one process, shares
 // one VirtualTimeScheduler among them through the in-process group.
@@ -70,7 +71,14 @@ Result<std::shared_ptr<VirtualTimeScheduler>> JobScheduler(const TimingOptions& 
 
 Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transport::BackendContext& context) {
   STALELEARN_ASSIGN_OR_RETURN(TimingOptions options, ParseTimingOptions(context.params, context.options));
-  const transport::BackendContext inner_context{context.bootstrap, options.inner_options, context.registry};
+  // The inner backend's section (config.backend.wrapped), or its key=value
+  // options (inner.KEY) when the timing backend was created directly.
+  const google::protobuf::Any* inner_params = nullptr;
+  if (context.wrapped != nullptr) {
+    if (const auto it = context.wrapped->find(options.inner); it != context.wrapped->end()) inner_params = &it->second;
+  }
+  const transport::BackendContext inner_context{context.bootstrap, options.inner_options, context.registry,
+                                                inner_params, context.wrapped};
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> inner,
                               context.registry.Create(options.inner, inner_context));
   STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options, inner->world_size()));
@@ -84,9 +92,19 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
 
 Status RegisterBackend(transport::BackendRegistry& registry) {
   config::Section section{"timing", &stalelearn::timing::TimingBackendOptions::default_instance(),
-                          [](google::protobuf::Message& params, proto::Config&) {
-                            return ResolveTimingSection(static_cast<stalelearn::timing::TimingBackendOptions&>(params));
-                          }};
+                          [](google::protobuf::Message& params, proto::Config& config) {
+                            auto& timing = static_cast<stalelearn::timing::TimingBackendOptions&>(params);
+                            STALELEARN_RETURN_IF_ERROR(ResolveTimingSection(timing));
+                            // Only the inner backend's section may be set beside this one.
+                            for (const auto& [name, section] : config.backend().wrapped()) {
+                              if (name != timing.inner()) {
+                                return InvalidArgument(fmt::format(
+                                    "backend.{} is set but backend.timing.inner is '{}'", name, timing.inner()));
+                              }
+                            }
+                            return Status::Ok();
+                          },
+                          /*wraps=*/true};
   return registry.Add("timing",
                       "simulated PIM, link and compute latencies in virtual time over another backend "
                       "(section timing { inner memory link compute preset_dir schedule link_bandwidth_gb_per_s "

@@ -59,6 +59,9 @@ Status ResolveTimingSection(stalelearn::timing::TimingBackendOptions& section) {
 
 Result<TimingOptions> ParseTimingOptions(const google::protobuf::Any* params,
                                          const std::map<std::string, std::string>& options) {
+  if (params != nullptr && !options.empty()) {
+    return InvalidArgument("options given both as a section and as key=value options");
+  }
   STALELEARN_ASSIGN_OR_RETURN(TimingOptions parsed, FromSection(params));
   for (const auto& [key, value] : options) {
     if (key.starts_with(kInnerPrefix) && key.size() > kInnerPrefix.size()) {

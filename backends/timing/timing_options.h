@@ -1,8 +1,10 @@
 // Options of the 'timing' backend: its config section (timing_options.proto,
 // `backend { name: "timing" timing { ... } }`, resolved with its declared
-// defaults; BackendContext::params), then string options by key over it
-// (config.backend.options, or the map of a backend created directly). Keys,
-// the section's fields (defaults: timing_options.proto):
+// defaults; BackendContext::params), or, for a backend created directly in
+// code without a section (tests, bench rma --backend-option), the same
+// fields as key=value options over the declared defaults (one source or the
+// other, never both). Keys, the section's fields (defaults:
+// timing_options.proto):
 //   inner       backend to wrap: "local" (default) or "ucx"; never "timing"
 //   memory      memory-side preset (default "hmc2")
 //   link        link preset (default "pcie4-x16")
@@ -22,7 +24,8 @@
 //               link operation's overhead) is stretched by max(1, R / cores),
 //               since every rank thread is runnable (compute ranks compute,
 //               memory ranks poll). Default 0: a device of its own per rank
-//   inner.KEY   passed to the inner backend as KEY
+//   inner.KEY   passed to the inner backend as KEY (from the config: the
+//               inner backend's own section, config.backend.wrapped)
 // An unknown key is an error naming it and the known ones.
 #pragma once
 
@@ -55,7 +58,8 @@ struct TimingOptions {
 };
 
 // `params`: the resolved section (config.backend.params), or null for the
-// declared defaults; `options` by key over it. Errors name the option.
+// declared defaults with `options` by key over them (kInvalidArgument given
+// both). Errors name the option.
 Result<TimingOptions> ParseTimingOptions(const google::protobuf::Any* params,
                                          const std::map<std::string, std::string>& options);
 inline Result<TimingOptions> ParseTimingOptions(const std::map<std::string, std::string>& options) {

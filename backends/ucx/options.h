@@ -1,6 +1,11 @@
-// Options of the 'ucx' backend (config.backend.options), resolved once into
-// UCX configuration settings (framework/README.md, convention 10: no environment read deep in code;
-// UCX itself still honours UCX_* variables, which these override).
+// Options of the 'ucx' backend: its config section (ucx_options.proto,
+// `backend { name: "ucx" ucx { tls: "tcp" } }`, resolved with its declared
+// defaults; BackendContext::params), or, for a backend created directly in
+// code without a section (bench rma --backend-option, tests), the same
+// fields as key=value options (BackendContext::options). Resolved once into
+// UCX configuration settings (framework/README.md, convention 10: no
+// environment read deep in code; UCX itself still honours UCX_* variables,
+// which these override).
 //
 //   tls=tcp            -> UCX_TLS: transports (default: UCX picks; shared
 //                         memory within a node). e.g. "tcp", "shm,self".
@@ -16,6 +21,9 @@
 #include <map>
 #include <string>
 
+#include <google/protobuf/any.pb.h>
+
+#include "backends/ucx/ucx_options.pb.h"
 #include "framework/core/status.h"
 
 namespace stalelearn::backends::ucx {
@@ -26,7 +34,14 @@ struct UcxOptions {
   bool progress_thread = false;
 };
 
-// kInvalidArgument for an unknown option or an empty value, naming the known ones.
-Result<UcxOptions> ParseUcxOptions(const std::map<std::string, std::string>& options);
+// `params`: the resolved section, or null. `options`: key=value options of
+// a backend created without a section; given both, kInvalidArgument (one
+// source of options). kInvalidArgument for an unknown key or an empty value,
+// naming the known ones.
+Result<UcxOptions> ParseUcxOptions(const google::protobuf::Any* params,
+                                   const std::map<std::string, std::string>& options);
+inline Result<UcxOptions> ParseUcxOptions(const std::map<std::string, std::string>& options) {
+  return ParseUcxOptions(nullptr, options);
+}
 
 }  // namespace stalelearn::backends::ucx

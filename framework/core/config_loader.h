@@ -25,7 +25,7 @@ Result<proto::Config> ParseConfigText(std::string_view text, std::string_view so
 
 // Applies one "a.b.c=value" assignment to a Config (or a ConfigReader's full
 // message). Scalars, enums (by name), bools (true/false/1/0), map<string,
-// scalar> entries (backend.options.key=v) and fields of map<string, message>
+// scalar> entries (map.KEY=v) and fields of map<string, message>
 // entries (merge.TABLE.policy=adam) are supported; setting a message field
 // itself is an error.
 Status ApplyOverride(google::protobuf::Message& config, std::string_view assignment);

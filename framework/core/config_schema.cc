@@ -25,6 +25,8 @@ constexpr int kParamsNumber = 15;
 static_assert(proto::AppConfig::kParamsFieldNumber == kParamsNumber);
 static_assert(proto::BackendConfig::kParamsFieldNumber == kParamsNumber);
 static_assert(proto::MergeConfig::kParamsFieldNumber == kParamsNumber);
+constexpr int kWrappedNumber = 16;  // BackendConfig.wrapped
+static_assert(proto::BackendConfig::kWrappedFieldNumber == kWrappedNumber);
 
 // Where each kind's sections go: the container message (copied into the
 // dynamic pool as `dynamic_name`, with one field per section), the field
@@ -225,10 +227,21 @@ Result<std::unique_ptr<ConfigReader>> ConfigReader::Make(const ConfigSchema& sch
     pb::DescriptorProto* copy = file.add_message_type();
     info.container->CopyTo(copy);
     copy->set_name(info.dynamic_name);
+    // The resolved outputs (params; a backend's wrapped sections) are not
+    // written in the text.
     auto* fields = copy->mutable_field();
     fields->erase(std::remove_if(fields->begin(), fields->end(),
-                                 [](const pb::FieldDescriptorProto& f) { return f.number() == kParamsNumber; }),
+                                 [&](const pb::FieldDescriptorProto& f) {
+                                   return f.number() == kParamsNumber ||
+                                          (kind == SectionKind::kBackend && f.number() == kWrappedNumber);
+                                 }),
                   fields->end());
+    if (kind == SectionKind::kBackend) {
+      auto* nested = copy->mutable_nested_type();
+      nested->erase(std::remove_if(nested->begin(), nested->end(),
+                                   [](const pb::DescriptorProto& d) { return d.name() == "WrappedEntry"; }),
+                    nested->end());
+    }
     Retarget(*copy, {}, "." + info.container->full_name() + ".", DynamicName(kind) + ".");
     const std::vector<Section>& sections = schema.sections(kind);
     for (std::size_t i = 0; i < sections.size(); ++i) {
@@ -306,26 +319,33 @@ Status ConfigReader::ResolveSection(SectionKind kind, const pb::Message& dynamic
     return InvalidArgument(fmt::format("{}: unknown merge policy '{}' (known: {})", path, name, fmt::join(known, ", ")));
   }
   const auto index = static_cast<std::size_t>(chosen - sections.begin());
+  // Section i as set (or empty), resolved, into `any`.
+  const auto resolve_into = [&](std::size_t i, pb::Any& any) -> Status {
+    std::unique_ptr<pb::Message> params(sections[i].prototype->New());
+    if (dr.HasField(dynamic, section_field(i)) &&
+        !params->ParseFromString(dr.GetMessage(dynamic, section_field(i)).SerializeAsString())) {
+      return Internal(fmt::format("{}.{} does not convert", path, sections[i].name));
+    }
+    STALELEARN_RETURN_IF_ERROR(ResolveFieldRules(*params, fmt::format("{}.{}", path, sections[i].name)));
+    if (sections[i].resolve) STALELEARN_RETURN_IF_ERROR(sections[i].resolve(*params, config));
+    any.PackFrom(*params);
+    return Status::Ok();
+  };
+  const bool wraps = kind == SectionKind::kBackend && chosen != sections.end() && chosen->wraps;
   for (std::size_t i : set_sections) {
-    if (i != index) {
+    if (i == index) continue;
+    if (!wraps) {
       return InvalidArgument(
           fmt::format("{}.{} is set but {}.{} is '{}'", path, sections[i].name, path, info.name_field, name));
     }
+    auto& wrapped = *static_cast<proto::BackendConfig&>(typed).mutable_wrapped();
+    STALELEARN_RETURN_IF_ERROR(resolve_into(i, wrapped[sections[i].name]));
   }
   tr.SetString(&typed, name_field, name);
   // A backend or policy without an options message: its registry checks the name.
   if (chosen == sections.end()) return Status::Ok();
-  std::unique_ptr<pb::Message> params(chosen->prototype->New());
-  if (dr.HasField(dynamic, section_field(index)) &&
-      !params->ParseFromString(dr.GetMessage(dynamic, section_field(index)).SerializeAsString())) {
-    return Internal(fmt::format("{}.{} does not convert", path, name));
-  }
-  const std::string section_path = fmt::format("{}.{}", path, name);
-  STALELEARN_RETURN_IF_ERROR(ResolveFieldRules(*params, section_path));
-  if (chosen->resolve) STALELEARN_RETURN_IF_ERROR(chosen->resolve(*params, config));
-  auto* any = static_cast<pb::Any*>(tr.MutableMessage(&typed, typed.GetDescriptor()->FindFieldByNumber(kParamsNumber)));
-  any->PackFrom(*params);
-  return Status::Ok();
+  return resolve_into(index, *static_cast<pb::Any*>(
+                                 tr.MutableMessage(&typed, typed.GetDescriptor()->FindFieldByNumber(kParamsNumber))));
 }
 
 Result<proto::Config> ConfigReader::ToConfig(const pb::Message& full) const {

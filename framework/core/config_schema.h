@@ -63,6 +63,11 @@ struct Section {
   // the field as "<kind path>.<name>.<field>" (app.x.k, backend.timing.link,
   // merge.w.adam.beta1). May be empty.
   std::function<Status(google::protobuf::Message& params, proto::Config& config)> resolve;
+  // A backend that wraps others (timing): when it is chosen, the sections of
+  // other backends may be set too; each is resolved into
+  // config.backend.wrapped (before this section's resolve, which checks
+  // them). Otherwise another backend's section set is an error.
+  bool wraps = false;
 };
 using AppSection = Section;
 

@@ -41,10 +41,10 @@ Result<RankRun> RunRank(const RankEnv& env, const ModeDefinition& mode, metrics:
 Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& bootstrap) {
   const proto::Config& config = inputs.config;
   STALELEARN_ASSIGN_OR_RETURN(const ModeDefinition* mode, inputs.modes.Find(config.consistency().mode()));
-  const std::map<std::string, std::string> options(config.backend().options().begin(),
-                                                   config.backend().options().end());
-  const transport::BackendContext context{bootstrap, options, inputs.backends,
-                                          config.backend().has_params() ? &config.backend().params() : nullptr};
+  const std::map<std::string, std::string> no_options;  // the config's are sections
+  const transport::BackendContext context{bootstrap, no_options, inputs.backends,
+                                          config.backend().has_params() ? &config.backend().params() : nullptr,
+                                          &config.backend().wrapped()};
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> backend,
                               inputs.backends.Create(config.backend().name(), context));
   // Capabilities are asked of the transport (decorators forward them).

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <cstdlib>
 
 #include "framework/core/field_rules.h"
@@ -31,24 +30,17 @@ MergePolicyRegistry BuiltinMergePolicyRegistry() {
   return r;
 }
 
-namespace {
-
-// NaN fails every comparison, so each check is written as "not inside".
-Status CheckField(bool inside, std::string_view field, std::string_view range, float value) {
-  if (inside && std::isfinite(value)) return Status::Ok();
-  return InvalidArgument(fmt::format("merge_policy.{} must be {}, got {}", field, range, value));
+MergePolicySpec BuiltinSpec(std::string name, const google::protobuf::Message* options) {
+  Result<MergePolicySpec> spec = BuiltinMergePolicyRegistry().Resolve({.name = std::move(name)}, options);
+  if (!spec.ok()) std::abort();  // programming error: see the declaration
+  return *std::move(spec);
 }
-
-}  // namespace
 
 Status ValidateMergePolicySpec(const MergePolicySpec& spec) {
   if (spec.name.empty()) return InvalidArgument("merge_policy.name must not be empty");
-  STALELEARN_RETURN_IF_ERROR(CheckField(spec.learning_rate > 0, "learning_rate", "> 0", spec.learning_rate));
-  STALELEARN_RETURN_IF_ERROR(CheckField(spec.beta1 >= 0 && spec.beta1 < 1, "beta1", "in [0, 1)", spec.beta1));
-  STALELEARN_RETURN_IF_ERROR(CheckField(spec.beta2 >= 0 && spec.beta2 < 1, "beta2", "in [0, 1)", spec.beta2));
-  STALELEARN_RETURN_IF_ERROR(CheckField(spec.epsilon > 0, "epsilon", "> 0", spec.epsilon));
-  STALELEARN_RETURN_IF_ERROR(
-      CheckField(spec.initial_accumulator >= 0, "initial_accumulator", ">= 0", spec.initial_accumulator));
+  // The declared ranges (the config checked them already; a spec built in
+  // code is checked here).
+  if (spec.options != nullptr) STALELEARN_RETURN_IF_ERROR(config::CheckDeclaredRules(*spec.options, "merge_policy"));
   if (spec.batches_per_clock < 1) {
     return InvalidArgument(fmt::format("merge_policy.batches_per_clock must be >= 1, got {}", spec.batches_per_clock));
   }
@@ -56,13 +48,9 @@ Status ValidateMergePolicySpec(const MergePolicySpec& spec) {
 }
 
 Status MergePolicyRegistry::Add(std::string name, std::string description, bool merges_int32,
-                                MergePolicyFactory factory, MergePolicyOptions options) {
+                                MergePolicyFactory factory, const google::protobuf::Message* options) {
   if (entries_.contains(name)) return InvalidArgument(fmt::format("merge policy '{}' registered twice", name));
-  if (options.prototype != nullptr && !options.to_spec) {
-    return InvalidArgument(fmt::format("merge policy '{}': an options message needs to_spec", name));
-  }
-  entries_.emplace(std::move(name),
-                   Entry{std::move(description), merges_int32, std::move(factory), std::move(options)});
+  entries_.emplace(std::move(name), Entry{std::move(description), merges_int32, std::move(factory), options});
   return Status::Ok();
 }
 
@@ -72,18 +60,20 @@ Result<MergePolicySpec> MergePolicyRegistry::Resolve(MergePolicySpec spec,
   if (it == entries_.end()) {
     return NotFound(fmt::format("unknown merge policy '{}' (known: {})", spec.name, KnownNames()));
   }
-  const MergePolicyOptions& own = it->second.options;
-  if (options != nullptr) {
-    if (own.prototype == nullptr || options->GetDescriptor() != own.prototype->GetDescriptor()) {
-      return InvalidArgument(fmt::format("merge policy '{}' has no options of type {}", spec.name,
-                                         options->GetDescriptor()->full_name()));
-    }
-    own.to_spec(*options, spec);
-  } else if (own.prototype != nullptr) {
-    // No options given: the ones the policy's message declares.
-    const std::unique_ptr<google::protobuf::Message> defaults(own.prototype->New());
-    STALELEARN_RETURN_IF_ERROR(config::FillDeclaredDefaults(*defaults));
-    own.to_spec(*defaults, spec);
+  const google::protobuf::Message* prototype = it->second.options;
+  if (options == nullptr) options = spec.options.get();
+  if (options != nullptr &&
+      (prototype == nullptr || options->GetDescriptor() != prototype->GetDescriptor())) {
+    return InvalidArgument(fmt::format("merge policy '{}' has no options of type {}", spec.name,
+                                       options->GetDescriptor()->full_name()));
+  }
+  if (prototype != nullptr) {
+    // Options from the config are resolved already (then this changes
+    // nothing); none, or options built in code, get the declared defaults.
+    std::shared_ptr<google::protobuf::Message> own(options != nullptr ? options->New() : prototype->New());
+    if (options != nullptr) own->CopyFrom(*options);
+    STALELEARN_RETURN_IF_ERROR(config::ResolveFieldRules(*own, "merge_policy"));
+    spec.options = std::move(own);
   }
   spec.factory = it->second.factory;
   return spec;
@@ -91,7 +81,7 @@ Result<MergePolicySpec> MergePolicyRegistry::Resolve(MergePolicySpec spec,
 
 const google::protobuf::Message* MergePolicyRegistry::OptionsOf(std::string_view name) const {
   auto it = entries_.find(name);
-  return it == entries_.end() ? nullptr : it->second.options.prototype;
+  return it == entries_.end() ? nullptr : it->second.options;
 }
 
 Status MergePolicyRegistry::Validate(const MergePolicySpec& spec, const model::TableSpec& table) const {
@@ -115,7 +105,10 @@ Result<std::unique_ptr<MergePolicy>> MergePolicyRegistry::Create(const MergePoli
                                                                  const model::TableSpec& table,
                                                                  std::int64_t rows) const {
   STALELEARN_RETURN_IF_ERROR(Validate(spec, table));
-  return entries_.find(spec.name)->second.factory(spec, MergePolicyShape{table.type, rows, table.width});
+  // Resolved here too: a spec built in code may leave its options to the
+  // declared defaults.
+  STALELEARN_ASSIGN_OR_RETURN(const MergePolicySpec resolved, Resolve(spec));
+  return resolved.factory(resolved, MergePolicyShape{table.type, rows, table.width});
 }
 
 std::vector<std::string> MergePolicyRegistry::names() const {

@@ -44,7 +44,8 @@
 //
 // Adding a policy: one file that defines the class and a
 // Register<Name>MergePolicy function (with its options message, a .proto
-// beside it, when it has parameters), and one registration line in
+// beside it, when it has parameters: its factory reads them with
+// OptionsOf<Message>(spec)), and one registration line in
 // RegisterBuiltinMergePolicies (merge_policy.cc); or a registration of an
 // app's program into runtime::Registries::merge_policies. A policy's options
 // become its config section (`merge { key: "w" value { policy: "adam" adam {
@@ -52,7 +53,7 @@
 // ranges declared as field options in its .proto.
 //
 //   MergePolicyRegistry registry = BuiltinMergePolicyRegistry();
-//   std::vector<MergePolicySpec> specs = {registry.Resolve({.name = "adam"})};  // one per table
+//   std::vector<MergePolicySpec> specs = {registry.Resolve({.name = "adam"}).value()};  // one per table
 //   STALELEARN_RETURN_IF_ERROR(ValidateMergePolicies(specs, layout.tables(), registry));  // at config time
 //   auto policies = CreateMergePolicies(specs, layout, shard);  // on the memory rank
 //   ShardMerger merger(layout, shard, threads, std::move(policies).value());
@@ -61,12 +62,14 @@
 // ShardMerger only: Apply may run concurrently for distinct rows of one batch,
 // never concurrently with EndWindow. The registry: Add during start-up only,
 // then const use from any thread. Lifetimes: a spec's factory is a copy,
-// independent of the registry that resolved it; an options prototype is a
-// generated default instance (lives for the program).
+// independent of the registry that resolved it, and its options are shared
+// (immutable) by its copies; an options prototype is a generated default
+// instance (lives for the program).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -91,25 +94,24 @@ struct MergePolicySpec;
 using MergePolicyFactory =
     std::function<std::unique_ptr<MergePolicy>(const MergePolicySpec& spec, const MergePolicyShape& shape)>;
 
-// A table's merge policy and its hyperparameters, as the policies read them
-// (the config writes them in the policy's own options message, e.g.
-// AdamOptions; MergePolicyRegistry::Resolve copies them here, its declared
-// defaults included). The values below are for specs built in code (tests,
-// benchmarks) and equal the declared defaults.
+// A table's merge policy: its name, its own parameters and what the runtime
+// adds. A policy's parameters are its options message (e.g. AdamOptions,
+// merge_policy_adam.proto, the config section `adam { ... }`), resolved:
+// zero fields take the declared defaults. Only the policy reads them
+// (OptionsOf below), so adding a policy with parameters changes no shared
+// struct.
+//
+//   MergePolicySpec sum{.name = "sum"};                      // built in code
+//   AdamOptions adam;
+//   adam.set_beta2(0.999f);
+//   MergePolicySpec spec = BuiltinSpec("adam", &adam);     // resolved, defaults filled
 struct MergePolicySpec {
   std::string name = "sum";  // a registered policy: sum, staleness_aware, average, adagrad, adam
-  // adagrad, adam: the server step size (lr), > 0.
-  float learning_rate = 0.01f;
-  // adam: decay of the first and second moment estimates, in [0, 1). The
-  // defaults are Reddi et al.'s (FedAdam); Kingma & Ba use beta2 = 0.999.
-  float beta1 = 0.9f;
-  float beta2 = 0.99f;
-  // adagrad, adam: added to the root of the second moment, > 0 (Reddi et al.'s
-  // adaptivity tau = 1e-3; Kingma & Ba use 1e-8 on raw gradients).
-  float epsilon = 1e-3f;
-  // adagrad: the accumulator's start value, >= 0 (epsilon > 0 keeps a zero
-  // accumulator from dividing by zero).
-  float initial_accumulator = 0.0f;
+  // The policy's options message, resolved; null for a policy without one,
+  // or a spec built in code that wants the declared defaults
+  // (MergePolicyRegistry::Resolve fills them). Shared and immutable, so
+  // copies of a spec are cheap and independent.
+  std::shared_ptr<const google::protobuf::Message> options;
   // Set by the runtime, not the config: the batches one clock brings (the
   // compute ranks, each pushing its share of the clock's global samples),
   // >= 1. adam divides its step by it (merge_policy_adam.cc).
@@ -119,9 +121,25 @@ struct MergePolicySpec {
   MergePolicyFactory factory;
 };
 
+// The resolved options of a spec as the policy's message type, for the
+// policy's factory (and tests). Aborts when the spec holds none or another
+// message: a spec reaches a factory only through Resolve, which sets them.
+template <typename Options>
+const Options& OptionsOf(const MergePolicySpec& spec) {
+  if (spec.options == nullptr || spec.options->GetDescriptor() != Options::descriptor()) std::abort();
+  return static_cast<const Options&>(*spec.options);
+}
+
+// A spec of built-in policy `name` built in code (tests, benchmarks), with
+// `options` (its options message, zero fields the declared defaults; null:
+// all declared defaults), resolved. Aborts on an unknown name or options
+// that are not the policy's or out of range (programming errors).
+MergePolicySpec BuiltinSpec(std::string name, const google::protobuf::Message* options = nullptr);
+
 // kInvalidArgument with one line naming the field ("merge_policy.beta1 must be
-// in [0, 1), got 1") if a hyperparameter is out of range. Does not look the
-// name up (ValidateMergePolicies does).
+// in [0, 1), got 1") if the spec's options are out of their declared ranges
+// or batches_per_clock < 1. Does not look the name up (ValidateMergePolicies
+// does).
 Status ValidateMergePolicySpec(const MergePolicySpec& spec);
 
 // Rows of one table in one memory rank's shard.
@@ -178,25 +196,19 @@ class MergePolicy {
   }
 };
 
-// A policy's parameters: its options message and how they become a spec.
-struct MergePolicyOptions {
-  const google::protobuf::Message* prototype = nullptr;  // e.g. &AdamOptions::default_instance()
-  // Copies resolved options (of the prototype's type) into the spec.
-  std::function<void(const google::protobuf::Message& options, MergePolicySpec& spec)> to_spec;
-};
-
 class MergePolicyRegistry {
  public:
-  // kInvalidArgument if `name` is taken or not an identifier. `options`:
-  // none for a policy without parameters.
+  // kInvalidArgument if `name` is taken. `options`: the policy's options
+  // message (its generated default instance), or null for a policy without
+  // parameters.
   Status Add(std::string name, std::string description, bool merges_int32, MergePolicyFactory factory,
-             MergePolicyOptions options = {});
+             const google::protobuf::Message* options = nullptr);
 
-  // The spec of policy `spec.name` with `options` (its options message,
-  // resolved; nullptr: the message's declared defaults) copied in and its
-  // factory set;
-  // kNotFound listing the known names if the name is unknown, kInvalidArgument
-  // if `options` is not the policy's options message.
+  // The spec of policy `spec.name` with its options resolved (`options` if
+  // given, else spec.options, else none; zero fields take the declared
+  // defaults) and its factory set. kNotFound listing the known names if the
+  // name is unknown, kInvalidArgument if the options are not the policy's
+  // options message or out of their declared ranges.
   Result<MergePolicySpec> Resolve(MergePolicySpec spec, const google::protobuf::Message* options = nullptr) const;
   // The policy's options prototype, or nullptr (unknown name or none).
   const google::protobuf::Message* OptionsOf(std::string_view name) const;
@@ -219,7 +231,7 @@ class MergePolicyRegistry {
     std::string description;
     bool merges_int32;
     MergePolicyFactory factory;
-    MergePolicyOptions options;
+    const google::protobuf::Message* options;  // prototype, or null
   };
   std::map<std::string, Entry, std::less<>> entries_;
 };

@@ -1,7 +1,7 @@
 // adagrad (FedAdagrad, Reddi et al. 2021): g = -delta; per element
 //   a += g * g;   master -= (lr * g) / (sqrt(a) + epsilon)
 // State (float32 tables only): one accumulator per master element, started at
-// spec.initial_accumulator. Rows are independent, so distinct rows may be
+// the options' initial_accumulator. Rows are independent, so distinct rows may be
 // applied concurrently.
 #include <cmath>
 #include <cstring>
@@ -16,12 +16,12 @@ namespace {
 
 class AdagradPolicy final : public MergePolicy {
  public:
-  AdagradPolicy(const MergePolicySpec& spec, const MergePolicyShape& shape)
+  AdagradPolicy(const AdagradOptions& options, const MergePolicyShape& shape)
       : width_(shape.width),
-        learning_rate_(spec.learning_rate),
-        epsilon_(spec.epsilon),
+        learning_rate_(options.learning_rate()),
+        epsilon_(options.epsilon()),
         accumulator_(static_cast<std::size_t>(shape.rows) * static_cast<std::size_t>(shape.width),
-                     spec.initial_accumulator) {
+                     options.initial_accumulator()) {
     const double elements = width_;
     // Negate, square, accumulate, root, add epsilon, scale, divide, subtract.
     work_.flops = 8 * elements;
@@ -68,21 +68,16 @@ class AdagradPolicy final : public MergePolicy {
 
 }  // namespace
 
-// The options message (AdagradOptions, merge_policy_adagrad.proto) is the config
-// section `adagrad { ... }`; its declared defaults are the spec's.
+// The options message (AdagradOptions, merge_policy_adagrad.proto) is the
+// config section `adagrad { ... }` and the spec's options, which only this
+// file reads.
 Status RegisterAdagradMergePolicy(MergePolicyRegistry& registry) {
-  const auto to_spec = [](const google::protobuf::Message& options, MergePolicySpec& spec) {
-    const auto& o = static_cast<const AdagradOptions&>(options);
-    spec.learning_rate = o.learning_rate();
-    spec.epsilon = o.epsilon();
-    spec.initial_accumulator = o.initial_accumulator();
-  };
   return registry.Add(
       "adagrad", "server AdaGrad on the pseudo-gradient -delta", /*merges_int32=*/false,
       [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
-        return std::make_unique<AdagradPolicy>(spec, shape);
+        return std::make_unique<AdagradPolicy>(OptionsOf<AdagradOptions>(spec), shape);
       },
-      MergePolicyOptions{&AdagradOptions::default_instance(), to_spec});
+      &AdagradOptions::default_instance());
 }
 
 }  // namespace stalelearn::sync

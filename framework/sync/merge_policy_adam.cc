@@ -29,12 +29,12 @@ namespace {
 
 class AdamPolicy final : public MergePolicy {
  public:
-  AdamPolicy(const MergePolicySpec& spec, const MergePolicyShape& shape)
+  AdamPolicy(const AdamOptions& options, int batches_per_clock, const MergePolicyShape& shape)
       : width_(shape.width),
-        learning_rate_(spec.learning_rate / static_cast<float>(spec.batches_per_clock)),
-        beta1_(spec.beta1),
-        beta2_(spec.beta2),
-        epsilon_(spec.epsilon),
+        learning_rate_(options.learning_rate() / static_cast<float>(batches_per_clock)),
+        beta1_(options.beta1()),
+        beta2_(options.beta2()),
+        epsilon_(options.epsilon()),
         moments_(2 * static_cast<std::size_t>(shape.rows) * static_cast<std::size_t>(shape.width), 0.0f),
         steps_(static_cast<std::size_t>(shape.rows), 0) {
     const double elements = width_;
@@ -130,21 +130,14 @@ class AdamPolicy final : public MergePolicy {
 }  // namespace
 
 // The options message (AdamOptions, merge_policy_adam.proto) is the config
-// section `adam { ... }`; its declared defaults are the spec's.
+// section `adam { ... }` and the spec's options, which only this file reads.
 Status RegisterAdamMergePolicy(MergePolicyRegistry& registry) {
-  const auto to_spec = [](const google::protobuf::Message& options, MergePolicySpec& spec) {
-    const auto& o = static_cast<const AdamOptions&>(options);
-    spec.learning_rate = o.learning_rate();
-    spec.beta1 = o.beta1();
-    spec.beta2 = o.beta2();
-    spec.epsilon = o.epsilon();
-  };
   return registry.Add(
       "adam", "server Adam on the pseudo-gradient -delta, bias-corrected per row", /*merges_int32=*/false,
       [](const MergePolicySpec& spec, const MergePolicyShape& shape) -> std::unique_ptr<MergePolicy> {
-        return std::make_unique<AdamPolicy>(spec, shape);
+        return std::make_unique<AdamPolicy>(OptionsOf<AdamOptions>(spec), spec.batches_per_clock, shape);
       },
-      MergePolicyOptions{&AdamOptions::default_instance(), to_spec});
+      &AdamOptions::default_instance());
 }
 
 }  // namespace stalelearn::sync

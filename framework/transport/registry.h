@@ -5,7 +5,10 @@
 // A backend with options registers its options message (protobuf, beside its
 // code) and resolve function with Add; they become the config section
 // `backend { name: "x" x { ... } }` (framework/core/config_schema.h), whose
-// resolved message reaches the factory packed in BackendContext::params.
+// resolved message reaches the factory packed in BackendContext::params. A
+// backend that wraps others (timing) registers its section with wraps set:
+// the sections of the backends it wraps then reach it in
+// BackendContext::wrapped.
 //
 // Thread-safety: Add() during start-up only; Create() and names() may then be
 // called from any thread concurrently (the registry is not modified any more).
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include <google/protobuf/any.pb.h>
+#include <google/protobuf/map.h>
 
 #include "framework/core/config_schema.h"
 #include "framework/core/status.h"
@@ -33,13 +37,19 @@ class BackendRegistry;
 // a backend that keeps the bootstrap must be destroyed before it.
 struct BackendContext {
   Bootstrap& bootstrap;
-  // Untyped options from config.backend.options (e.g. tls=tcp for ucx).
+  // key=value options of a backend created directly in code, without a
+  // section (bench rma --backend-option, tests; e.g. tls=tcp for ucx): the
+  // fields of its options message by name. The config gives none (its
+  // backends' options are their sections).
   const std::map<std::string, std::string>& options;
   // For decorators (timing) that create the backend they wrap.
   const BackendRegistry& registry;
   // The backend's resolved options message (config.backend.params), or
   // null: the factory uses its declared defaults.
   const google::protobuf::Any* params = nullptr;
+  // For decorators: the resolved sections of the backends they wrap, by
+  // name (config.backend.wrapped), or null.
+  const google::protobuf::Map<std::string, google::protobuf::Any>* wrapped = nullptr;
 };
 
 using BackendFactory = std::function<Result<std::unique_ptr<Transport>>(const BackendContext&)>;

@@ -42,7 +42,6 @@ using runtime::TableId;
 
 constexpr std::int64_t kRows = 4;
 constexpr std::int32_t kWidth = 2;
-constexpr runtime::FloatTable kWeights{TableId{0}};  // the one table
 
 float InitialValue(std::int64_t row, std::int32_t i) { return static_cast<float>(10 + 3 * row + i); }
 
@@ -56,16 +55,14 @@ class DeltaApp final : public runtime::SampleKernelApp {
 
   std::string name() const override { return "deltas"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"w", runtime::ElementType::kFloat32, kRows, kWidth}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   void InitRow(TableId, RowId row, runtime::RowValues row_values) const override {
     const std::span<float> values = row_values.floats();
     for (std::int32_t i = 0; i < kWidth; ++i) values[static_cast<std::size_t>(i)] = InitialValue(row.value, i);
   }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kWeights.id, RowId{sample % kRows}});
+    rows.push_back({weights_.id, RowId{sample % kRows}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     const int rank = ctx.info.rank.value;
@@ -74,7 +71,7 @@ class DeltaApp final : public runtime::SampleKernelApp {
       arrived_.insert(rank);
       return;
     }
-    const std::span<float> row = model.Row(kWeights, RowId{sample % kRows});
+    const std::span<float> row = model.Row(weights_, RowId{sample % kRows});
     std::lock_guard lock(mutex_);
     std::vector<float>& delta = deltas_[{rank, ctx.clock}][sample % kRows];
     delta.resize(kWidth, 0.0f);
@@ -89,7 +86,7 @@ class DeltaApp final : public runtime::SampleKernelApp {
     runtime::Evaluation e{"sum", 0};
     for (std::int64_t r = 0; r < kRows; ++r) {
       for (std::int32_t i = 0; i < kWidth; ++i) {
-        const float x = runtime::Row(model, kWeights, r)[static_cast<std::size_t>(i)];
+        const float x = runtime::Row(model, weights_, r)[static_cast<std::size_t>(i)];
         e.value += x;
         e.extra.emplace_back(fmt::format("w{}_{}", r, i), x);
       }
@@ -108,6 +105,8 @@ class DeltaApp final : public runtime::SampleKernelApp {
   }
 
  private:
+  runtime::TableList tables_;
+  runtime::FloatTable weights_ = tables_.AddFloat("w", kRows, kWidth);  // the one table
   std::int64_t samples_;
   std::int64_t last_clock_;
   mutable std::mutex mutex_;
@@ -125,15 +124,24 @@ struct MergeCase {
 };
 void PrintTo(const MergeCase& c, std::ostream* os) { *os << c.label; }
 
-sync::MergePolicySpec SpecFor(const char* policy) {
-  sync::MergePolicySpec spec;
-  spec.name = policy;
-  spec.learning_rate = 0.05f;
-  spec.beta1 = 0.8f;
-  spec.beta2 = 0.95f;
-  spec.epsilon = 1e-3f;
-  spec.initial_accumulator = 0.1f;
-  return spec;
+// The policy's options (adam, adagrad; none for the others), resolved.
+sync::MergePolicySpec SpecFor(const std::string& policy) {
+  if (policy == "adam") {
+    sync::AdamOptions adam;
+    adam.set_learning_rate(0.05f);
+    adam.set_beta1(0.8f);
+    adam.set_beta2(0.95f);
+    adam.set_epsilon(1e-3f);
+    return sync::BuiltinSpec(policy, &adam);
+  }
+  if (policy == "adagrad") {
+    sync::AdagradOptions adagrad;
+    adagrad.set_learning_rate(0.05f);
+    adagrad.set_epsilon(1e-3f);
+    adagrad.set_initial_accumulator(0.1f);
+    return sync::BuiltinSpec(policy, &adagrad);
+  }
+  return sync::BuiltinSpec(policy);
 }
 
 class MergePolicyTraining : public ::testing::TestWithParam<MergeCase> {};
@@ -147,20 +155,7 @@ TEST_P(MergePolicyTraining, TrainedModelEqualsTheSequentialReference) {
   const sync::MergePolicySpec spec = SpecFor(c.policy);
   proto::MergeConfig& merge = (*config.mutable_merge())["*"];
   merge.set_policy(spec.name);
-  if (spec.name == "adam") {
-    sync::AdamOptions adam;
-    adam.set_learning_rate(spec.learning_rate);
-    adam.set_beta1(spec.beta1);
-    adam.set_beta2(spec.beta2);
-    adam.set_epsilon(spec.epsilon);
-    merge.mutable_params()->PackFrom(adam);
-  } else if (spec.name == "adagrad") {
-    sync::AdagradOptions adagrad;
-    adagrad.set_learning_rate(spec.learning_rate);
-    adagrad.set_epsilon(spec.epsilon);
-    adagrad.set_initial_accumulator(spec.initial_accumulator);
-    merge.mutable_params()->PackFrom(adagrad);
-  }
+  if (spec.options != nullptr) merge.mutable_params()->PackFrom(*spec.options);
   runtime::RuntimeHooks hooks;
   if (c.one_window) hooks.merging_paused = [&](model::MemoryIndex) { return app.arrived() < c.compute; };
   const LocalRun run = RunLocal(config, app, c.compute + c.memory, hooks);
@@ -270,7 +265,7 @@ TEST(MergeConfigThroughTrainRank, BadEntriesAreInvalidArgumentsNamingTheField) {
 }
 
 // Zero fields of a merge entry's options take the policy's declared defaults
-// (equal to sync::MergePolicySpec's), a named table wins over "*", and tables
+// (those of a spec built in code), a named table wins over "*", and tables
 // named nowhere sum.
 TEST(MergeConfigThroughTrainRank, ZeroFieldsTakeTheSpecDefaultsAndANamedTableWinsOverTheDefaultEntry) {
   const std::vector<model::TableSpec> tables = {{"a", runtime::ElementType::kFloat32, 2, 1},
@@ -286,15 +281,18 @@ TEST(MergeConfigThroughTrainRank, ZeroFieldsTakeTheSpecDefaultsAndANamedTableWin
   const std::vector<sync::MergePolicySpec> specs =
       ValueOrThrow(runtime::MergeSpecsOf(config, tables, true, sync::BuiltinMergePolicyRegistry()));
   ASSERT_EQ(specs.size(), 3u);
-  const sync::MergePolicySpec defaults;
+  const sync::AdamOptions& adam_defaults = sync::OptionsOf<sync::AdamOptions>(sync::BuiltinSpec("adam"));
   EXPECT_EQ(specs[0].name, "adam");
-  EXPECT_EQ(specs[0].learning_rate, defaults.learning_rate);
-  EXPECT_EQ(specs[0].beta1, defaults.beta1);
-  EXPECT_EQ(specs[0].beta2, defaults.beta2);
-  EXPECT_EQ(specs[0].epsilon, defaults.epsilon);
+  const sync::AdamOptions& adam = sync::OptionsOf<sync::AdamOptions>(specs[0]);
+  EXPECT_EQ(adam.learning_rate(), adam_defaults.learning_rate());
+  EXPECT_EQ(adam.beta1(), 0.9f);
+  EXPECT_EQ(adam.beta2(), 0.99f);
+  EXPECT_EQ(adam.epsilon(), 1e-3f);
   EXPECT_EQ(specs[1].name, "adagrad");
-  EXPECT_EQ(specs[1].learning_rate, 0.5f);
-  EXPECT_EQ(specs[1].initial_accumulator, defaults.initial_accumulator);
+  const sync::AdagradOptions& adagrad_resolved = sync::OptionsOf<sync::AdagradOptions>(specs[1]);
+  EXPECT_EQ(adagrad_resolved.learning_rate(), 0.5f);
+  EXPECT_EQ(adagrad_resolved.epsilon(), 1e-3f);
+  EXPECT_EQ(adagrad_resolved.initial_accumulator(), 0.0f);
   EXPECT_EQ(specs[2].name, "sum");
 }
 

@@ -6,6 +6,9 @@
 #include "apps/mf/register.h"
 #include "backends/builtin.h"
 #include "backends/timing/timing_options.pb.h"
+#ifdef STALELEARN_WITH_UCX
+#include "backends/ucx/ucx_options.pb.h"
+#endif
 #include "framework/sync/merge_policy_adagrad.pb.h"
 #include "framework/sync/merge_policy_adam.pb.h"
 #include "framework/core/error.h"
@@ -28,7 +31,7 @@ constexpr const char* kGood = R"pb(
   training { epochs: 3 samples_per_clock: 256 }
   consistency { mode: "SSP" staleness: 2 }
   cluster { memory_ranks: 2 }
-  backend { name: "local" options { key: "inner" value: "local" } }
+  backend { name: "local" }
   seed: 42
 )pb";
 
@@ -82,7 +85,7 @@ TEST(ConfigLoaderTest, ParsesEveryGroup) {
   EXPECT_EQ(c->consistency().mode(), "SSP");
   EXPECT_EQ(c->consistency().staleness(), 2);
   EXPECT_EQ(c->cluster().memory_ranks(), 2);
-  EXPECT_EQ(c->backend().options().at("inner"), "local");
+  EXPECT_EQ(c->backend().name(), "local");
   EXPECT_EQ(c->seed(), 42u);
 }
 
@@ -153,6 +156,29 @@ TEST(ConfigLoaderTest, MergePolicyOptionsAreCheckedAndNamed) {
   }
 }
 
+#ifdef STALELEARN_WITH_UCX
+// The ucx backend's section, alone or beside timing's when timing wraps ucx
+// (config.backend.wrapped).
+TEST(ConfigLoaderTest, TheUcxSectionIsResolvedAloneOrWrappedByTiming) {
+  auto alone = Load(kGood, {"backend.name=ucx", "backend.ucx.tls=tcp"});
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  ucx::UcxBackendOptions ucx;
+  ASSERT_TRUE(alone->backend().params().UnpackTo(&ucx));
+  EXPECT_EQ(ucx.tls(), "tcp");
+  EXPECT_EQ(ucx.progress_thread(), "off") << "the declared default";
+  EXPECT_TRUE(alone->backend().wrapped().empty());
+
+  auto wrapped = Load(kGood, {"backend.name=timing", "backend.timing.inner=ucx", "backend.ucx.net_devices=lo"});
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().ToString();
+  ASSERT_EQ(wrapped->backend().wrapped().count("ucx"), 1u);
+  ASSERT_TRUE(wrapped->backend().wrapped().at("ucx").UnpackTo(&ucx));
+  EXPECT_EQ(ucx.net_devices(), "lo");
+  timing::TimingBackendOptions timing;
+  ASSERT_TRUE(wrapped->backend().params().UnpackTo(&timing));
+  EXPECT_EQ(timing.inner(), "ucx");
+}
+#endif
+
 TEST(ConfigLoaderTest, TheTimingBackendsSectionIsResolvedIntoParams) {
   auto c = Load(R"pb(backend { name: "timing" timing { memory: "upmem" } })pb",
                 {"backend.timing.link=cxl2", "backend.timing.inner=ucx"});
@@ -175,7 +201,14 @@ TEST(ConfigLoaderTest, TheTimingBackendsSectionIsResolvedIntoParams) {
            {{"backend.timing.schedule=sometimes", "backend.name=timing"}, "backend.timing.schedule must be \"auto\", \"virtual-time\" or \"none\", got \"sometimes\""},
            {{"backend.timing.inner=timing", "backend.name=timing"}, "backend.timing.inner: 'timing' cannot wrap itself"},
            {{"backend.timing.cores=-1", "backend.name=timing"}, "backend.timing.cores must be in [0, 1000000], got -1"},
-           {{"backend.timing.memory=hmc2"}, "backend.timing is set but backend.name is 'local'"}}) {
+           {{"backend.timing.memory=hmc2"}, "backend.timing is set but backend.name is 'local'"},
+#ifdef STALELEARN_WITH_UCX
+           {{"backend.ucx.tls=tcp", "backend.name=timing"}, "backend.ucx is set but backend.timing.inner is 'local'"},
+           {{"backend.ucx.progress_thread=maybe", "backend.name=ucx"},
+            "backend.ucx.progress_thread must be \"on\" or \"off\", got \"maybe\""},
+           {{"backend.ucx.tls=tcp", "backend.name=local"}, "backend.ucx is set but backend.name is 'local'"},
+#endif
+       }) {
     auto bad = Load(kGood, overrides);
     ASSERT_FALSE(bad.ok()) << expected;
     EXPECT_NE(bad.status().message().find(expected), std::string::npos) << bad.status().message();
@@ -204,16 +237,15 @@ TEST(ConfigLoaderTest, WithoutAppsAnAppNameIsRejected) {
 
 TEST(ConfigLoaderTest, OverridesScalarsEnumsBoolsAndMaps) {
   auto c = Load(kGood, {"consistency.staleness=4", "consistency.mode=ALLREDUCE", "training.epochs=5",
-                        "app.mf.learning_rate=0.5", "output.quiet=true", "backend.options.tls=tcp",
-                        "backend.options.inner=ucx", "seed=9", "data.name=heart_scale"});
+                        "app.mf.learning_rate=0.5", "output.quiet=true", "merge.user.policy=adam", "seed=9",
+                        "data.name=heart_scale"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->consistency().staleness(), 4);
   EXPECT_EQ(c->consistency().mode(), "ALLREDUCE");
   EXPECT_EQ(c->training().epochs(), 5);
   EXPECT_FLOAT_EQ(Mf(*c).learning_rate(), 0.5f);
   EXPECT_TRUE(c->output().quiet());
-  EXPECT_EQ(c->backend().options().at("tls"), "tcp");
-  EXPECT_EQ(c->backend().options().at("inner"), "ucx");
+  EXPECT_EQ(c->merge().at("user").policy(), "adam");
   EXPECT_EQ(c->seed(), 9u);
   EXPECT_EQ(c->data().name(), "heart_scale");
 }
@@ -254,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadOverride{"seed.x=1", "'seed' is not a message"},
                       BadOverride{"training.epochs", "expected field.path=value"},
                       BadOverride{"=3", "expected field.path=value"},
-                      BadOverride{"backend.options=x", "a map"},
+                      BadOverride{"backend.options.tls=tcp", "unknown field 'options'"},
                       BadOverride{"merge.user=x", "a map of messages"},
                       BadOverride{"merge.user.bogus=1", "unknown field 'bogus'"},
                       BadOverride{"app.mf.regularization=-1", "app.mf.regularization must be >= 0"},
@@ -304,11 +336,11 @@ TEST(ConfigLoaderTest, InvalidValueInFileNamesFileAndField) {
 // Found by fuzzing (tests/fuzz): a string that is not UTF-8 was an internal
 // error ("config does not convert") instead of a config error naming the field.
 TEST(ConfigLoaderTest, InvalidUtf8StringNamesTheField) {
-  ConfigFile file("name: \"ok\"\nbackend { options { key: \"\\377\" value: \"x\" } }\n");
+  ConfigFile file("name: \"ok\"\nmerge { key: \"\\377\" value { policy: \"sum\" } }\n");
   auto c = LoadConfig(file.path(), {});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("backend.options.key: not valid UTF-8"), std::string::npos)
+  EXPECT_NE(c.status().message().find("merge.key: not valid UTF-8"), std::string::npos)
       << c.status().message();
   ConfigFile good("name: \"caf\303\251\"\n");
   auto overridden = LoadConfig(good.path(), {"name=\xC3\x28"});

@@ -75,9 +75,14 @@ TEST(MergePolicyRing, RejectedBatchAddsNothingToTheWindow) {
 // optimizer state in it, nor in its size.
 TEST(MergePolicyRing, SnapshotsPublishMasterRowsOnly) {
   for (const std::string name : {"adagrad", "adam", "average"}) {
-    MergePolicySpec spec = Spec(name);
-    spec.learning_rate = 0.1f;
-    spec.initial_accumulator = 0.5f;  // state that is not zero, should it leak
+    AdagradOptions adagrad;
+    adagrad.set_learning_rate(0.1f);
+    adagrad.set_initial_accumulator(0.5f);  // state that is not zero, should it leak
+    AdamOptions adam;
+    adam.set_learning_rate(0.1f);
+    const MergePolicySpec spec = name == "adagrad" ? BuiltinSpec(name, &adagrad)
+                                 : name == "adam"  ? BuiltinSpec(name, &adam)
+                                                   : Spec(name);
     RingFixture f(/*slots=*/4, 1, kFloatTable, {spec});
     EXPECT_GT(f.merger().policy_state_bytes(), 0u) << name;
     EXPECT_EQ(f.published_geometry().shard_bytes, f.layout().ShardBytes(model::MemoryIndex{0})) << name;

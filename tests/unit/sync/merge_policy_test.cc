@@ -104,12 +104,21 @@ TEST_P(MergePolicyVsReference, MatchesTheSequentialReference) {
   }
 }
 
+// adam and adagrad with lr 0.05 (adagrad's accumulator from 0.1), resolved;
+// the others have no parameters (and are left unresolved: unknown names too).
 MergePolicySpec Spec(std::string name) {
-  MergePolicySpec spec;
-  spec.name = std::move(name);
-  spec.learning_rate = 0.05f;
-  spec.initial_accumulator = 0.1f;
-  return spec;
+  if (name == "adam") {
+    AdamOptions adam;
+    adam.set_learning_rate(0.05f);
+    return BuiltinSpec(name, &adam);
+  }
+  if (name == "adagrad") {
+    AdagradOptions adagrad;
+    adagrad.set_learning_rate(0.05f);
+    adagrad.set_initial_accumulator(0.1f);
+    return BuiltinSpec(name, &adagrad);
+  }
+  return MergePolicySpec{.name = std::move(name)};
 }
 
 // adam as the runtime sets it up for 4 compute ranks: each batch's step is a
@@ -193,14 +202,14 @@ TEST(AveragePolicy, DividesEachRowByTheBatchesOfTheWindowThatNamedIt) {
 // a step count that is not the row's own) the early steps differ by up to
 // sqrt(1 - beta2) / (1 - beta1) = 3.2x with beta2 = 0.999.
 TEST(AdamPolicy, BiasCorrectionUsesEachRowsOwnStepCount) {
-  MergePolicySpec spec = Spec("adam");
-  spec.learning_rate = 0.01f;
-  spec.beta1 = 0.9f;
-  spec.beta2 = 0.999f;
-  spec.epsilon = 1e-8f;
-  OneTable t(spec);
+  AdamOptions adam;
+  adam.set_learning_rate(0.01f);
+  adam.set_beta1(0.9f);
+  adam.set_beta2(0.999f);
+  adam.set_epsilon(1e-8f);
+  OneTable t(BuiltinSpec("adam", &adam));
   const float delta = 0.5f;  // g = -0.5: every step adds lr
-  const float step = spec.learning_rate * delta / (delta + spec.epsilon);
+  const float step = adam.learning_rate() * delta / (delta + adam.epsilon());
   const auto near = [](float actual, float want) { return std::abs(actual - want) <= 1e-4f * std::abs(want); };
 
   t.Merge({0}, {delta});
@@ -217,8 +226,10 @@ TEST(AdamPolicy, BiasCorrectionUsesEachRowsOwnStepCount) {
 // to 1 (defaults), and past 65,536 steps with a beta2 so close to 1 that they
 // never do.
 TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
-  MergePolicySpec slow = Spec("adam");
-  slow.beta2 = 0.9999999f;
+  AdamOptions slow_options;
+  slow_options.set_learning_rate(0.05f);
+  slow_options.set_beta2(0.9999999f);
+  const MergePolicySpec slow = BuiltinSpec("adam", &slow_options);
   for (const auto& [spec, steps] : {std::pair{Spec("adam"), 5000}, std::pair{slow, 70000}}) {
     const model::TableSpec table{"w", model::ElementType::kFloat32, 1, 2};
     std::unique_ptr<MergePolicy> policy = ValueOrThrow(BuiltinMergePolicyRegistry().Create(spec, table, 1));
@@ -233,32 +244,41 @@ TEST(AdamPolicy, LongRunsOfOneRowMatchTheReference) {
     }
     for (std::int32_t i = 0; i < 2; ++i) {
       EXPECT_NEAR(master.FloatRow(0)[i], reference.value(0, i), 1e-6f * std::max(1.0f, std::abs(reference.value(0, i))))
-          << "beta2 " << spec.beta2 << ", element " << i;
+          << "beta2 " << OptionsOf<AdamOptions>(spec).beta2() << ", element " << i;
     }
   }
 }
 
 TEST(MergePolicySpec, EveryBadHyperparameterIsNamed) {
   EXPECT_TRUE(ValidateMergePolicySpec(MergePolicySpec{}).ok()) << "the defaults must be valid";
+  // Each case changes one field of resolved (valid) options of adam, or of
+  // adagrad for initial_accumulator.
   struct Bad {
-    void (*mutate)(MergePolicySpec&);
+    void (*mutate)(AdamOptions&, AdagradOptions&);
     std::string field;
   };
   const std::vector<Bad> cases = {
-      {[](MergePolicySpec& s) { s.learning_rate = -0.1f; }, "learning_rate"},
-      {[](MergePolicySpec& s) { s.learning_rate = 0.0f; }, "learning_rate"},
-      {[](MergePolicySpec& s) { s.learning_rate = NAN; }, "learning_rate"},
-      {[](MergePolicySpec& s) { s.beta1 = 1.0f; }, "beta1"},
-      {[](MergePolicySpec& s) { s.beta1 = -0.01f; }, "beta1"},
-      {[](MergePolicySpec& s) { s.beta2 = 1.5f; }, "beta2"},
-      {[](MergePolicySpec& s) { s.epsilon = 0.0f; }, "epsilon"},
-      {[](MergePolicySpec& s) { s.epsilon = INFINITY; }, "epsilon"},
-      {[](MergePolicySpec& s) { s.initial_accumulator = -1.0f; }, "initial_accumulator"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_learning_rate(-0.1f); }, "learning_rate"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_learning_rate(0.0f); }, "learning_rate"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_learning_rate(NAN); }, "learning_rate"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_beta1(1.0f); }, "beta1"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_beta1(-0.01f); }, "beta1"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_beta2(1.5f); }, "beta2"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_epsilon(0.0f); }, "epsilon"},
+      {[](AdamOptions& a, AdagradOptions&) { a.set_epsilon(INFINITY); }, "epsilon"},
+      {[](AdamOptions&, AdagradOptions& g) { g.set_initial_accumulator(-1.0f); }, "initial_accumulator"},
   };
   const std::vector<model::TableSpec> tables = {{"weights", model::ElementType::kFloat32, 4, 1}};
   for (const Bad& bad : cases) {
-    MergePolicySpec spec = Spec("adam");
-    bad.mutate(spec);
+    AdamOptions adam = OptionsOf<AdamOptions>(Spec("adam"));
+    AdagradOptions adagrad = OptionsOf<AdagradOptions>(Spec("adagrad"));
+    bad.mutate(adam, adagrad);
+    MergePolicySpec spec;
+    if (bad.field == "initial_accumulator") {
+      spec = {.name = "adagrad", .options = std::make_shared<AdagradOptions>(adagrad)};
+    } else {
+      spec = {.name = "adam", .options = std::make_shared<AdamOptions>(adam)};
+    }
     const Status status = ValidateMergePolicies({spec}, tables, BuiltinMergePolicyRegistry());
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad.field;
     EXPECT_NE(status.message().find("merge_policy." + bad.field), std::string::npos) << status.message();
@@ -285,7 +305,9 @@ TEST(MergePolicySpec, Int32TablesMergeOnlyBySum) {
     EXPECT_NE(status.message().find("'" + name + "'"), std::string::npos) << status.message();
   }
   const model::ModelLayout layout(tables, 1, model::PartitionScheme::kRange);
-  EXPECT_FALSE(CreateMergePolicies({Spec("adam")}, layout, MemoryIndex{0}).ok());
+  // Unresolved: the built-in registry checks it (a resolved spec was checked
+  // by its registry at config time).
+  EXPECT_FALSE(CreateMergePolicies({MergePolicySpec{.name = "adam"}}, layout, MemoryIndex{0}).ok());
 }
 
 TEST(MergePolicySpec, OnePolicyPerTableOrNone) {

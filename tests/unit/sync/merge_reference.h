@@ -17,16 +17,20 @@
 #include <vector>
 
 #include "framework/sync/merge_policy.h"
+#include "framework/sync/merge_policy_adagrad.pb.h"
+#include "framework/sync/merge_policy_adam.pb.h"
 
 namespace stalelearn::sync::testing {
 
 class ReferenceMerge {
  public:
-  ReferenceMerge(MergePolicySpec spec, std::int64_t rows, std::int32_t width)
-      : spec_(std::move(spec)),
+  // `spec`: resolved or not (its options then take the declared defaults).
+  ReferenceMerge(const MergePolicySpec& spec, std::int64_t rows, std::int32_t width)
+      : spec_(BuiltinSpec(spec.name, spec.options.get())),
+        batches_per_clock_(spec.batches_per_clock),
         width_(width),
         master_(Rows(rows, 0.0f)),
-        accumulator_(Rows(rows, spec_.initial_accumulator)),
+        accumulator_(Rows(rows, spec_.name == "adagrad" ? OptionsOf<AdagradOptions>(spec_).initial_accumulator() : 0.0f)),
         m_(Rows(rows, 0.0f)),
         v_(Rows(rows, 0.0f)),
         step_(static_cast<std::size_t>(rows), 0) {}
@@ -46,19 +50,21 @@ class ReferenceMerge {
       for (std::int32_t i = 0; i < width_; ++i) it->second.first[i] += delta[i];
       ++it->second.second;
     } else if (name == "adagrad") {
+      const AdagradOptions& o = OptionsOf<AdagradOptions>(spec_);
       for (std::int32_t i = 0; i < width_; ++i) {
         const float g = -delta[i];
         float& a = accumulator_[row][i];
         a = a + g * g;
-        x[i] = x[i] - (spec_.learning_rate * g) / (std::sqrt(a) + spec_.epsilon);
+        x[i] = x[i] - (o.learning_rate() * g) / (std::sqrt(a) + o.epsilon());
       }
     } else if (name == "adam") {
+      const AdamOptions& o = OptionsOf<AdamOptions>(spec_);
       const int t = ++step_[row];
-      const float b1 = spec_.beta1;
-      const float b2 = spec_.beta2;
+      const float b1 = o.beta1();
+      const float b2 = o.beta2();
       const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), t));
       const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), t));
-      const float lr = spec_.learning_rate / static_cast<float>(spec_.batches_per_clock);  // a clock's share
+      const float lr = o.learning_rate() / static_cast<float>(batches_per_clock_);  // a clock's share
       for (std::int32_t i = 0; i < width_; ++i) {
         const float g = -delta[i];
         float& m = m_[row][i];
@@ -67,7 +73,7 @@ class ReferenceMerge {
         v = b2 * v + (1.0f - b2) * g * g;
         const float m_hat = m / c1;
         const float v_hat = v / c2;
-        x[i] = x[i] - (lr * m_hat) / (std::sqrt(v_hat) + spec_.epsilon);
+        x[i] = x[i] - (lr * m_hat) / (std::sqrt(v_hat) + o.epsilon());
       }
     } else {
       ADD_FAILURE() << "the reference does not know policy '" << name << "'";
@@ -91,7 +97,8 @@ class ReferenceMerge {
     return std::vector<std::vector<float>>(static_cast<std::size_t>(rows), std::vector<float>(width_, value));
   }
 
-  MergePolicySpec spec_;
+  MergePolicySpec spec_;  // resolved
+  int batches_per_clock_;
   std::int32_t width_;
   std::vector<std::vector<float>> master_;
   std::vector<std::vector<float>> accumulator_;

@@ -180,17 +180,24 @@ TEST(TimingTransport, BadOptionsAreOneLineErrors) {
 
 // The section (backend.params) first, string options by key over it, the
 // declared defaults for what neither sets.
-TEST(TimingOptions, OptionsByKeyWinOverTheSection) {
+// One source of options: the section (from the config), or key=value
+// options over the declared defaults (a backend created directly), never
+// both (which would win was a second rule to remember).
+TEST(TimingOptions, TheSectionOrOptionsByKeyNeverBoth) {
   stalelearn::timing::TimingBackendOptions section;
   section.set_memory("upmem");
   section.set_link("cxl2");
   google::protobuf::Any params;
   params.PackFrom(section);
-  const Options options = {{"link", "100gbe"}};
-  const TimingOptions parsed = ValueOrThrow(ParseTimingOptions(&params, options));
+  const TimingOptions parsed = ValueOrThrow(ParseTimingOptions(&params, {}));
   EXPECT_EQ(parsed.memory, "upmem");
-  EXPECT_EQ(parsed.link, "100gbe");
+  EXPECT_EQ(parsed.link, "cxl2");
   EXPECT_EQ(parsed.compute, "gpu-gtx580");
+  const Options options = {{"link", "100gbe"}};
+  EXPECT_EQ(ValueOrThrow(ParseTimingOptions(options)).link, "100gbe");
+  const auto both = ParseTimingOptions(&params, options);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
