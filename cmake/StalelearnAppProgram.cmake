@@ -54,7 +54,8 @@ function(stalelearn_add_proto_library target)
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
   target_compile_features(${target} PUBLIC cxx_std_20)
-  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  # Never a unity build: protoc gives every .pb.cc the same file-level names.
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON UNITY_BUILD OFF)
 endfunction()
 
 # stalelearn_add_app_program(NAME SOURCES file... [PROTOS file.proto...] REGISTER fn...):
