@@ -13,6 +13,11 @@ LAUNCHER=()
 if command -v ccache >/dev/null 2>&1; then
   LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd .. && pwd)}
+  # ccache hashes the working directory into objects with debug info unless
+  # told not to, so a second checkout (a git worktree) missed every time; the
+  # price is that such objects name the first checkout's directory as their
+  # compilation directory.
+  export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 # Configure when there is no build system yet (a configure that failed, a
 # dependency missing, leaves a cache but no Makefile), or when an argument
