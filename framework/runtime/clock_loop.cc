@@ -57,7 +57,7 @@ Result<bool> ClockLoop::StopsBefore(std::int64_t clock) {
   return env_.stop->StopsBefore(info_.rank.value, clock);
 }
 
-Status ClockLoop::OnEarlyStopping(const Result<bool>& exhausted) {
+Status ClockLoop::OnEarlyStopping(Result<bool> exhausted) {
   // A bad early_stopping.metric stops the run with every rank at one clock,
   // and the rank fails after it (failing here would leave the others
   // waiting for its clocks). Other errors (a lost message) fail at once.

@@ -70,7 +70,7 @@ class ClockLoop {
   Result<bool> StopsBefore(std::int64_t clock);
   // Early stopping's verdict on an evaluation (or the error it met): asks
   // the stop agreement for a stop when the patience ran out.
-  Status OnEarlyStopping(const Result<bool>& exhausted);
+  Status OnEarlyStopping(Result<bool> exhausted);
   // The app's kernel on the clock's samples: on threads_per_rank threads when the app allows it.
   void RunKernel(std::span<const std::int64_t> samples, KernelContext& context);
   // Compute rank 0, after a clock: a progress line within the epoch when
