@@ -49,7 +49,24 @@ void ClockLoop::RunKernel(std::span<const std::int64_t> samples, KernelContext& 
 
 Result<bool> ClockLoop::StopsBefore(std::int64_t clock) {
   if (env_.stop == nullptr) return false;
+  // Compute rank 0 of an app that evaluates in parts: the evaluations whose
+  // parts arrived since (no collective: a probe of the bootstrap).
+  if (parts_ != nullptr && parts_->decides() && early_error_.ok()) {
+    STALELEARN_RETURN_IF_ERROR(OnEarlyStopping(parts_->Poll()));
+  }
   return env_.stop->StopsBefore(info_.rank.value, clock);
+}
+
+Status ClockLoop::OnEarlyStopping(Result<bool> exhausted) {
+  // A bad early_stopping.metric stops the run with every rank at one clock,
+  // and the rank fails after it (failing here would leave the others
+  // waiting for its clocks). Other errors (a lost message) fail at once.
+  if (!exhausted.ok() && exhausted.status().code() != StatusCode::kInvalidArgument) return exhausted.status();
+  if (!exhausted.ok() && early_error_.ok()) early_error_ = exhausted.status();
+  if ((!exhausted.ok() || *exhausted) && env_.stop != nullptr) {
+    STALELEARN_RETURN_IF_ERROR(env_.stop->RequestLocal(kEarlyStopRequest));
+  }
+  return Status::Ok();
 }
 
 void ClockLoop::MaybeReportProgress(int epoch, int epochs, std::int64_t clocks_done, std::int64_t clocks_per_epoch) {
@@ -161,15 +178,12 @@ Result<TrainerResult> ClockLoop::Run() {
       if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables());
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
-      if (early_ != nullptr) {
-        Result<bool> exhausted = early_->Observe(epoch + 1, evaluator_->curve().back(), evaluator_->metric(), eval_model);
-        // A bad early_stopping.metric stops the run with every rank at one
-        // clock, and the rank fails after it (failing here would leave the
-        // others waiting for its clocks).
-        if (!exhausted.ok() && early_error_.ok()) early_error_ = exhausted.status();
-        if ((!exhausted.ok() || *exhausted) && env_.stop != nullptr) {
-          STALELEARN_RETURN_IF_ERROR(env_.stop->RequestLocal(kEarlyStopRequest));
-        }
+      if (parts_ != nullptr) {
+        STALELEARN_RETURN_IF_ERROR(parts_->Share(evaluator_->parts().back(), eval_model));
+        if (parts_->decides() && early_error_.ok()) STALELEARN_RETURN_IF_ERROR(OnEarlyStopping(parts_->Poll()));
+      } else if (early_ != nullptr) {
+        STALELEARN_RETURN_IF_ERROR(OnEarlyStopping(
+            early_->Observe(epoch + 1, evaluator_->curve().back(), evaluator_->metric(), eval_model)));
       }
       evaluating += std::chrono::steady_clock::now() - eval_start;
     }

@@ -23,6 +23,7 @@
 #include "framework/runtime/consistency_mode.h"
 #include "framework/runtime/early_stopping.h"
 #include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/eval_parts_exchange.h"
 #include "framework/runtime/locality_plan.h"
 #include "framework/runtime/parallel_kernel.h"
 #include "framework/runtime/sample_schedule.h"
@@ -49,6 +50,10 @@ class ClockLoop {
   // shown to `early`; when its patience runs out the rank asks the stop
   // agreement for a stop (kEarlyStopRequest).
   void set_early_stopping(EarlyStopping* early) { early_ = early; }
+  // Apps that evaluate in parts, with early stopping: every evaluation's part
+  // goes to compute rank 0, which takes the parts at each clock's top and
+  // asks for the stop (eval_parts_exchange.h).
+  void set_parts_exchange(EvalPartsExchange* parts) { parts_ = parts; }
   // After Run: the error early stopping met (a metric the app does not
   // report), which stopped the run at an agreed clock; Ok otherwise.
   const Status& early_stopping_error() const { return early_error_; }
@@ -63,6 +68,9 @@ class ClockLoop {
   // At the top of `clock`: true when the run's stop agreement says every
   // rank stops here (joins it first if a stop was asked for).
   Result<bool> StopsBefore(std::int64_t clock);
+  // Early stopping's verdict on an evaluation (or the error it met): asks
+  // the stop agreement for a stop when the patience ran out.
+  Status OnEarlyStopping(Result<bool> exhausted);
   // The app's kernel on the clock's samples: on threads_per_rank threads when the app allows it.
   void RunKernel(std::span<const std::int64_t> samples, KernelContext& context);
   // Compute rank 0, after a clock: a progress line within the epoch when
@@ -81,6 +89,7 @@ class ClockLoop {
   std::unique_ptr<ParallelKernel> parallel_;  // null: the kernel runs on the trainer thread
   EpochEvaluator* evaluator_ = nullptr;
   EarlyStopping* early_ = nullptr;
+  EvalPartsExchange* parts_ = nullptr;
   Status early_error_;
   std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
   TableSet final_model_;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "framework/model/hash64.h"
@@ -16,6 +17,7 @@
 #include "framework/runtime/app_facets.h"
 #include "framework/runtime/early_stopping.h"
 #include "framework/runtime/epoch_evaluator.h"
+#include "framework/runtime/eval_parts_exchange.h"
 #include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/run_lifecycle.h"
 #include "framework/runtime/run_report.h"
@@ -66,6 +68,17 @@ class ComputeRole {
         early_.emplace(env_.config.training().early_stopping());
         early_->set_keep_best_model(checkpointer_.writes_checkpoints());
         loop.set_early_stopping(&*early_);
+      } else if (env_.config.training().early_stopping().patience() > 0) {
+        // In parts: compute rank 0 decides on the parts every rank sends it
+        // (eval_parts_exchange.h); without early stopping nothing is sent.
+        parts_.emplace(env_.bootstrap, env_.roles.compute_rank(model::ComputeIndex{0}), me_,
+                       env_.roles.compute_ranks(), *env_.facets.parts);
+        if (parts_->decides()) {
+          early_.emplace(env_.config.training().early_stopping());
+          early_->set_keep_best_model(checkpointer_.writes_checkpoints());
+          parts_->set_early_stopping(&*early_);
+        }
+        loop.set_parts_exchange(&*parts_);
       }
     }
     STALELEARN_ASSIGN_OR_RETURN(TrainerResult result, loop.Run());
@@ -167,6 +180,7 @@ class ComputeRole {
     STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epochs, final_model));
     if (evaluator_->in_parts()) {
       *partial.mutable_eval_parts() = {evaluator_->parts().begin(), evaluator_->parts().end()};
+      partial.mutable_eval_parts()->rbegin()->set_final(true);  // this Record's
     } else {
       *partial.mutable_curve() = {evaluator_->curve().begin(), evaluator_->curve().end()};
     }
@@ -175,12 +189,19 @@ class ComputeRole {
       partial.set_model_checksum(model::HexDigest(model::ModelChecksum(final_model)));
       partial.set_wall_seconds(evaluator_->ElapsedSeconds());
     }
-    if (!early_ || taken_over_ || evaluator_->curve().empty()) return Status::Ok();
-    // The final evaluation may be the best; nothing is left to stop.
-    STALELEARN_ASSIGN_OR_RETURN(const bool exhausted,
-                                early_->Observe(epochs, evaluator_->curve().back(), evaluator_->metric(), final_model));
-    (void)exhausted;
-    if (!reports_model || !early_->best()) return Status::Ok();
+    if (parts_) {
+      // Every rank's final part too; compute rank 0 then waits for the parts
+      // still on their way (sent before the run's last barrier).
+      STALELEARN_RETURN_IF_ERROR(parts_->Share(*partial.eval_parts().rbegin(), final_model));
+      STALELEARN_RETURN_IF_ERROR(parts_->AwaitAll(env_.wait.timeout));
+    } else {
+      if (!early_ || taken_over_ || evaluator_->curve().empty()) return Status::Ok();
+      // The final evaluation may be the best; nothing is left to stop.
+      STALELEARN_ASSIGN_OR_RETURN(
+          const bool exhausted, early_->Observe(epochs, evaluator_->curve().back(), evaluator_->metric(), final_model));
+      (void)exhausted;
+    }
+    if (!reports_model || !early_ || !early_->best()) return Status::Ok();
     *partial.mutable_best() = *early_->best();
     if (early_->best_model() != nullptr) {
       STALELEARN_ASSIGN_OR_RETURN(*partial.mutable_best()->mutable_model_file(),
@@ -224,6 +245,7 @@ class ComputeRole {
   std::optional<TableSet> taken_over_;  // the final model, when this rank evaluates for a dead compute rank 0
   std::optional<EpochEvaluator> evaluator_;
   std::optional<EarlyStopping> early_;  // the best evaluation; stops early with a patience
+  std::optional<EvalPartsExchange> parts_;  // in parts, with early stopping
 };
 
 }  // namespace

@@ -15,6 +15,16 @@ bool HigherIsBetter(const proto::EarlyStoppingConfig& config, const std::string&
 
 Result<bool> EarlyStopping::Observe(int epoch, const proto::CurvePoint& point, const std::string& headline,
                                     const TableSet& model) {
+  return ObserveWith(epoch, point, headline, [&] { return model::HexDigest(model::ModelChecksum(model)); }, &model);
+}
+
+Result<bool> EarlyStopping::Observe(int epoch, const proto::CurvePoint& point, const std::string& headline,
+                                    const std::string& model_checksum, const TableSet* model) {
+  return ObserveWith(epoch, point, headline, [&] { return model_checksum; }, model);
+}
+
+Result<bool> EarlyStopping::ObserveWith(int epoch, const proto::CurvePoint& point, const std::string& headline,
+                                        const std::function<std::string()>& model_checksum, const TableSet* model) {
   const std::string& metric = config_.metric().empty() ? headline : config_.metric();
   double value = point.metric_value();
   if (metric != headline) {
@@ -35,9 +45,9 @@ Result<bool> EarlyStopping::Observe(int epoch, const proto::CurvePoint& point, c
     best.set_epoch(epoch);
     best.set_metric(metric);
     best.set_value(value);
-    best.set_model_checksum(model::HexDigest(model::ModelChecksum(model)));
+    best.set_model_checksum(model_checksum());  // only for a new best
     best_ = std::move(best);
-    if (keep_best_model_) best_model_ = model;
+    if (keep_best_model_ && model != nullptr) best_model_ = *model;
     since_best_ = 0;
     return false;
   }

@@ -11,9 +11,13 @@
 //   if (stop) RequestStop(kEarlyStopRequest);
 //   *report.mutable_best() = *early.best();
 //
+// Apps that evaluate in parts: compute rank 0 shows it each evaluation once
+// every compute rank's part of it arrived (eval_parts_exchange.h).
+//
 // Not thread-safe: the evaluating rank's thread.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -38,16 +42,26 @@ class EarlyStopping {
   // if the watched metric is not in the point.
   Result<bool> Observe(int epoch, const proto::CurvePoint& point, const std::string& headline,
                        const TableSet& model);
+  // The same for an evaluation whose model is known by its checksum (hex
+  // digest, model::ModelChecksum) and, when the best model is kept, `model`
+  // (else nullptr): an evaluation in parts (eval_parts_exchange.h).
+  Result<bool> Observe(int epoch, const proto::CurvePoint& point, const std::string& headline,
+                       const std::string& model_checksum, const TableSet* model);
   // The best evaluation so far (none before the first Observe).
   const std::optional<proto::Best>& best() const { return best_; }
   // Keeps a copy of the best evaluation's model (checkpointed runs write it:
   // best_model()); off, only its checksum is kept.
   void set_keep_best_model(bool on) { keep_best_model_ = on; }
+  bool keeps_best_model() const { return keep_best_model_; }
   // The best evaluation's model, if kept; nullptr otherwise.
   const TableSet* best_model() const { return best_model_ ? &*best_model_ : nullptr; }
   int evaluations_since_best() const { return since_best_; }
 
  private:
+  // `model_checksum` is called for a new best only (hashing a model costs).
+  Result<bool> ObserveWith(int epoch, const proto::CurvePoint& point, const std::string& headline,
+                           const std::function<std::string()>& model_checksum, const TableSet* model);
+
   proto::EarlyStoppingConfig config_;
   std::optional<proto::Best> best_;
   bool keep_best_model_ = false;

@@ -9,6 +9,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "framework/runtime/epoch_evaluator.h"
 
@@ -78,13 +79,18 @@ proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::Simula
 
 namespace {
 
+// The evaluations during the run by epoch, then the final one (a run stopped
+// at an epoch's end evaluates that epoch twice: two points, as for MF).
+using EvalKey = std::pair<bool, int>;  // (final, epoch)
+
 // Adds every rank's evaluation parts epoch by epoch and lets the app combine
 // them: the curve, and the final metric from the last point.
-Status CombineEvalParts(const App& app, const std::map<int, std::vector<const proto::EvalPart*>>& by_epoch,
+Status CombineEvalParts(const App& app, const std::map<EvalKey, std::vector<const proto::EvalPart*>>& by_epoch,
                         proto::Report& report) {
   const EvaluatesInParts* combiner = AppFacets::Of(app).parts;
   if (combiner == nullptr && !by_epoch.empty()) return Internal("evaluation parts from an app that has none");
-  for (const auto& [epoch, parts] : by_epoch) {
+  for (const auto& [key, parts] : by_epoch) {
+    const int epoch = key.second;
     std::vector<double> sums;
     double wall = 0, simulated = 0;
     for (const proto::EvalPart* p : parts) {
@@ -130,7 +136,7 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
   report.set_epochs(config.training().epochs());
   report.set_seed(config.seed());
   std::vector<proto::Report> parts(all.size());
-  std::map<int, std::vector<const proto::EvalPart*>> eval_parts;  // by epoch
+  std::map<EvalKey, std::vector<const proto::EvalPart*>> eval_parts;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const transport::Bytes& bytes = all[i];
     proto::Report& part = parts[i];
@@ -160,7 +166,7 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
     }
     if (!part.curve().empty()) *report.mutable_curve() = part.curve();
     if (part.has_best()) *report.mutable_best() = part.best();
-    for (const proto::EvalPart& p : part.eval_parts()) eval_parts[p.epoch()].push_back(&p);
+    for (const proto::EvalPart& p : part.eval_parts()) eval_parts[EvalKey{p.final(), p.epoch()}].push_back(&p);
     if (!part.model_checksum().empty()) {
       report.set_model_checksum(part.model_checksum());
       report.set_wall_seconds(part.wall_seconds());

@@ -92,12 +92,9 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   const AppFacets facets = AppFacets::Of(inputs.app);
   const bool stops_early = config.training().early_stopping().patience() > 0;
   stop.set_hears_announcements(stops_early);  // the evaluating rank announces its stop
+  // Apps that evaluate in parts: compute rank 0 combines the parts as they
+  // arrive and decides (eval_parts_exchange.h).
   if (stops_early) {
-    if (facets.evaluates_in_parts()) {
-      return InvalidArgument(fmt::format("training.early_stopping: app '{}' evaluates in parts on every compute "
-                                         "rank; early stopping needs an app that evaluates the whole model",
-                                         inputs.app.name()));
-    }
     if (stop_kind == StopAgreement::Kind::kOff) {
       return InvalidArgument("training.early_stopping cannot be combined with faults.dead_after_seconds: a run that "
                              "survives a dead rank has no stop agreement");

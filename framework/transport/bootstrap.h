@@ -73,6 +73,23 @@ class Bootstrap {
   }
   virtual Result<std::int64_t> Announced() { return std::int64_t{0}; }
 
+  // Small messages to one rank without a collective: SendMessage queues
+  // `bytes` for rank `to` and returns at once (MPI: a message of a few
+  // hundred bytes goes eagerly, so the send completes without the receiver);
+  // ReceiveMessages returns, without blocking, every message that arrived
+  // for this rank since the last call, each sender's in the order it sent
+  // them. For what one rank must learn from the others at points that are
+  // not collective (the parts of an evaluation, early_stopping.h). Not for
+  // runs that survive a dead rank. Defaults: kUnimplemented.
+  virtual Status SendMessage(Rank to, std::span<const std::byte> bytes) {
+    (void)to;
+    (void)bytes;
+    return Unimplemented("this bootstrap cannot send messages");
+  }
+  virtual Result<std::vector<Bytes>> ReceiveMessages() {
+    return Unimplemented("this bootstrap cannot receive messages");
+  }
+
   // Surviving a dead rank (faults.dead_after_seconds). PrepareForRankLoss is
   // collective and runs before anything can die (MPI: one communicator
   // without each rank, made in advance: OpenMPI 4.1 has no ULFM). After rank

@@ -186,6 +186,30 @@ Status InProcessBootstrap::AllReduceMax(std::span<std::int64_t> values) {
 
 Status InProcessBootstrap::Barrier() { return Round("barrier", {}).status(); }
 
+Status InProcessGroup::Post(Rank to, Bytes bytes) {
+  if (to.value < 0 || to.value >= world_size_) {
+    return InvalidArgument(fmt::format("bootstrap message to rank {} of {}", to.value, world_size_));
+  }
+  std::lock_guard lock(mutex_);
+  mail_[to.value].push_back(std::move(bytes));
+  return Status::Ok();
+}
+
+std::vector<Bytes> InProcessGroup::TakeMail(Rank rank) {
+  std::lock_guard lock(mutex_);
+  auto it = mail_.find(rank.value);
+  if (it == mail_.end()) return {};
+  std::vector<Bytes> mail = std::move(it->second);
+  mail_.erase(it);
+  return mail;
+}
+
+Status InProcessBootstrap::SendMessage(Rank to, std::span<const std::byte> bytes) {
+  return group_->Post(to, Bytes(bytes.begin(), bytes.end()));
+}
+
+Result<std::vector<Bytes>> InProcessBootstrap::ReceiveMessages() { return group_->TakeMail(rank_); }
+
 // ---- RunRanks ----
 
 namespace {

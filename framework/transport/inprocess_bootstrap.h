@@ -81,6 +81,12 @@ class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
   void Publish(Rank rank, std::uint64_t sync, std::map<std::string, Bytes, std::less<>> values);
   Result<Bytes> Lookup(Rank owner, std::string_view key, std::uint64_t syncs_done) const;
 
+  // Bootstrap messages: Post appends `bytes` to `to`'s mailbox; TakeMail
+  // empties `rank`'s, in arrival order. kInvalidArgument for a rank outside
+  // 0..world_size-1.
+  Status Post(Rank to, Bytes bytes);
+  std::vector<Bytes> TakeMail(Rank rank);
+
  private:
   InProcessGroup(int world_size, std::chrono::milliseconds deadline)
       : world_size_(world_size), deadline_(deadline), store_(world_size) {}
@@ -111,6 +117,7 @@ class InProcessGroup : public std::enable_shared_from_this<InProcessGroup> {
     std::shared_ptr<void> object;
   };
   std::map<std::string, SharedObject> shared_;
+  std::map<int, std::vector<Bytes>> mail_;  // by receiving rank
 };
 
 // The per-rank Bootstrap of an InProcessGroup.
@@ -131,6 +138,8 @@ class InProcessBootstrap final : public Bootstrap {
   Status AllReduceSum(std::span<double> values) override;
   Status AllReduceMax(std::span<std::int64_t> values) override;
   Status Barrier() override;
+  Status SendMessage(Rank to, std::span<const std::byte> bytes) override;
+  Result<std::vector<Bytes>> ReceiveMessages() override;
 
  private:
   // Enters this rank's next collective round (InProcessGroup::Exchange).

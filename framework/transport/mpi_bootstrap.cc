@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <list>
 #include <map>
 #include <string>
 #include <vector>
@@ -99,6 +100,8 @@ class MpiBootstrap final : public Bootstrap {
     // Announcements: take what arrived, finish (or cancel) what was sent, so
     // that freeing the communicator leaves no message behind.
     (void)Announced();
+    (void)ReceiveMessages();
+    for (MessageSend& send : message_sends_) announce_sends_.push_back(send.request);
     for (MPI_Request& request : announce_sends_) {
       int done = 0;
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
@@ -239,6 +242,39 @@ class MpiBootstrap final : public Bootstrap {
     }
   }
 
+  // Point-to-point on its own tag; the bytes stay in message_sends_ until
+  // the send completed (tested at each send).
+  Status SendMessage(Rank to, std::span<const std::byte> bytes) override {
+    std::erase_if(message_sends_, [](MessageSend& send) {
+      int done = 0;
+      MPI_Test(&send.request, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    STALELEARN_ASSIGN_OR_RETURN(int count, ToMpiCount(bytes.size(), "MPI_Isend"));
+    message_sends_.push_back(MessageSend{Bytes(bytes.begin(), bytes.end()), MPI_REQUEST_NULL});
+    MessageSend& send = message_sends_.back();
+    return CheckMpi(MPI_Isend(send.bytes.data(), count, MPI_BYTE, to.value, kMessageTag, comm_, &send.request),
+                    "MPI_Isend");
+  }
+
+  Result<std::vector<Bytes>> ReceiveMessages() override {
+    std::vector<Bytes> received;
+    for (;;) {
+      int arrived = 0;
+      MPI_Status status;
+      STALELEARN_RETURN_IF_ERROR(
+          CheckMpi(MPI_Iprobe(MPI_ANY_SOURCE, kMessageTag, comm_, &arrived, &status), "MPI_Iprobe"));
+      if (arrived == 0) return received;
+      int count = 0;
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count"));
+      Bytes bytes(static_cast<std::size_t>(count));
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Recv(bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, kMessageTag,
+                                                   comm_, MPI_STATUS_IGNORE),
+                                          "MPI_Recv"));
+      received.push_back(std::move(bytes));
+    }
+  }
+
   Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
   Status PrepareForRankLoss() override {
@@ -321,6 +357,12 @@ class MpiBootstrap final : public Bootstrap {
   std::int64_t announced_value_ = 0;          // Announce's send buffer
   std::vector<MPI_Request> announce_sends_;
   std::int64_t heard_ = 0;                    // the first value announced to this rank
+  static constexpr int kMessageTag = 7302;    // SendMessage
+  struct MessageSend {
+    Bytes bytes;  // the send buffer, alive until the send completed
+    MPI_Request request;
+  };
+  std::list<MessageSend> message_sends_;  // a list: buffers and requests stay put
 };
 
 }  // namespace
