@@ -119,9 +119,9 @@ std::string FindInvalidUtf8(const pb::Message& message, const std::string& prefi
 
 // Keeps the first error protobuf reports, as "source:line:column: message",
 // with the run-time type names replaced by what the user wrote.
-class FirstErrorCollector : public pb::io::ErrorCollector {
+class UserNamedErrorCollector : public pb::io::ErrorCollector {
  public:
-  FirstErrorCollector(std::string_view source, std::string known_apps)
+  UserNamedErrorCollector(std::string_view source, std::string known_apps)
       : source_(source), known_apps_(std::move(known_apps)) {}
   void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
     if (!first_.empty()) return;
@@ -270,7 +270,7 @@ std::unique_ptr<pb::Message> ConfigReader::New() const {
 
 Result<std::unique_ptr<pb::Message>> ConfigReader::Parse(std::string_view text, std::string_view source_name) const {
   std::unique_ptr<pb::Message> message = New();
-  FirstErrorCollector errors(source_name, schema_.KnownApps());
+  UserNamedErrorCollector errors(source_name, schema_.KnownApps());
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(std::string(text), message.get())) {
