@@ -18,11 +18,19 @@ include_guard(GLOBAL)
 # C++ code protoc generates for the protos. protoc runs with the calling
 # project's root as import path, so "apps/x/x_config.proto" is included as
 # "apps/x/x_config.pb.h" and its descriptor has a file name unique in the
-# program (protobuf aborts on two generated files of the same name).
+# program (protobuf aborts on two generated files of the same name). Against
+# the installed package (stalelearn_INCLUDE_DIR set by find_package), the
+# package's include dir is an import path too, so a proto outside the tree
+# imports "framework/proto/options.proto" (the field rules) as one inside does.
 function(stalelearn_add_proto_library target)
   if(NOT ARGN)
     message(FATAL_ERROR "stalelearn_add_proto_library(${target}): no .proto files given")
   endif()
+  set(import_dirs "${PROJECT_SOURCE_DIR}")
+  if(stalelearn_INCLUDE_DIR)
+    list(APPEND import_dirs "${stalelearn_INCLUDE_DIR}")
+  endif()
+  list(TRANSFORM import_dirs PREPEND "-I" OUTPUT_VARIABLE import_args)
   set(generated)
   foreach(proto IN LISTS ARGN)
     get_filename_component(abs "${proto}" ABSOLUTE)
@@ -33,18 +41,21 @@ function(stalelearn_add_proto_library target)
     string(REGEX REPLACE "\\.proto$" "" stem "${rel}")
     set(cc "${PROJECT_BINARY_DIR}/${stem}.pb.cc")
     set(h "${PROJECT_BINARY_DIR}/${stem}.pb.h")
-    # The protos it imports from the project (e.g. framework/proto/options.proto)
+    # The protos it imports from the import dirs (e.g. framework/proto/options.proto)
     # are dependencies too: an edit to one regenerates this one's code.
     file(STRINGS "${abs}" imports REGEX "^import \"[^\"]+\";")
     set(imported)
     foreach(line IN LISTS imports)
       string(REGEX REPLACE "^import \"([^\"]+)\";.*" "\\1" path "${line}")
-      if(EXISTS "${PROJECT_SOURCE_DIR}/${path}")
-        list(APPEND imported "${PROJECT_SOURCE_DIR}/${path}")
-      endif()
+      foreach(dir IN LISTS import_dirs)
+        if(EXISTS "${dir}/${path}")
+          list(APPEND imported "${dir}/${path}")
+          break()
+        endif()
+      endforeach()
     endforeach()
     add_custom_command(OUTPUT "${cc}" "${h}"
-      COMMAND protobuf::protoc --cpp_out "${PROJECT_BINARY_DIR}" -I "${PROJECT_SOURCE_DIR}" "${abs}"
+      COMMAND protobuf::protoc --cpp_out "${PROJECT_BINARY_DIR}" ${import_args} "${abs}"
       DEPENDS "${abs}" ${imported} protobuf::protoc
       COMMENT "protoc ${rel}" VERBATIM)
     list(APPEND generated "${cc}" "${h}")
@@ -53,6 +64,10 @@ function(stalelearn_add_proto_library target)
   add_library(${target} STATIC ${generated})
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
+  if(TARGET stalelearn::proto_options)
+    # Installed package: the field rules' generated code, for protos that import them.
+    target_link_libraries(${target} PUBLIC stalelearn::proto_options)
+  endif()
   target_compile_features(${target} PUBLIC cxx_std_20)
   # Never a unity build: protoc gives every .pb.cc the same file-level names.
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON UNITY_BUILD OFF)

@@ -1,10 +1,8 @@
 // The counting app of framework/runtime/app.h as a program of its own: sample
 // s adds 1 to bucket s % buckets, so after E epochs the buckets hold exactly
 // E * samples in total. The whole app API it needs is SampleKernelApp (the
-// App core with a per-sample kernel), a config message with defaults and
-// validation, and one registration function.
-#include <fmt/format.h>
-
+// App core with a per-sample kernel), a config message whose defaults and
+// ranges are field options (count_config.proto), and one registration function.
 #include <algorithm>
 #include <memory>
 
@@ -54,21 +52,14 @@ class CountApp final : public SampleKernelApp {
 };
 static_assert(RunnableApp<CountApp>);
 
-// Defaults for zero fields, then validation; errors name the field.
-Status ResolveCount(CountConfig& count, proto::Config&) {
-  if (count.buckets() == 0) count.set_buckets(16);
-  if (count.samples() == 0) count.set_samples(1000);
-  if (count.buckets() < 1) return InvalidArgument(fmt::format("app.count.buckets must be >= 1, got {}", count.buckets()));
-  if (count.samples() < 1) return InvalidArgument(fmt::format("app.count.samples must be >= 1, got {}", count.samples()));
-  return Status::Ok();
-}
-
 Result<std::unique_ptr<App>> LoadCount(const AppContext& context) {
   STALELEARN_ASSIGN_OR_RETURN(CountConfig count, config::UnpackAppParams<CountConfig>(context.config));
   return std::unique_ptr<App>(std::make_unique<CountApp>(count));
 }
 
-// Named in CMakeLists.txt (REGISTER): the program calls it at start-up.
-Status RegisterApp(Registries& registries) { return registries.apps.Add<CountConfig>("count", ResolveCount, LoadCount); }
+// Named in CMakeLists.txt (REGISTER): the program calls it at start-up. No
+// resolve function: the config loader applies count_config.proto's field
+// rules ("app.count.buckets must be >= 1, got -2"); no rule relates fields.
+Status RegisterApp(Registries& registries) { return registries.apps.Add<CountConfig>("count", nullptr, LoadCount); }
 
 }  // namespace count_example

@@ -19,7 +19,6 @@ using runtime::TableId;
 
 constexpr std::int64_t kRows = 6;
 constexpr std::int32_t kWidth = 3;
-constexpr runtime::FloatTable kWeights{TableId{0}};  // the one table
 
 float InitialValue(std::int64_t row, std::int32_t i) { return static_cast<float>(100 + 10 * row + i); }
 float Increment(std::int64_t sample, std::int64_t row, std::int32_t i) { return static_cast<float>((sample + row + i) % 3); }
@@ -27,13 +26,14 @@ float Increment(std::int64_t sample, std::int64_t row, std::int32_t i) { return 
 class EveryRowApp final : public runtime::SampleKernelApp {
  public:
   EveryRowApp(std::int64_t samples, bool dense, ProblemLog& problems)
-      : samples_(samples), dense_(dense), problems_(problems) {}
+      : samples_(samples),
+        dense_(dense),
+        problems_(problems),
+        weights_(tables_.AddFloat("weights", kRows, kWidth, dense)) {}
 
   std::string name() const override { return "every_row"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"weights", runtime::ElementType::kFloat32, kRows, kWidth, dense_}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   void InitRow(TableId, RowId row, runtime::RowValues row_values) const override {
     const std::span<float> values = row_values.floats();
     for (std::int32_t i = 0; i < kWidth; ++i) values[static_cast<std::size_t>(i)] = InitialValue(row.value, i);
@@ -41,11 +41,11 @@ class EveryRowApp final : public runtime::SampleKernelApp {
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t, std::vector<runtime::RowRef>& rows) const override {
     if (dense_) return;  // dense tables are always fetched whole
-    for (std::int64_t r = 0; r < kRows; ++r) rows.push_back({kWeights.id, RowId{r}});
+    for (std::int64_t r = 0; r < kRows; ++r) rows.push_back({weights_.id, RowId{r}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     for (std::int64_t r = 0; r < kRows; ++r) {
-      const std::span<float> row = model.Row(kWeights, RowId{r});
+      const std::span<float> row = model.Row(weights_, RowId{r});
       for (std::int32_t i = 0; i < kWidth; ++i) {
         float& x = row[static_cast<std::size_t>(i)];
         if (x < InitialValue(r, i)) {
@@ -59,7 +59,7 @@ class EveryRowApp final : public runtime::SampleKernelApp {
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
     for (std::int64_t r = 0; r < kRows; ++r) {
-      for (float x : runtime::Row(model, kWeights, r)) total += x;
+      for (float x : runtime::Row(model, weights_, r)) total += x;
     }
     return {"sum", total};
   }
@@ -70,7 +70,7 @@ class EveryRowApp final : public runtime::SampleKernelApp {
       for (std::int32_t i = 0; i < kWidth; ++i) {
         float x = InitialValue(r, i);
         for (std::int64_t s = 0; s < samples_; ++s) x += static_cast<float>(epochs) * Increment(s, r, i);
-        expected[kWeights.id.value].FloatRow(r)[static_cast<std::size_t>(i)] = x;
+        expected[weights_.id.value].FloatRow(r)[static_cast<std::size_t>(i)] = x;
       }
     }
     return expected;
@@ -80,6 +80,8 @@ class EveryRowApp final : public runtime::SampleKernelApp {
   std::int64_t samples_;
   bool dense_;
   ProblemLog& problems_;
+  runtime::TableList tables_;  // "weights": the one table
+  runtime::FloatTable weights_;
 };
 
 class DenseTables : public ::testing::TestWithParam<ApiModeCase> {};

@@ -13,11 +13,9 @@ namespace stalelearn::testing {
 namespace {
 
 using runtime::RowId;
-using runtime::TableId;
 
 constexpr std::int64_t kRows = 7;
 constexpr std::int64_t kTestItems = 101;  // not a multiple of 2 or 3
-constexpr runtime::IntTable kCounts{TableId{0}};  // the one table
 
 // Training adds 1 + s mod 3 to row s mod kRows. Test item i reads row i mod
 // kRows with weight 1 + i mod 4; the metric is the weighted mean of what the
@@ -28,15 +26,13 @@ class WeightedMeanApp final : public runtime::SampleKernelApp, public runtime::E
 
   std::string name() const override { return "weighted_mean"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"counts", runtime::ElementType::kInt32, kRows, 1}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kCounts.id, RowId{sample % kRows}});
+    rows.push_back({counts_.id, RowId{sample % kRows}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext&) const override {
-    model.Row(kCounts, RowId{sample % kRows})[0] += static_cast<std::int32_t>(1 + sample % 3);
+    model.Row(counts_, RowId{sample % kRows})[0] += static_cast<std::int32_t>(1 + sample % 3);
   }
 
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override {
@@ -55,18 +51,18 @@ class WeightedMeanApp final : public runtime::SampleKernelApp, public runtime::E
   runtime::TableSet ExpectedModel(int epochs) const {
     runtime::TableSet expected = model::MakeTableSet(Tables());
     for (std::int64_t s = 0; s < samples_; ++s) {
-      expected[kCounts.id.value].IntRow(s % kRows)[0] += static_cast<std::int32_t>(epochs * (1 + s % 3));
+      expected[counts_.id.value].IntRow(s % kRows)[0] += static_cast<std::int32_t>(epochs * (1 + s % 3));
     }
     return expected;
   }
 
  private:
   // {sum of weight * value, sum of weights, items} over items i = rank (mod ranks).
-  static std::vector<double> Score(const runtime::TableSet& model, int rank, int ranks) {
+  std::vector<double> Score(const runtime::TableSet& model, int rank, int ranks) const {
     double weighted = 0, weights = 0, items = 0;
     for (std::int64_t i = rank; i < kTestItems; i += ranks) {
       const double w = static_cast<double>(1 + i % 4);
-      weighted += w * runtime::Row(model, kCounts, i % kRows)[0];
+      weighted += w * runtime::Row(model, counts_, i % kRows)[0];
       weights += w;
       items += 1;
     }
@@ -74,6 +70,8 @@ class WeightedMeanApp final : public runtime::SampleKernelApp, public runtime::E
   }
 
   std::int64_t samples_;
+  runtime::TableList tables_;
+  runtime::IntTable counts_ = tables_.AddInt("counts", kRows, 1);  // the one table
 };
 
 class EvaluationInParts : public ::testing::TestWithParam<ApiModeCase> {};

@@ -17,9 +17,6 @@ namespace stalelearn::testing {
 namespace {
 
 using runtime::RowId;
-using runtime::TableId;
-
-constexpr runtime::IntTable kBySample{TableId{0}};  // the one table
 
 // Groups 0..groups-1 of sizes 1..5 (group g has 1 + (7g mod 5) samples),
 // consecutive. The kernel counts visits and records who visited what when.
@@ -34,29 +31,28 @@ class GroupedApp final : public runtime::SampleKernelApp, public runtime::Groups
   explicit GroupedApp(std::int64_t groups) {
     starts_.push_back(0);
     for (std::int64_t g = 0; g < groups; ++g) starts_.push_back(starts_.back() + 1 + (7 * g) % 5);
+    by_sample_ = tables_.AddInt("by_sample", TrainingSamples(), 1);  // sized by the groups above
   }
 
   std::string name() const override { return "grouped"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"by_sample", runtime::ElementType::kInt32, TrainingSamples(), 1}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return starts_.back(); }
   std::int64_t SampleGroups() const override { return static_cast<std::int64_t>(starts_.size()) - 1; }
   runtime::SampleRange GroupSamples(std::int64_t group) const override {
     return {starts_[static_cast<std::size_t>(group)], starts_[static_cast<std::size_t>(group) + 1]};
   }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kBySample.id, RowId{sample}});
+    rows.push_back({by_sample_.id, RowId{sample}});
   }
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
-    model.Row(kBySample, RowId{sample})[0] += 1;
+    model.Row(by_sample_, RowId{sample})[0] += 1;
     std::lock_guard lock(mutex_);
     visits_.push_back({ctx.info.rank.value, ctx.epoch, sample});
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
-    for (std::int64_t s = 0; s < TrainingSamples(); ++s) total += runtime::Row(model, kBySample, s)[0];
+    for (std::int64_t s = 0; s < TrainingSamples(); ++s) total += runtime::Row(model, by_sample_, s)[0];
     return {"total", total};
   }
 
@@ -67,6 +63,8 @@ class GroupedApp final : public runtime::SampleKernelApp, public runtime::Groups
 
  private:
   std::vector<std::int64_t> starts_;  // group g is [starts_[g], starts_[g + 1])
+  runtime::TableList tables_;
+  runtime::IntTable by_sample_;  // the one table: one row per sample
   mutable std::mutex mutex_;
   mutable std::vector<Visit> visits_;
 };

@@ -19,11 +19,7 @@ namespace stalelearn::testing {
 namespace {
 
 using runtime::RowId;
-using runtime::TableId;
-
 constexpr std::int64_t kBuckets = 8;
-constexpr runtime::IntTable kInit{TableId{0}};    // kBuckets x {count, sum of sample ids}: written only by the initialisation
-constexpr runtime::IntTable kVisits{TableId{1}};  // one row per sample, +1 per visit
 
 struct OwnSamples final : runtime::LocalState {
   std::vector<std::int64_t> samples;
@@ -37,9 +33,7 @@ class InitSumApp final : public runtime::SampleKernelApp,
 
   std::string name() const override { return "init_sum"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"init", runtime::ElementType::kInt32, kBuckets, 2}, {"visits", runtime::ElementType::kInt32, samples_, 1}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
 
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo&,
@@ -66,27 +60,27 @@ class InitSumApp final : public runtime::SampleKernelApp,
       ctx.work.flops += 1e12;
     }
     for (std::int64_t s : state->samples) {
-      const std::span<std::int32_t> row = model.Row(kInit, RowId{s % kBuckets});
+      const std::span<std::int32_t> row = model.Row(init_, RowId{s % kBuckets});
       row[0] += 1;
       row[1] += static_cast<std::int32_t>(s);
     }
   }
 
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kVisits.id, RowId{sample}});
-    for (std::int64_t b = 0; b < kBuckets; ++b) rows.push_back({kInit.id, RowId{b}});  // the first clock reads them all
+    rows.push_back({visits_.id, RowId{sample}});
+    for (std::int64_t b = 0; b < kBuckets; ++b) rows.push_back({init_.id, RowId{b}});  // the first clock reads them all
   }
 
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     if (ctx.clock < 1) problems_.Add(fmt::format("rank {}: training at protocol clock {}", ctx.info.rank.value, ctx.clock));
     if (ctx.clock == 1) CheckInitialisationIsWhole(model, ctx.info.rank.value);
-    model.Row(kVisits, RowId{sample})[0] += 1;
+    model.Row(visits_, RowId{sample})[0] += 1;
     ctx.work.flops += 1;
   }
 
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double visits = 0;
-    for (std::int64_t s = 0; s < samples_; ++s) visits += runtime::Row(model, kVisits, s)[0];
+    for (std::int64_t s = 0; s < samples_; ++s) visits += runtime::Row(model, visits_, s)[0];
     return {"visits", visits};
   }
 
@@ -94,9 +88,9 @@ class InitSumApp final : public runtime::SampleKernelApp,
   runtime::TableSet ExpectedModel(int epochs) const {
     runtime::TableSet expected = model::MakeTableSet(Tables());
     for (std::int64_t s = 0; s < samples_; ++s) {
-      expected[kInit.id.value].IntRow(s % kBuckets)[0] += 1;
-      expected[kInit.id.value].IntRow(s % kBuckets)[1] += static_cast<std::int32_t>(s);
-      expected[kVisits.id.value].IntRow(s)[0] = epochs;
+      expected[init_.id.value].IntRow(s % kBuckets)[0] += 1;
+      expected[init_.id.value].IntRow(s % kBuckets)[1] += static_cast<std::int32_t>(s);
+      expected[visits_.id.value].IntRow(s)[0] = epochs;
     }
     return expected;
   }
@@ -114,8 +108,8 @@ class InitSumApp final : public runtime::SampleKernelApp,
   void CheckInitialisationIsWhole(runtime::ModelView& model, int rank) const {
     const runtime::TableSet expected = ExpectedModel(0);
     for (std::int64_t b = 0; b < kBuckets; ++b) {
-      const std::span<const std::int32_t> seen = model.Row(kInit, RowId{b});
-      const std::span<const std::int32_t> want = expected[kInit.id.value].IntRow(b);
+      const std::span<const std::int32_t> seen = model.Row(init_, RowId{b});
+      const std::span<const std::int32_t> want = expected[init_.id.value].IntRow(b);
       if (seen[0] != want[0] || seen[1] != want[1]) {
         problems_.Add(fmt::format("rank {} at its first training clock: bucket {} = {{{}, {}}}, the sum over all "
                                   "ranks is {{{}, {}}}",
@@ -129,6 +123,10 @@ class InitSumApp final : public runtime::SampleKernelApp,
 
   std::int64_t samples_;
   ProblemLog& problems_;
+  runtime::TableList tables_;
+  // kBuckets x {count, sum of sample ids}: written only by the initialisation
+  runtime::IntTable init_ = tables_.AddInt("init", kBuckets, 2);
+  runtime::IntTable visits_ = tables_.AddInt("visits", samples_, 1);  // one row per sample, +1 per visit
   mutable std::mutex mutex_;
   mutable int init_calls_ = 0;
   mutable int first_clock_checks_ = 0;

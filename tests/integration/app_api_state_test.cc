@@ -19,9 +19,6 @@ namespace stalelearn::testing {
 namespace {
 
 using runtime::RowId;
-using runtime::TableId;
-
-constexpr runtime::IntTable kBySample{TableId{0}};  // the one table
 
 // ---- local state ----
 
@@ -73,12 +70,10 @@ class StateApp final : public runtime::SampleKernelApp,
 
   std::string name() const override { return "state"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"by_sample", runtime::ElementType::kInt32, samples_, 1}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kBySample.id, RowId{sample}});
+    rows.push_back({by_sample_.id, RowId{sample}});
   }
 
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo& info,
@@ -103,7 +98,7 @@ class StateApp final : public runtime::SampleKernelApp,
                                 sample));
     }
     ++state->visited;
-    model.Row(kBySample, RowId{sample})[0] += 1;
+    model.Row(by_sample_, RowId{sample})[0] += 1;
   }
 
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override {
@@ -113,7 +108,7 @@ class StateApp final : public runtime::SampleKernelApp,
       return {0, 0, 0};
     }
     double in_model = 0;
-    for (std::int64_t s : state->samples) in_model += runtime::Row(model, kBySample, s)[0];
+    for (std::int64_t s : state->samples) in_model += runtime::Row(model, by_sample_, s)[0];
     return {static_cast<double>(state->visited), static_cast<double>(state->samples.size()), in_model};
   }
   runtime::Evaluation CombineParts(std::span<const double> sums) const override {
@@ -124,6 +119,8 @@ class StateApp final : public runtime::SampleKernelApp,
   std::int64_t samples_;
   ProblemLog& problems_;
   CreatedStates& created_;
+  runtime::TableList tables_;
+  runtime::IntTable by_sample_ = tables_.AddInt("by_sample", samples_, 1);  // the one table
 };
 
 class PerRankState : public ::testing::TestWithParam<ApiModeCase> {};
@@ -177,22 +174,20 @@ class BatchApp final : public runtime::App {
 
   std::string name() const override { return "batch"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override {
-    return {{"by_sample", runtime::ElementType::kInt32, samples_, 1}};
-  }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return samples_; }
   void RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows) const override {
-    rows.push_back({kBySample.id, RowId{sample}});
+    rows.push_back({by_sample_.id, RowId{sample}});
   }
   void UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelView& model,
                    runtime::KernelContext& ctx) const override {
-    for (std::int64_t s : samples) model.Row(kBySample, RowId{s})[0] += 1;
+    for (std::int64_t s : samples) model.Row(by_sample_, RowId{s})[0] += 1;
     std::lock_guard lock(mutex_);
     calls_.push_back({ctx.info.rank.value, ctx.clock, {samples.begin(), samples.end()}});
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double total = 0;
-    for (std::int64_t s = 0; s < samples_; ++s) total += runtime::Row(model, kBySample, s)[0];
+    for (std::int64_t s = 0; s < samples_; ++s) total += runtime::Row(model, by_sample_, s)[0];
     return {"total", total};
   }
 
@@ -203,6 +198,8 @@ class BatchApp final : public runtime::App {
 
  private:
   std::int64_t samples_;
+  runtime::TableList tables_;
+  runtime::IntTable by_sample_ = tables_.AddInt("by_sample", samples_, 1);  // the one table
   mutable std::mutex mutex_;
   mutable std::vector<Call> calls_;
 };

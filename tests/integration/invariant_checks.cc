@@ -271,8 +271,6 @@ void CheckMfConvergesAt64x8WithDerivedSamplesPerClock(const std::filesystem::pat
 
 namespace {
 
-constexpr runtime::FloatTable kOnlyTable{runtime::TableId{0}};
-
 // One row, one sample a clock adding 1 to it; records what the kernel read
 // at each clock.
 class ReadRecordingApp final : public runtime::SampleKernelApp {
@@ -280,21 +278,23 @@ class ReadRecordingApp final : public runtime::SampleKernelApp {
   explicit ReadRecordingApp(std::int64_t clocks) : reads_(static_cast<std::size_t>(clocks), -1.0f) {}
   std::string name() const override { return "reads"; }
   std::string dataset() const override { return "synthetic"; }
-  std::vector<runtime::TableSpec> Tables() const override { return {{"w", runtime::ElementType::kFloat32, 1, 1}}; }
+  std::vector<runtime::TableSpec> Tables() const override { return tables_.specs(); }
   std::int64_t TrainingSamples() const override { return static_cast<std::int64_t>(reads_.size()); }
-  void RowsOf(std::int64_t, std::vector<runtime::RowRef>& rows) const override { rows.push_back({kOnlyTable.id, runtime::RowId{0}}); }
+  void RowsOf(std::int64_t, std::vector<runtime::RowRef>& rows) const override { rows.push_back({weight_.id, runtime::RowId{0}}); }
   void Update(std::int64_t, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
-    float& w = model.Row(kOnlyTable, runtime::RowId{0})[0];
+    float& w = model.Row(weight_, runtime::RowId{0})[0];
     reads_[static_cast<std::size_t>(ctx.clock)] = w;
     w += 1.0f;
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
-    return {"w", runtime::Row(model, kOnlyTable, 0)[0]};
+    return {"w", runtime::Row(model, weight_, 0)[0]};
   }
   const std::vector<float>& reads() const { return reads_; }
 
  private:
-  mutable std::vector<float> reads_;  // [clock]; one compute rank writes it
+  runtime::TableList tables_;
+  runtime::FloatTable weight_ = tables_.AddFloat("w", 1, 1);  // the one table, one row
+  mutable std::vector<float> reads_;                        // [clock]; one compute rank writes it
 };
 
 }  // namespace
