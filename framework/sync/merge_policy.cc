@@ -31,7 +31,9 @@ MergePolicyRegistry BuiltinMergePolicyRegistry() {
 }
 
 MergePolicySpec BuiltinSpec(std::string name, const google::protobuf::Message* options) {
-  Result<MergePolicySpec> spec = BuiltinMergePolicyRegistry().Resolve({.name = std::move(name)}, options);
+  MergePolicySpec named;
+  named.name = std::move(name);
+  Result<MergePolicySpec> spec = BuiltinMergePolicyRegistry().Resolve(named, options);
   if (!spec.ok()) std::abort();  // programming error: see the declaration
   return *std::move(spec);
 }
