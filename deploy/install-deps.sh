@@ -8,6 +8,7 @@
 #                sanitizer runtimes, the Fashion-MNIST data package
 #   --cluster    adds what the cluster in a box and its tests need (deploy/cluster,
 #                deploy/slurm): iproute2, util-linux, jq, munge and Slurm
+#   --no-plot    leaves out gnuplot (the quickstart installs it while it builds)
 # Options combine (deploy/test.sh passes --tests, and --cluster as root).
 set -euo pipefail
 
@@ -19,8 +20,8 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev libfmt-dev zlib1g-dev libxxhash-dev
   ccache
-  gnuplot-nox
 )
+PLOT=(gnuplot-nox)
 for option in "$@"; do
   case "$option" in
     --tests)
@@ -28,9 +29,11 @@ for option in "$@"; do
         clang libclang-rt-dev  # deploy/fuzz.sh: libFuzzer and the sanitizer runtimes
         dataset-fashion-mnist) ;;
     --cluster) PACKAGES+=(iproute2 util-linux jq munge slurmctld slurmd slurm-client) ;;
-    *) echo "install-deps: unknown option '$option' (--tests, --cluster)" >&2; exit 2 ;;
+    --no-plot) PLOT=() ;;
+    *) echo "install-deps: unknown option '$option' (--tests, --cluster, --no-plot)" >&2; exit 2 ;;
   esac
 done
+PACKAGES+=(${PLOT[@]+"${PLOT[@]}"})
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

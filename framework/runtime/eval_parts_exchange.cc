@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "framework/core/wait.h"
 #include "framework/model/hash64.h"
@@ -85,19 +84,18 @@ Result<bool> EvalPartsExchange::Poll() {
 
 Status EvalPartsExchange::AwaitAll(std::chrono::nanoseconds timeout) {
   if (!decides()) return Status::Ok();
-  const Deadline deadline(timeout);
-  for (;;) {
-    STALELEARN_RETURN_IF_ERROR(Poll().status());
-    if (pending_.empty()) return Status::Ok();
-    if (deadline.Expired()) {
-      const Pending& first = pending_.begin()->second;
-      return TimeoutError(fmt::format("early stopping: {} of {} compute ranks' parts of the evaluation after epoch "
-                                      "{} arrived in {:.0f} s",
-                                      first.arrived, compute_ranks_, pending_.begin()->first.second,
-                                      std::chrono::duration<double>(timeout).count()));
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  WaitSpec spec;
+  spec.timeout = timeout;
+  spec.who = "compute rank 0 (early stopping)";
+  spec.describe = [this] {
+    const Pending& first = pending_.begin()->second;
+    return fmt::format("the parts of the evaluation after epoch {} ({} of {} compute ranks' arrived)",
+                       pending_.begin()->first.second, first.arrived, compute_ranks_);
+  };
+  return WaitFor(spec, [this]() -> Result<bool> {
+           STALELEARN_RETURN_IF_ERROR(Poll().status());
+           return pending_.empty();
+         }).status();
 }
 
 }  // namespace stalelearn::runtime
