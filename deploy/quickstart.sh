@@ -13,7 +13,8 @@ BIN="$STALELEARN_BUILD_DIR/bin/stalelearn"
 CONFIG=${STALELEARN_CONFIG:-apps/mf/movielens.pbtxt}
 REPORT=${STALELEARN_REPORT:-$STALELEARN_BUILD_DIR/quickstart-report.json}
 
-step() { echo; echo "== quickstart: $*"; }
+START=$SECONDS
+step() { echo; printf '== quickstart [%d:%02d]: %s\n' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)) "$*"; }
 
 step "installing missing packages"
 ./deploy/install-deps.sh --no-plot
