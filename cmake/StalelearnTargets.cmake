@@ -79,3 +79,19 @@ function(stalelearn_app_protos target)
   target_link_libraries(${target}_proto PUBLIC stalelearn_proto_options)
   target_link_libraries(${target} PUBLIC ${target}_proto)
 endfunction()
+
+# stalelearn_backend_options(NAME options.proto): a backend's options message
+# (its config section `backend { NAME { ... } }`), compiled into
+# stalelearn_backend_NAME_proto, installed with its header for the package,
+# and linked to the backend's library stalelearn_backend_NAME.
+function(stalelearn_backend_options name proto)
+  set(target stalelearn_backend_${name}_proto)
+  stalelearn_add_proto_library(${target} ${proto})
+  target_link_libraries(${target} PUBLIC stalelearn_proto_options)
+  set_target_properties(${target} PROPERTIES EXPORT_NAME backend_${name}_proto)
+  install(TARGETS ${target} EXPORT stalelearnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  file(RELATIVE_PATH dir "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+  string(REGEX REPLACE "\\.proto$" ".pb.h" header "${proto}")
+  install(FILES ${PROJECT_BINARY_DIR}/${dir}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${dir})
+  target_link_libraries(stalelearn_backend_${name} PUBLIC ${target})
+endfunction()

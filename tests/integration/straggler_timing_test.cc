@@ -14,8 +14,7 @@ namespace {
 
 proto::Config TransientConfig(double probability, std::uint64_t seed) {
   proto::Config config = TestConfig("SSP", 2, /*memory_ranks=*/1, /*epochs=*/2, /*samples_per_clock=*/16);
-  config.mutable_backend()->set_name("timing");
-  (*config.mutable_backend()->mutable_options())["inner"] = "local";
+  UseStaleLearnTiming(config);
   config.mutable_training()->mutable_straggler()->set_transient_probability(probability);
   config.mutable_training()->mutable_straggler()->set_transient_delay(3);
   config.mutable_training()->mutable_straggler()->set_seed(seed);
@@ -56,7 +55,7 @@ TEST(TransientStraggler, ChargesEachComputeRankTheDrawnClocksAsSimulatedCompute)
 TEST(SlowLink, TheBandwidthOptionReplacesTheLinkPresetsAndCostsTransferTime) {
   const CountingApp app(/*samples=*/480);
   proto::Config capped = TransientConfig(0, 1);
-  (*capped.mutable_backend()->mutable_options())["link_bandwidth_gb_per_s"] = "0.05";
+  UseStaleLearnTiming(capped, {{"link_bandwidth_gb_per_s", "0.05"}});
   const proto::Simulated normal = RunLocal(TransientConfig(0, 1), app, 4).report().simulated();
   const proto::Simulated slow = RunLocal(capped, app, 4).report().simulated();
   for (int rank = 0; rank < 3; ++rank) {

@@ -1,5 +1,7 @@
 #include "tests/integration/train_support.h"
 
+#include <stdexcept>
+
 #include "backends/builtin.h"
 #include "backends/timing/timing_options.pb.h"
 #include "framework/core/config_loader.h"
@@ -46,13 +48,22 @@ runtime::TableSet CountingApp::ExpectedModel(int epochs) const {
   return expected;
 }
 
-void UseStaleLearnTiming(proto::Config& config) {
+void UseStaleLearnTiming(proto::Config& config, const std::map<std::string, std::string>& edit) {
   config.mutable_backend()->set_name("timing");
   stalelearn::timing::TimingBackendOptions options;
   options.set_inner("local");
   options.set_memory("hmc2");
   options.set_link("pcie4-x16");
   options.set_compute("gpu-gtx580");
+  for (const auto& [field, value] : edit) {
+    if (field == "inner") {
+      options.set_inner(value);
+    } else if (field == "link_bandwidth_gb_per_s") {
+      options.set_link_bandwidth_gb_per_s(std::stod(value));
+    } else {
+      throw std::invalid_argument("UseStaleLearnTiming: no edit for field " + field);
+    }
+  }
   config.mutable_backend()->mutable_params()->PackFrom(options);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,7 +67,9 @@ struct LocalRun {
 
 // Runs `config` on the timing backend over local, priced on the StaleLearn
 // presets (hmc2 memory, pcie4-x16 link, gtx580 compute): deterministic.
-void UseStaleLearnTiming(proto::Config& config);
+// `edit` may change the section's fields (the inner backend, a bandwidth cap)
+// by name: "inner" and "link_bandwidth_gb_per_s" as in the config text.
+void UseStaleLearnTiming(proto::Config& config, const std::map<std::string, std::string>& edit = {});
 
 // The built-in consistency modes (SSP, BSP, ASP, DIRECT, ALLREDUCE).
 const runtime::ModeRegistry& BuiltinModes();

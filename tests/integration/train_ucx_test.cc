@@ -106,9 +106,7 @@ TEST(TrainUcx, CorruptedBatchIsRejectedAndTheRunGoesOn) {
 TEST(TrainUcx, TimingOverUcxReportsANonDeterministicMakespan) {
   const CountingApp app(900);
   proto::Config config = TestConfig("SSP", 1, 1, 3, 32);
-  config.mutable_backend()->set_name("timing");
-  (*config.mutable_backend()->mutable_options())["inner"] = "ucx";
-  (*config.mutable_backend()->mutable_options())["memory"] = "hmc2";
+  UseStaleLearnTiming(config, {{"inner", "ucx"}});
   sync::WaitOptions wait;
   wait.timeout = std::chrono::seconds(60);
   const runtime::TrainInputs inputs{config, app, backends::BuiltinRegistry(), BuiltinModes(), {}, wait};
