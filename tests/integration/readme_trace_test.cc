@@ -1,4 +1,4 @@
-// The experiments guide (docs/guide/experiments.md) names the trace file's columns exactly as the runtime writes
+// The report guide (docs/guide/report.md, "The trace") names the trace file's columns exactly as the runtime writes
 // them (a short SSP run with output.trace set, ranks as threads).
 #include <gtest/gtest.h>
 
@@ -12,13 +12,13 @@ namespace stalelearn::testing {
 namespace {
 
 TEST(Readme, TraceColumnsAreTheOnesTheRuntimeWrites) {
-  std::ifstream in(STALELEARN_SOURCE_DIR "/docs/guide/experiments.md");
+  std::ifstream in(STALELEARN_SOURCE_DIR "/docs/guide/report.md");
   std::stringstream readme;
   readme << in.rdbuf();
   std::smatch documented;
   const std::string text = readme.str();
-  ASSERT_TRUE(std::regex_search(text, documented, std::regex("`output.trace` writes[^`]*`([a-z_,]+)`")))
-      << "docs/guide/experiments.md no longer documents the trace header after `output.trace`";
+  ASSERT_TRUE(std::regex_search(text, documented, std::regex("`output.trace: \"FILE\"`[^#]*?header\\s*`([a-z_,]+)`")))
+      << "docs/guide/report.md no longer documents the trace header after `output.trace`";
 
   const CountingApp app(2 * 8 * 4);
   proto::Config config = TestConfig("SSP", 1, 1, /*epochs=*/1, /*samples_per_clock=*/8);
