@@ -297,6 +297,10 @@ Status Validate(const proto::Config& c) {
   if (c.debug().stop_at_clock() < 0) {
     return InvalidArgument(fmt::format("debug.stop_at_clock must be >= 0, got {}", c.debug().stop_at_clock()));
   }
+  if (c.debug().stop_rank() < 0) {
+    return InvalidArgument(fmt::format("debug.stop_rank must be >= 0 (0: every compute rank), got {}",
+                                       c.debug().stop_rank()));
+  }
   return Status::Ok();
 }
 

@@ -67,7 +67,9 @@ void StopAgreement::Begin(int rank, std::int64_t first_clock) {
 
 Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
   if (kind_ == Kind::kOff) return false;
-  if (request_at_clock_ > 0 && clock == request_at_clock_) RequestStop(SIGTERM);
+  if (request_at_clock_ > 0 && clock == request_at_clock_ && (request_rank_ < 0 || rank == request_rank_)) {
+    RequestStop(SIGTERM);
+  }
   if (board_ != nullptr) return board_->StopsBefore(rank, clock, local_request_);
   if (kind_ == Kind::kEveryClock) {
     open_ = true;

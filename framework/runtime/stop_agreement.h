@@ -68,7 +68,12 @@ class StopAgreement {
   // first to arrive decides, so a stop planted at a segment boundary stops
   // there whichever rank crosses it first (one rank alone would find the
   // others committed past the boundary when it came last).
-  void set_request_at_clock(std::int64_t clock) { request_at_clock_ = clock; }
+  // `only_rank` >= 0 (debug.stop_rank): only that compute rank asks, so the
+  // request can land after the others crossed a boundary at `clock`.
+  void set_request_at_clock(std::int64_t clock, int only_rank = -1) {
+    request_at_clock_ = clock;
+    request_rank_ = only_rank;
+  }
   // This rank asks for a stop (`signal`: what the decision will name, e.g.
   // kEarlyStopRequest), without touching the process-wide request, so a
   // later run in the same process starts clean. Ranks as threads: every
@@ -119,6 +124,7 @@ class StopAgreement {
   bool open_ = false;                 // processes: between Open and this rank's join
   std::int64_t committed_ = 0;
   std::int64_t request_at_clock_ = 0;  // 0: none
+  int request_rank_ = -1;              // the compute rank that asks at request_at_clock_; -1: every one
   int local_request_ = 0;              // RequestLocal's signal; 0: none
   bool hears_announcements_ = false;
   int announced_request_ = 0;          // processes: another rank's RequestLocal; 0: none

@@ -88,7 +88,12 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
                                                                                 : StopAgreement::Kind::kEveryClock;
   StopAgreement stop(
       bootstrap, [&counting] { counting.Progress(); }, *time, stop_kind, roles.compute_ranks(), wait.timeout);
-  stop.set_request_at_clock(config.debug().stop_at_clock());
+  if (config.debug().stop_rank() >= std::max(1, roles.compute_ranks())) {
+    return InvalidArgument(fmt::format("debug.stop_rank {} is not a compute rank (the run has {})",
+                                       config.debug().stop_rank(), roles.compute_ranks()));
+  }
+  stop.set_request_at_clock(config.debug().stop_at_clock(),
+                            config.debug().stop_rank() > 0 ? config.debug().stop_rank() : -1);
   const AppFacets facets = AppFacets::Of(inputs.app);
   const bool stops_early = config.training().early_stopping().patience() > 0;
   stop.set_hears_announcements(stops_early);  // the evaluating rank announces its stop

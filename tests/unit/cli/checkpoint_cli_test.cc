@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -268,6 +269,80 @@ TEST_F(MfCheckpoints, AStopAtACheckpointBoundaryEndsTheRunThere) {
   EXPECT_EQ(JsonField(run_->dir() / "stopped-at-40-resumed.json", "resumed_from_clock"), "40");
   EXPECT_EQ(JsonField(run_->dir() / "stopped-at-40-resumed.json", "model_checksum"),
             JsonField(run_->dir() / "uninterrupted.json", "model_checksum"));
+}
+
+// Every file of checkpoint `clock` in `a` is byte for byte the one in `b`,
+// and neither has a file the other lacks.
+void ExpectSameCheckpoint(const fs::path& a, const fs::path& b, int clock) {
+  SCOPED_TRACE(ClockDirName(clock));
+  ASSERT_TRUE(fs::exists(a / ClockDirName(clock) / "MANIFEST"));
+  ASSERT_TRUE(fs::exists(b / ClockDirName(clock) / "MANIFEST"));
+  int files = 0;
+  for (const fs::directory_entry& file : fs::directory_iterator(a / ClockDirName(clock))) {
+    ++files;
+    const fs::path other = b / ClockDirName(clock) / file.path().filename();
+    EXPECT_TRUE(fs::exists(other)) << other;
+    EXPECT_TRUE(ReadAll(file.path()) == ReadAll(other)) << file.path() << " differs from " << other;
+  }
+  EXPECT_EQ(files, std::distance(fs::directory_iterator(b / ClockDirName(clock)), fs::directory_iterator()));
+}
+
+// The interleaving a signal can cause with ranks as threads: the stop is
+// asked for after some compute rank has crossed a checkpoint boundary B
+// (SegmentedConsistency::CrossBoundary: it passed StopsBefore(B) and left
+// the segment) but before another got there. Forced here: compute rank 2
+// alone asks, on reaching B = 40 (debug.stop_rank), and is slowed down ten
+// times (the timing backend's virtual-time order makes it arrive last).
+// The agreement (stop_agreement.h) never picks a clock below one a rank is
+// already committed to: the stop cannot land on the boundary the others
+// left, so it lands at 41, in the next segment. Every rank crosses B (its
+// checkpoint written whole), the memory rank carries on into the next
+// segment, and every rank stops before 41; the run up to the stop is the run
+// without it, so both checkpoints are byte for byte those of a run whose
+// ranks all asked at 41 (a stop at a clock's top, no boundary involved), and
+// a resume ends with that run's resumed model. A decision at 40 would leave
+// the crossed ranks waiting for a segment the others never start (or, had
+// they started it, with a checkpoint missing their clock 40).
+TEST_F(MfCheckpoints, AStopAskedAfterARankCrossedABoundaryLandsOneClockIntoTheNextSegment) {
+  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
+  // wait.timeout_seconds: a rank left waiting fails the run well within the test's deadline.
+  const std::string straggler = "--set training.straggler.rank=2 --set training.straggler.slowdown=10 "
+                                "--set wait.timeout_seconds=20 ";
+  const fs::path dir = run_->dir() / "crossed";
+  const CommandRun stopped = run_->Train(straggler + "--set debug.stop_at_clock=40 --set debug.stop_rank=2 "
+                                                     "--set training.checkpoint.dir='" + dir.string() + "'",
+                                         run_->dir() / "crossed.json");
+  ASSERT_EQ(stopped.exit_code, 75) << stopped.err;  // kStoppedExitCode
+  const std::string json = ReadAll(run_->dir() / "crossed.json");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(json, match, std::regex("\"stopped\": \\{[^}]*\"clock\": \"?([0-9]+)"))) << json;
+  // 40 would mean no rank had crossed when rank 2 asked: the interleaving was not forced.
+  ASSERT_EQ(match[1].str(), "41") << json;
+  EXPECT_NE(json.find("\"signal\": \"SIGTERM\""), std::string::npos) << json;
+  EXPECT_NE(json.find(ClockDirName(41)), std::string::npos) << json;  // the report names the stop's checkpoint
+  EXPECT_FALSE(fs::exists(dir / ClockDirName(60)));
+
+  const fs::path reference_dir = run_->dir() / "asked-at-41";
+  const CommandRun reference = run_->Train(straggler + "--set debug.stop_at_clock=41 --set training.checkpoint.dir='" +
+                                               reference_dir.string() + "'",
+                                           run_->dir() / "asked-at-41.json");
+  ASSERT_EQ(reference.exit_code, 75) << reference.err;
+  ExpectSameCheckpoint(dir, reference_dir, 40);  // the boundary: every rank crossed it as without a stop
+  ExpectSameCheckpoint(dir, reference_dir, 41);  // the stop: every clock < 41 of every rank, no more
+
+  const CommandRun resumed = run_->Train(straggler + "--set training.checkpoint.dir='" + dir.string() +
+                                             "' --resume '" + dir.string() + "'",
+                                         run_->dir() / "crossed-resumed.json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(JsonField(run_->dir() / "crossed-resumed.json", "resumed_from_clock"), "41");
+  const CommandRun reference_resumed = run_->Train(straggler + "--set training.checkpoint.dir='" +
+                                                       reference_dir.string() + "' --resume '" +
+                                                       reference_dir.string() + "'",
+                                                   run_->dir() / "asked-at-41-resumed.json");
+  ASSERT_EQ(reference_resumed.exit_code, 0) << reference_resumed.err;
+  const std::string expected = JsonField(run_->dir() / "asked-at-41-resumed.json", "model_checksum");
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(JsonField(run_->dir() / "crossed-resumed.json", "model_checksum"), expected);
 }
 
 TEST_F(MfCheckpoints, ModeWithoutMemoryRanksRefusesCheckpoints) {

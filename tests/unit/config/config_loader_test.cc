@@ -293,6 +293,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadOverride{"app.mf.learning_rate=nan", "not finite"},
                       BadOverride{"consistency.staleness=-1", "consistency.staleness must be >= 0"},
                       BadOverride{"debug.stop_at_clock=-3", "debug.stop_at_clock must be >= 0"},
+                      BadOverride{"debug.stop_rank=-1", "debug.stop_rank must be >= 0"},
                       BadOverride{"training.epochs=-2", "training.epochs must be > 0"},
                       BadOverride{"data.test_fraction=1.5", "data.test_fraction must be in (0, 1)"},
                       BadOverride{"training.straggler.slowdown=0.5", "slowdown must be >= 1"},
