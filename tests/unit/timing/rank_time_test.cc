@@ -40,7 +40,9 @@ TEST(RankTime, RealTimeChargesNothingStampsZeroAndSleepsAStragglersDelay) {
     EXPECT_FALSE(time->Summary().has_value());
     EXPECT_TRUE(time->survives_rank_loss());
     // No exchange: one rank alone may ask.
-    if (bootstrap.rank().value == 0) EXPECT_EQ(ValueOrThrow(time->LatestOverRanks("t")), VirtualTime{});
+    if (bootstrap.rank().value == 0) {
+      EXPECT_EQ(ValueOrThrow(time->LatestOverRanks("t")), VirtualTime{});
+    }
     int sums = 0;
     ThrowIfError(time->AllReduce(64, [&] {
       ++sums;
