@@ -80,7 +80,8 @@ proto::Simulated MakeSimulatedPart(transport::Rank rank, const transport::Simula
 namespace {
 
 // The evaluations during the run by epoch, then the final one (a run stopped
-// at an epoch's end evaluates that epoch twice: two points, as for MF).
+// at an epoch's end evaluates that epoch twice: two points, as for apps that
+// evaluate the whole model).
 using EvalKey = std::pair<bool, int>;  // (final, epoch)
 
 // Adds every rank's evaluation parts epoch by epoch and lets the app combine

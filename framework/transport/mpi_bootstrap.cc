@@ -229,17 +229,14 @@ class MpiBootstrap final : public Bootstrap {
   }
 
   Result<std::int64_t> Announced() override {
-    for (;;) {
-      int arrived = 0;
-      MPI_Status status;
-      STALELEARN_RETURN_IF_ERROR(
-          CheckMpi(MPI_Iprobe(MPI_ANY_SOURCE, kAnnounceTag, comm_, &arrived, &status), "MPI_Iprobe"));
-      if (arrived == 0) return heard_;
+    STALELEARN_RETURN_IF_ERROR(ReceiveEachOn(kAnnounceTag, [&](const MPI_Status& status) -> Status {
       std::int64_t value = 0;
       STALELEARN_RETURN_IF_ERROR(CheckMpi(
           MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, kAnnounceTag, comm_, MPI_STATUS_IGNORE), "MPI_Recv"));
       if (heard_ == 0) heard_ = value;
-    }
+      return Status::Ok();
+    }));
+    return heard_;
   }
 
   // Point-to-point on its own tag; the bytes stay in message_sends_ until
@@ -259,12 +256,7 @@ class MpiBootstrap final : public Bootstrap {
 
   Result<std::vector<Bytes>> ReceiveMessages() override {
     std::vector<Bytes> received;
-    for (;;) {
-      int arrived = 0;
-      MPI_Status status;
-      STALELEARN_RETURN_IF_ERROR(
-          CheckMpi(MPI_Iprobe(MPI_ANY_SOURCE, kMessageTag, comm_, &arrived, &status), "MPI_Iprobe"));
-      if (arrived == 0) return received;
+    STALELEARN_RETURN_IF_ERROR(ReceiveEachOn(kMessageTag, [&](const MPI_Status& status) -> Status {
       int count = 0;
       STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count"));
       Bytes bytes(static_cast<std::size_t>(count));
@@ -272,7 +264,9 @@ class MpiBootstrap final : public Bootstrap {
                                                    comm_, MPI_STATUS_IGNORE),
                                           "MPI_Recv"));
       received.push_back(std::move(bytes));
-    }
+      return Status::Ok();
+    }));
+    return received;
   }
 
   Status Barrier() override { return CheckMpi(MPI_Barrier(comm_), "MPI_Barrier"); }
@@ -304,6 +298,20 @@ class MpiBootstrap final : public Bootstrap {
   }
 
  private:
+  // Calls `receive` (which must MPI_Recv it) for every message on `tag` that
+  // has arrived, without blocking: the probe loop of Announced and
+  // ReceiveMessages.
+  template <class Receive>
+  Status ReceiveEachOn(int tag, Receive&& receive) {
+    for (;;) {
+      int arrived = 0;
+      MPI_Status status;
+      STALELEARN_RETURN_IF_ERROR(CheckMpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm_, &arrived, &status), "MPI_Iprobe"));
+      if (arrived == 0) return Status::Ok();
+      STALELEARN_RETURN_IF_ERROR(receive(status));
+    }
+  }
+
   Status AllReduceInPlace(void* data, std::size_t count, MPI_Datatype type, MPI_Op op) {
     STALELEARN_ASSIGN_OR_RETURN(int n, ToMpiCount(count, "MPI_Allreduce"));
     return CheckMpi(MPI_Allreduce(MPI_IN_PLACE, data, n, type, op, comm_), "MPI_Allreduce");
