@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <thread>
 
 #include "framework/model/hash64.h"
 
@@ -43,10 +44,12 @@ Status SyncDirectory(const fs::path& dir) {
   return Status::Ok();
 }
 
-// Writes to "<path>.tmp", syncs, renames over `path`, syncs the directory.
+// Writes to a temporary file of its own ("<path>.<pid>-<thread>.tmp": two
+// ranks may commit the same manifest at once), syncs, renames over `path`,
+// syncs the directory.
 Status WriteDurably(const fs::path& path, std::span<const std::byte> bytes) {
   fs::path temp = path;
-  temp += kTempSuffix;
+  temp += fmt::format(".{}-{}{}", ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()), kTempSuffix);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(temp, "create");
   std::size_t written = 0;
@@ -93,7 +96,12 @@ Status CheckFile(const fs::path& dir, const proto::CheckpointFile& entry, std::v
   return Status::Ok();
 }
 
-// The checkpoint directories under `dir`, newest first.
+}  // namespace
+
+fs::path CheckpointDirFor(const fs::path& dir, std::uint64_t clock) {
+  return dir / fmt::format("{}{:012}", kDirPrefix, clock);
+}
+
 std::vector<std::pair<std::uint64_t, fs::path>> CheckpointDirs(const fs::path& dir) {
   std::vector<std::pair<std::uint64_t, fs::path>> found;
   std::error_code ec;
@@ -109,11 +117,6 @@ std::vector<std::pair<std::uint64_t, fs::path>> CheckpointDirs(const fs::path& d
   return found;
 }
 
-}  // namespace
-
-fs::path CheckpointDirFor(const fs::path& dir, std::uint64_t clock) {
-  return dir / fmt::format("{}{:012}", kDirPrefix, clock);
-}
 
 Result<proto::CheckpointFile> WriteCheckpointFile(const fs::path& checkpoint_dir, std::string_view name,
                                                   std::span<const std::byte> bytes) {
@@ -208,9 +211,19 @@ Status PruneCheckpoints(const fs::path& dir, int keep) {
       if (VerifyCheckpoint(path).ok()) ++kept;
       continue;
     }
+    // Another rank that committed a checkpoint at the same time may be
+    // pruning too: whoever renames the directory out of the way removes it
+    // (the name no longer looks like a checkpoint's), the other passes on.
+    const fs::path doomed =
+        dir / fmt::format(".pruned-{}-{}-{}", path.filename().string(), ::getpid(),
+                          std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    if (::rename(path.c_str(), doomed.c_str()) != 0) {
+      if (errno == ENOENT) continue;
+      return Unavailable(fmt::format("{}: cannot remove: {}", path.string(), std::strerror(errno)));
+    }
     std::error_code ec;
-    fs::remove_all(path, ec);
-    if (ec) return Unavailable(fmt::format("{}: cannot remove: {}", path.string(), ec.message()));
+    fs::remove_all(doomed, ec);
+    if (ec) return Unavailable(fmt::format("{}: cannot remove: {}", doomed.string(), ec.message()));
   }
   return Status::Ok();
 }

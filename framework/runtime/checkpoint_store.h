@@ -16,14 +16,17 @@
 //
 //   // every rank, for the same clock:
 //   STALELEARN_ASSIGN_OR_RETURN(auto entry, WriteCheckpointFile(CheckpointDirFor(dir, 12), "memory-0.shard", bytes));
-//   // one rank, after gathering every rank's entry:
+//   // one rank, once it has every rank's entry (gathered, or read from the
+//   // ".entry" files beside the parts: checkpointer.h):
 //   STALELEARN_RETURN_IF_ERROR(CommitCheckpoint(CheckpointDirFor(dir, 12), manifest));
 //   // on resume:
 //   STALELEARN_ASSIGN_OR_RETURN(LoadedCheckpoint cp, FindNewestCheckpoint(dir));
 //   STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> shard, cp.ReadFile("memory-0.shard"));
 //
 // Thread-safety: free functions, reentrant; distinct ranks write distinct
-// file names. LoadedCheckpoint is a value.
+// file names, and two ranks may commit the same manifest or prune at once
+// (each writes through a temporary name of its own; a directory being pruned
+// is renamed away first). LoadedCheckpoint is a value.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +35,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "framework/core/status.h"
@@ -44,6 +48,8 @@ inline constexpr std::string_view kManifestName = "MANIFEST";
 
 // DIR/clock-<clock, 12 digits>.
 std::filesystem::path CheckpointDirFor(const std::filesystem::path& dir, std::uint64_t clock);
+// The checkpoint directories under `dir` (complete or not), newest first.
+std::vector<std::pair<std::uint64_t, std::filesystem::path>> CheckpointDirs(const std::filesystem::path& dir);
 
 // Writes `bytes` as `name` (a plain file name) inside `checkpoint_dir`
 // (created if missing), crash-safely; returns its manifest entry.
@@ -77,8 +83,8 @@ Result<LoadedCheckpoint> VerifyCheckpoint(const std::filesystem::path& checkpoin
 // skipped and why) if there is none.
 Result<LoadedCheckpoint> FindNewestCheckpoint(const std::filesystem::path& dir);
 
-// Removes all but the newest `keep` (>= 1) checkpoint directories that verify,
-// and every directory older than the oldest one kept.
+// Removes every checkpoint directory older than the newest `keep` (>= 1)
+// that verify; newer ones that do not verify (still being written) stay.
 Status PruneCheckpoints(const std::filesystem::path& dir, int keep);
 
 }  // namespace stalelearn::runtime

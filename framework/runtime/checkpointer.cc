@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -17,6 +18,7 @@ namespace stalelearn::runtime {
 namespace fs = std::filesystem;
 namespace {
 
+constexpr std::string_view kEntrySuffix = ".entry";  // a cut's part's manifest entry, beside it
 constexpr std::string_view kLostRanksFile = "LOST_RANKS";  // appended by deploy/run.sh --restart
 
 std::string ProgressFileName(model::ComputeIndex c) { return fmt::format("progress-compute-{}", c.value); }
@@ -51,6 +53,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::Make(const RankEnv& env, std
   if (!env.config.training().checkpoint().resume_dir().empty()) {
     STALELEARN_RETURN_IF_ERROR(checkpointer->LoadResume());
   }
+  if (checkpointer->every_ > 0 && checkpointer->writes_checkpoints()) checkpointer->RemoveStaleEntries();
   return checkpointer;
 }
 
@@ -113,28 +116,63 @@ void Checkpointer::ReadLostProgress() {
   if (lost.ranks_size() > 0 || lost.clocks() > 0) lost_ = std::move(lost);
 }
 
-std::int64_t Checkpointer::SegmentEnd(std::int64_t begin) const {
-  if (every_ <= 0) return total_clocks_;
-  const std::int64_t next = (begin / every_ + 1) * every_;
-  return std::min(next, total_clocks_);
-}
-
-bool Checkpointer::IsBoundary(std::int64_t clock) const {
-  return every_ > 0 && clock > first_clock_ && clock < total_clocks_ && clock % every_ == 0;
-}
-
 Result<std::vector<std::byte>> Checkpointer::ReadResumedFile(const std::string& name) const {
   if (!resumed_) return FailedPrecondition("no checkpoint to read: not resuming");
   return resumed_->ReadFile(name);
 }
 
-Status Checkpointer::WriteFile(std::int64_t clock, const std::string& name, std::span<const std::byte> bytes) {
-  Result<proto::CheckpointFile> entry = WriteCheckpointFile(CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock)),
-                                                            name, bytes);
+Status Checkpointer::WriteFile(std::int64_t clock, const std::string& name, std::span<const std::byte> bytes,
+                               bool cut) {
+  const fs::path where = CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock));
+  Result<proto::CheckpointFile> entry = WriteCheckpointFile(where, name, bytes);
   if (!entry.ok()) return entry.status().WithContext(fmt::format("checkpoint clock {}", clock));
-  pending_ = std::move(*entry);
-  pending_clock_ = clock;
-  return Status::Ok();
+  if (!cut) {
+    pending_ = std::move(*entry);
+    pending_clock_ = clock;
+    return Status::Ok();
+  }
+  const std::string entry_bytes = entry->SerializeAsString();
+  Result<proto::CheckpointFile> written = WriteCheckpointFile(
+      where, name + std::string(kEntrySuffix), std::as_bytes(std::span(entry_bytes.data(), entry_bytes.size())));
+  if (!written.ok()) return written.status().WithContext(fmt::format("checkpoint clock {}", clock));
+  return CommitIfComplete(clock);
+}
+
+std::string Checkpointer::FileNameOf(transport::Rank rank) const {
+  if (env_.roles.role(rank) == Role::kMemory) return MemoryShardFileName(env_.roles.memory_index(rank));
+  return ComputeStateFileName(env_.roles.compute_index(rank));
+}
+
+Status Checkpointer::CommitIfComplete(std::int64_t clock) {
+  const fs::path where = CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock));
+  std::vector<proto::CheckpointFile> files;
+  // In world-rank order, as CommitPending gathers them.
+  for (int r = 0; r < env_.roles.world_size(); ++r) {
+    std::ifstream in(where / (FileNameOf(transport::Rank{r}) + std::string(kEntrySuffix)), std::ios::binary);
+    if (!in) return Status::Ok();  // that rank's part is still to come
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!files.emplace_back().ParseFromString(bytes)) {
+      return DataLoss(fmt::format("{}: the entry of {} does not parse", where.string(), FileNameOf(transport::Rank{r})));
+    }
+  }
+  return Commit(clock, std::move(files));
+}
+
+Status Checkpointer::Commit(std::int64_t clock, std::vector<proto::CheckpointFile> files) {
+  proto::CheckpointManifest manifest;
+  manifest.set_clock(static_cast<std::uint64_t>(clock));
+  manifest.set_run_name(env_.config.name());
+  for (proto::CheckpointFile& file : files) *manifest.add_files() = std::move(file);
+  STALELEARN_RETURN_IF_ERROR(CommitCheckpoint(CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock)), std::move(manifest)));
+  return PruneCheckpoints(dir_, env_.config.training().checkpoint().keep());
+}
+
+void Checkpointer::RemoveStaleEntries() const {
+  const std::string mine = FileNameOf(env_.transport.rank()) + std::string(kEntrySuffix);
+  for (const auto& [clock, path] : CheckpointDirs(dir_)) {
+    std::error_code ec;
+    if (static_cast<std::int64_t>(clock) > first_clock_) fs::remove(path / mine, ec);
+  }
 }
 
 std::filesystem::path Checkpointer::CheckpointPath(std::int64_t clock) const {
@@ -142,56 +180,48 @@ std::filesystem::path Checkpointer::CheckpointPath(std::int64_t clock) const {
 }
 
 Status Checkpointer::WriteComputeState(std::int64_t clock, model::ComputeIndex me, const LocalState* state,
-                                       std::int64_t samples) {
+                                       std::int64_t samples, bool cut) {
   STALELEARN_ASSIGN_OR_RETURN(std::vector<std::byte> app_bytes, env_.facets.SaveLocalState(env_.app, state));
   proto::ComputeRankState saved;
   saved.set_clock(static_cast<std::uint64_t>(clock));
   saved.set_app_state(reinterpret_cast<const char*>(app_bytes.data()), app_bytes.size());
   saved.set_samples(samples);
   const std::string bytes = saved.SerializeAsString();
-  return WriteFile(clock, ComputeStateFileName(me), std::as_bytes(std::span(bytes.data(), bytes.size())));
+  return WriteFile(clock, ComputeStateFileName(me), std::as_bytes(std::span(bytes.data(), bytes.size())), cut);
 }
 
 Status Checkpointer::CommitPending(const std::string& key) {
-  // Every rank takes part, also those with nothing pending (the first segment).
+  // Every rank takes part.
   std::string mine;
   if (pending_) pending_->SerializeToString(&mine);
   STALELEARN_ASSIGN_OR_RETURN(std::vector<transport::Bytes> entries,
                               env_.bootstrap.AllGather(key, std::as_bytes(std::span(mine))));
   if (pending_ && env_.bootstrap.rank().value == 0) {
-    proto::CheckpointManifest manifest;
-    manifest.set_clock(static_cast<std::uint64_t>(pending_clock_));
-    manifest.set_run_name(env_.config.name());
+    std::vector<proto::CheckpointFile> files;
     for (const transport::Bytes& bytes : entries) {
-      if (!manifest.add_files()->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || bytes.empty()) {
+      if (bytes.empty() || !files.emplace_back().ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
         return Internal(fmt::format("checkpoint clock {}: a rank sent no file entry", pending_clock_));
       }
     }
-    const fs::path where = CheckpointDirFor(dir_, static_cast<std::uint64_t>(pending_clock_));
-    STALELEARN_RETURN_IF_ERROR(CommitCheckpoint(where, std::move(manifest)));
-    STALELEARN_RETURN_IF_ERROR(PruneCheckpoints(dir_, env_.config.training().checkpoint().keep()));
+    STALELEARN_RETURN_IF_ERROR(Commit(pending_clock_, std::move(files)));
   }
   pending_.reset();
   return Status::Ok();
 }
 
-Status Checkpointer::StartCollectives() {
-  const std::int64_t segment = segments_started_++;
-  STALELEARN_RETURN_IF_ERROR(CommitPending(fmt::format("stalelearn/checkpoint/{}", segment)));
+Status Checkpointer::AlignResumedStart() {
   STALELEARN_ASSIGN_OR_RETURN(const transport::VirtualTime latest,
-                              env_.wait.time->LatestOverRanks(fmt::format("stalelearn/segment-time/{}", segment)));
+                              env_.wait.time->LatestOverRanks("stalelearn/resume-time"));
   aligned_ = latest + transport::VirtualDuration(1);
   return Status::Ok();
 }
 
-Status Checkpointer::JoinSchedule(bool first) {
+Status Checkpointer::JoinSchedule() {
   transport::RankTime& time = *env_.wait.time;
-  STALELEARN_RETURN_IF_ERROR(first ? time.StartSchedule() : time.RejoinAfterCollective());
+  STALELEARN_RETURN_IF_ERROR(time.StartSchedule());
   if (!aligned_) return Status::Ok();
   return time.AdvanceTo(*aligned_);
 }
-
-Status Checkpointer::LeaveScheduleForBoundary() { return env_.wait.time->ExitForCollective(); }
 
 void Checkpointer::NoteProgress(std::int64_t clocks_done, std::int64_t samples_done) {
   if (dir_.empty() || progress_failed_) return;

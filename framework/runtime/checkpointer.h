@@ -1,29 +1,33 @@
 // Checkpoints by clock (training.checkpoint { every_clocks, dir }) and
 // resuming from them (training.checkpoint.resume_dir, `train --resume DIR`).
 //
-// A checkpointed run trains in *segments*: every `every_clocks` protocol
-// clocks (a boundary T) the compute ranks finish and release the data plane
-// as at the end of a run, so each memory rank has merged every compute rank's
-// clocks < T and nothing is in flight; memory ranks write their shard state,
-// compute ranks their app local state, then every rank sets the data plane up
-// afresh (registration, key exchange, start barrier) and the memory ranks
-// publish the state they just wrote (serialised and restored, not kept in
-// place). A resumed run starts the same way from the files on disk, so from a
-// boundary on the uninterrupted run and a resumed one do the same thing; in
-// deterministic emulation (timing backend, ranks as threads) every rank's
-// virtual clock is also set to the same point at each segment start (the
-// maximum over ranks, plus 1 ps so that every rank yields and the lowest rank
-// goes first), and a resumed run ends with the same model checksum.
+// Checkpoint B (every every_clocks protocol clocks) is a consistent cut taken
+// while training goes on: each memory rank's shard with exactly every
+// compute rank's clocks < B merged (checkpoint_cut.h: a fork of the shard
+// follows the merges until the slowest rank's clock B - 1 is in), and each
+// compute rank's local state after its clock B - 1 (checkpointing_mode.h).
+// Nothing waits and nothing drains, so a run with checkpoints trains exactly
+// as one without (deterministic emulation: the same model bits and simulated
+// time). Each rank writes its file when its part is ready, then a small
+// "<file>.entry" (the file's manifest entry); the rank whose entry completes
+// the set writes the manifest and prunes old checkpoints (two ranks that
+// finish together both write the same manifest).
 //
-// The manifest of checkpoint T is written by world rank 0 at the start of the
-// next segment, after a collective that gathers every rank's file entry
-// (checkpoint_store.h: files first, manifest last).
+// A resumed run starts every rank at the checkpoint's clock from those files:
+// the memory ranks publish the cut's shard, and every compute rank's replica
+// starts from it, fresh. Where the uninterrupted run's replicas were fresh at
+// the cut as well (BSP), the resumed run ends with its model bits in
+// deterministic emulation (float sums: with one compute rank, so that the
+// order of a clock's merges cannot differ); under a staleness bound a resume
+// reads fresher values than the uninterrupted run did at that clock and ends
+// near it, not on it. Deterministic emulation also sets every rank's virtual
+// clock to the same point at a resumed run's start (the maximum over ranks,
+// plus 1 ps, so that every rank yields and the lowest rank goes first).
 //
-//   auto cp = Checkpointer::Make(env, total_clocks);      // every rank
-//   for each segment [begin, cp->SegmentEnd(begin)):
-//     [set up the data plane] ... cp->StartCollectives(); Barrier; cp->JoinSchedule(first);
-//     [train / merge until the segment's end]
-//     cp->WriteFile(end, "memory-0.shard", bytes); cp->LeaveScheduleForBoundary();
+// A stop (stop_agreement.h) ends the run before one agreed clock C with a
+// checkpoint of C written at the end, after everything < C is merged, and
+// committed by world rank 0 after a collective that gathers every rank's
+// file entry (checkpoint_store.h: files first, manifest last).
 //
 // Thread-safety: one Checkpointer per rank, used by that rank's thread.
 #pragma once
@@ -38,6 +42,7 @@
 
 #include "framework/proto/checkpoint.pb.h"
 #include "framework/proto/report.pb.h"
+#include "framework/runtime/checkpoint_cut.h"
 #include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/rank_env.h"
 
@@ -59,8 +64,8 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // True when the run is split into segments (checkpoints or a resume).
-  bool segmented() const { return every_ > 0 || resumed_.has_value(); }
+  // True when the run takes checkpoints (every_clocks) or resumes.
+  bool checkpointed() const { return every_ > 0 || resumed_.has_value(); }
   // True when training.checkpoint.dir is set: a stopped run writes its
   // checkpoint there (also without every_clocks).
   bool writes_checkpoints() const { return !dir_.empty(); }
@@ -70,10 +75,9 @@ class Checkpointer {
   std::filesystem::path CheckpointPath(std::int64_t clock) const;
   // The first protocol clock this run trains: 0, or the checkpoint's clock.
   std::int64_t first_clock() const { return first_clock_; }
-  // The end of the segment that starts at `begin`: the next boundary, or the
-  // run's total.
-  std::int64_t SegmentEnd(std::int64_t begin) const;
-  bool IsBoundary(std::int64_t clock) const;
+  // The clocks this run takes checkpoints at (every_clocks; none if 0).
+  CheckpointClocks clocks() const { return {every_, first_clock_, total_clocks_}; }
+  bool IsCheckpointClock(std::int64_t clock) const { return writes_checkpoints() && clocks().Includes(clock); }
 
   // The checkpoint this run resumes from, if any.
   const LoadedCheckpoint* resumed() const { return resumed_ ? &*resumed_ : nullptr; }
@@ -81,28 +85,28 @@ class Checkpointer {
   // What the earlier attempt lost (set only when resuming after one).
   const std::optional<proto::Lost>& lost() const { return lost_; }
 
-  // Writes this rank's file of checkpoint `clock` (crash-safely); its entry
-  // goes into the manifest at the next StartCollectives or CommitPending.
-  Status WriteFile(std::int64_t clock, const std::string& name, std::span<const std::byte> bytes);
+  // Writes this rank's file of checkpoint `clock` (crash-safely). `cut`: a
+  // checkpoint clock's part (then its entry beside it, and the manifest if
+  // it completes the set); else the stop's, whose entry goes into the
+  // manifest at CommitPending.
+  Status WriteFile(std::int64_t clock, const std::string& name, std::span<const std::byte> bytes, bool cut);
   // A compute rank's file: the app's local state and the samples it trained
   // so far (all attempts).
   Status WriteComputeState(std::int64_t clock, model::ComputeIndex me, const LocalState* state,
-                           std::int64_t samples);
+                           std::int64_t samples, bool cut);
   // Collective: gathers every rank's pending entry and world rank 0 writes
   // the manifest (the checkpoint is complete once it returns). `key` names
   // the exchange; a rank with nothing pending is an error on rank 0.
   Status CommitPending(const std::string& key);
 
-  // Collective, at every segment start before the start barrier: commits the
-  // pending checkpoint (gathers every rank's entry; world rank 0 writes the
-  // manifest and prunes old checkpoints), and agrees on the virtual time the
-  // segment starts at (the rank's time service: RankTime::LatestOverRanks).
-  Status StartCollectives();
-  // After the start barrier: joins the virtual-time schedule (the first
-  // segment) or rejoins it (later ones) and moves the clock to the agreed time.
-  Status JoinSchedule(bool first);
-  // At a boundary, before the next segment's collectives.
-  Status LeaveScheduleForBoundary();
+  // Collective, before a resumed run's start barrier: agrees on the virtual
+  // time the run starts at (the rank's time service:
+  // RankTime::LatestOverRanks). A run that does not resume skips it, so its
+  // schedule is that of a run without checkpoints.
+  Status AlignResumedStart();
+  // After the start barrier: joins the virtual-time schedule and moves the
+  // clock to the agreed time, if any.
+  Status JoinSchedule();
 
   // Compute ranks, after each clock: records how far this rank got (a small
   // file in the checkpoint directory, read by a later resume to say what was
@@ -117,6 +121,17 @@ class Checkpointer {
   Checkpointer(const RankEnv& env, std::int64_t total_clocks);
   Status LoadResume();
   void ReadLostProgress();
+  // Removes this rank's entries of checkpoints after the first clock, left
+  // by an earlier attempt (before the start barrier: no rank has written a
+  // part of this attempt yet, so none can complete a set with a stale one).
+  void RemoveStaleEntries() const;
+  // This rank's file name in every checkpoint; the one of world rank `rank`.
+  std::string FileNameOf(transport::Rank rank) const;
+  // Writes checkpoint `clock`'s manifest if every rank's entry is there.
+  Status CommitIfComplete(std::int64_t clock);
+  // Writes checkpoint `clock`'s manifest listing `files` (in world-rank
+  // order), then prunes old checkpoints.
+  Status Commit(std::int64_t clock, std::vector<proto::CheckpointFile> files);
 
   const RankEnv& env_;
   std::int64_t total_clocks_;
@@ -127,8 +142,7 @@ class Checkpointer {
   std::optional<proto::Lost> lost_;
   std::optional<proto::CheckpointFile> pending_;  // written, not yet in a manifest
   std::int64_t pending_clock_ = 0;
-  std::int64_t segments_started_ = 0;
-  std::optional<transport::VirtualTime> aligned_;  // agreed virtual start of the segment
+  std::optional<transport::VirtualTime> aligned_;  // agreed virtual start of a resumed run
   int progress_fd_ = -1;
   bool progress_failed_ = false;
 };

@@ -1,6 +1,6 @@
 // A compute rank's run (run_lifecycle.h): the clock loop under the
-// configured mode, wrapped for the run's extras (segments of a checkpointed
-// run, surviving dead ranks), the epoch evaluations and early stopping, and
+// configured mode, wrapped for the run's extras (a checkpointed run's
+// parts, surviving dead ranks), the epoch evaluations and early stopping, and
 // its part of the report.
 
 #include <fmt/format.h>
@@ -21,7 +21,7 @@
 #include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/run_lifecycle.h"
 #include "framework/runtime/run_report.h"
-#include "framework/runtime/segmented_mode.h"
+#include "framework/runtime/checkpointing_mode.h"
 
 namespace stalelearn::runtime {
 namespace {
@@ -52,11 +52,11 @@ class ComputeRole {
       for (const auto& r : endpoints->rings) rings_.push_back(r.get());
       for (const auto& p : endpoints->published) published_.push_back(p.get());
     }
-    STALELEARN_RETURN_IF_ERROR(lifecycle_.StartSegment(/*first=*/true));
+    STALELEARN_RETURN_IF_ERROR(lifecycle_.Start());
     start_ = std::chrono::steady_clock::now();
     STALELEARN_ASSIGN_OR_RETURN(mode_, MakeMode(endpoints));
     ClockLoop loop(env_, info_, *mode_);
-    if (segmented_ != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareSegments(loop));
+    if (checkpointing_ != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareCheckpointing(loop));
     // The whole model is evaluated on compute rank 0 (a survivor takes over
     // the final evaluation if it died: TakeOverIfRankZeroDies); parts on
     // every compute rank.
@@ -87,9 +87,9 @@ class ComputeRole {
     lifecycle_.LeaveSchedule();  // after the final read and release: they are part of the timeline
     if (aware_ != nullptr) STALELEARN_RETURN_IF_ERROR(lifecycle_.ExcludeDead(aware_->dead()));
     if (lifecycle_.WritesStopCheckpoint()) {
-      const std::int64_t samples = segmented_ != nullptr ? segmented_->samples_done() : result.samples;
-      STALELEARN_RETURN_IF_ERROR(
-          checkpointer_.WriteComputeState(*lifecycle_.StoppedClock(), me_, loop.local_state(), samples));
+      const std::int64_t samples = checkpointing_ != nullptr ? checkpointing_->samples_done() : result.samples;
+      STALELEARN_RETURN_IF_ERROR(checkpointer_.WriteComputeState(*lifecycle_.StoppedClock(), me_, loop.local_state(),
+                                                                 samples, /*cut=*/false));
     }
     STALELEARN_RETURN_IF_ERROR(lifecycle_.EndTraining());
     proto::Report partial;
@@ -100,18 +100,15 @@ class ComputeRole {
   }
 
  private:
-  // The configured mode; in a checkpointed run inside the segments' wrapper,
-  // and when the run survives deaths inside the dead-rank-aware one.
+  // The configured mode; in a checkpointed run inside the checkpointing
+  // wrapper, and when the run survives deaths inside the dead-rank-aware one.
   Result<std::unique_ptr<ConsistencyMode>> MakeMode(std::optional<ComputeEndpoints>& endpoints) {
-    std::unique_ptr<ConsistencyMode> mode;
-    if (checkpointer_.segmented()) {
-      STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<SegmentedConsistency> made,
-                                  SegmentedConsistency::Make(lifecycle_, me_, std::move(*endpoints), *geometry_));
-      segmented_ = made.get();
-      mode = std::move(made);
-    } else {
-      ModeContext context{env_, me_, endpoints ? &*endpoints : nullptr, geometry_};
-      STALELEARN_ASSIGN_OR_RETURN(mode, lifecycle_.mode().create(context));
+    ModeContext context{env_, me_, endpoints ? &*endpoints : nullptr, geometry_};
+    STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyMode> mode, lifecycle_.mode().create(context));
+    if (checkpointer_.checkpointed()) {
+      auto wrapped = std::make_unique<CheckpointingMode>(lifecycle_, me_, std::move(mode));
+      checkpointing_ = wrapped.get();
+      mode = std::move(wrapped);
     }
     if (!lifecycle_.survives_deaths()) return mode;
     auto wrapped = std::make_unique<DeadRankAwareMode>(env_, std::move(mode), published_, geometry_->published[0],
@@ -140,8 +137,8 @@ class ComputeRole {
   }
 
   // Resuming: restores the loop's local state and skips to the checkpoint's
-  // clock. The segmented mode saves that state at each boundary.
-  Status PrepareSegments(ClockLoop& loop) {
+  // clock. The checkpointing mode saves that state at each checkpoint clock.
+  Status PrepareCheckpointing(ClockLoop& loop) {
     std::int64_t samples_done = 0;
     if (const LoadedCheckpoint* resumed = checkpointer_.resumed()) {
       const std::string name = ComputeStateFileName(me_);
@@ -157,7 +154,7 @@ class ComputeRole {
       samples_done = state.samples();
       loop.set_first_clock(checkpointer_.first_clock());
     }
-    segmented_->set_local_state(loop.local_state(), samples_done);
+    checkpointing_->set_local_state(loop.local_state(), samples_done);
     return Status::Ok();
   }
 
@@ -239,7 +236,7 @@ class ComputeRole {
   // Declared before the heartbeat: the heartbeat writes into regions the
   // mode's links own, so it stops first (also on an error return).
   std::unique_ptr<ConsistencyMode> mode_;
-  SegmentedConsistency* segmented_ = nullptr;  // inside the mode, when checkpointed
+  CheckpointingMode* checkpointing_ = nullptr;  // inside the mode, when checkpointed
   DeadRankAwareMode* aware_ = nullptr;         // the mode, when it survives deaths
   std::optional<HeartbeatSender> heartbeat_;
   std::optional<TableSet> taken_over_;  // the final model, when this rank evaluates for a dead compute rank 0

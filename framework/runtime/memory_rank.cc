@@ -79,29 +79,14 @@ void MemoryRank::Plumb(const DataPlaneGeometry& geometry) {
   });
 }
 
-void MemoryRank::LeaveEndpoints() {
-  carried_merged_.assign(static_cast<std::size_t>(poller_->compute_ranks()), 0);
-  for (int c = 0; c < poller_->compute_ranks(); ++c) carried_merged_[c] = poller_->merged_clock(model::ComputeIndex{c});
-  poller_.reset();  // it and the publisher point into the endpoints
-  publisher_.reset();
-  endpoints_ = MemoryEndpoints{};
-}
-
-void MemoryRank::ContinueOnNewEndpoints(MemoryEndpoints endpoints, const DataPlaneGeometry& geometry) {
-  endpoints_ = std::move(endpoints);
-  Plumb(geometry);
-  for (int c = 0; c < poller_->compute_ranks(); ++c) {
-    poller_->RestoreMergedClock(model::ComputeIndex{c}, carried_merged_[static_cast<std::size_t>(c)]);
-  }
-  // The detector watches the rings' heartbeats: the new ones from now on.
-  if (detector_) EnableDeadRankDetection(dead_after_);
-  changed_.MarkAll();
-  Publish();
+void MemoryRank::EnableCheckpointCuts(CheckpointClocks clocks, CheckpointCut::Writer writer) {
+  cut_ = std::make_unique<CheckpointCut>(merger_, *poller_, clocks, std::move(writer));
+  poller_->set_merge_tap(cut_.get());
 }
 
 void MemoryRank::Publish() {
   // The first generation of a data plane is stamped 0: it exists before the
-  // schedule starts (and a segment's start must not depend on when it ended).
+  // schedule starts.
   const std::int64_t now_ps = publisher_->generation() > 0 ? env_.wait.time->Now().time_since_epoch().count() : 0;
   publisher_->Publish(merger_.master(), *poller_, changed_, now_ps);
   changed_.Clear();
@@ -146,20 +131,13 @@ Status MemoryRank::PublishRestored(const proto::MemoryShardState& state) {
 }
 
 proto::MemoryShardState MemoryRank::SaveState(std::uint64_t clock) const {
-  proto::MemoryShardState state;
-  state.set_clock(clock);
-  const model::TableSet& master = merger_.master();
-  for (std::size_t t = 0; t < master.size(); ++t) {
-    const std::span<const std::byte> rows = master[t].bytes();
-    state.add_tables(reinterpret_cast<const char*>(rows.data()), rows.size());
-    const std::vector<std::byte> policy = merger_.policy(model::TableId{static_cast<std::uint32_t>(t)}).SaveState();
-    state.add_policy_state(reinterpret_cast<const char*>(policy.data()), policy.size());
-  }
+  std::vector<std::uint64_t> merged;
+  std::vector<std::uint64_t> consumed;
   for (int c = 0; c < poller_->compute_ranks(); ++c) {
-    state.add_merged_clock(poller_->merged_clock(model::ComputeIndex{c}));
-    state.add_consumed_batches(poller_->consumed(model::ComputeIndex{c}));
+    merged.push_back(poller_->merged_clock(model::ComputeIndex{c}));
+    consumed.push_back(poller_->consumed(model::ComputeIndex{c}));
   }
-  return state;
+  return ShardStateOf(merger_, clock, merged, consumed);
 }
 
 MemoryRank::~MemoryRank() = default;
@@ -221,13 +199,17 @@ Result<MemoryRankResult> MemoryRank::Run() {
         unpublished = false;
         if (merged_clock_observer_) merged_clock_observer_(min_clock);
       }
+      if (cut_) STALELEARN_RETURN_IF_ERROR(cut_->WriteCompleted());
       backoff.Reset();
       no_batch_limit.Restart();
       continue;
     }
     STALELEARN_RETURN_IF_ERROR(poller_->failure());
     // Nobody may wait for a dead rank's clocks: publish its drop at once.
-    if (DropDeadRanks()) unpublished = true;
+    if (DropDeadRanks()) {
+      unpublished = true;
+      if (cut_) STALELEARN_RETURN_IF_ERROR(cut_->WriteCompleted());
+    }
     if (unpublished) {
       Publish();
       published_min_clock = MinMergedClock();
@@ -249,7 +231,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
     }
     STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
-  return MemoryRankResult{poller_->counters(), publisher_->generation()};
+  return MemoryRankResult{poller_->counters(), publisher_->generation(), cut_ ? cut_->forks() : 0};
 }
 
 }  // namespace stalelearn::runtime

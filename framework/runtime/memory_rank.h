@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "framework/proto/checkpoint.pb.h"
+#include "framework/runtime/checkpoint_cut.h"
 #include "framework/runtime/data_plane.h"
 #include "framework/runtime/rank_env.h"
 #include "framework/sync/ring_poller.h"
@@ -31,6 +32,7 @@ class DeadRankDetector;  // peer_liveness.h
 struct MemoryRankResult {
   sync::MergeCounters counters;
   std::uint64_t snapshots = 0;
+  std::int64_t checkpoint_forks = 0;  // CheckpointCut::forks
 };
 
 class MemoryRank {
@@ -52,19 +54,12 @@ class MemoryRank {
   // kDataLoss if the state does not fit this shard.
   Status PublishRestored(const proto::MemoryShardState& state);
 
-  // A checkpointed run's segment boundary (checkpointer.h), after Run
-  // returned and the shard's state was saved: frees the segment's endpoints
-  // (before the next segment registers its own); the shard stays.
-  void LeaveEndpoints();
-  // The next segment, after LeaveEndpoints: the same shard (master rows, merge-policy state, every
-  // compute rank's merged clock) carried in memory onto the segment's new
-  // endpoints and published as generation 1. What PublishRestored does from
-  // a checkpoint's bytes, without the round trip: an uninterrupted run never
-  // goes through the restore, so a resume test compares the restore against
-  // a run that did not use it.
-  void ContinueOnNewEndpoints(MemoryEndpoints endpoints, const DataPlaneGeometry& geometry);
-  // After Run returned at a segment boundary (every batch merged, no merge
-  // window open): the shard's state for a checkpoint of `clock`.
+  // Checkpoints (checkpointer.h): from now on, the shard's state at each of
+  // `clocks` goes to `writer` as soon as every compute rank's clocks before
+  // it are merged, while merging goes on (checkpoint_cut.h). Before Run.
+  void EnableCheckpointCuts(CheckpointClocks clocks, CheckpointCut::Writer writer);
+  // After Run returned (every batch merged, no merge window open): the
+  // shard's state for a checkpoint of `clock` (a stop's).
   proto::MemoryShardState SaveState(std::uint64_t clock) const;
   // Called with the slowest compute rank's merged clock whenever it advances.
   void set_merged_clock_observer(std::function<void(std::uint64_t)> observer) {
@@ -83,7 +78,7 @@ class MemoryRank {
  private:
   MemoryRank(const RankEnv& env, MemoryEndpoints endpoints, const DataPlaneGeometry& geometry,
              std::vector<std::unique_ptr<sync::MergePolicy>> policies);
-  // The poller and publisher of `endpoints_` (a segment's data plane).
+  // The poller and publisher of `endpoints_`.
   void Plumb(const DataPlaneGeometry& geometry);
   std::uint64_t MinMergedClock() const;
   // Publishes the master as the next snapshot, stamped with the virtual time.
@@ -100,7 +95,7 @@ class MemoryRank {
   std::function<void(std::uint64_t)> merged_clock_observer_;
   std::unique_ptr<DeadRankDetector> detector_;
   std::chrono::duration<double> dead_after_{0};
-  std::vector<std::uint64_t> carried_merged_;  // [compute rank]: merged clocks across LeaveEndpoints
+  std::unique_ptr<CheckpointCut> cut_;  // checkpoints taken while merging goes on, or null
   std::vector<DeadRank> dead_ranks_;
   // Drops the compute ranks whose heartbeat stopped; true if it dropped any.
   bool DropDeadRanks();

@@ -1,7 +1,7 @@
 // A memory rank's run (run_lifecycle.h): one MemoryRank (the shard) that
-// merges through every segment of the run. At a checkpoint boundary the
-// shard's state goes to disk and the next segment carries it on in memory
-// over fresh endpoints; a resumed run starts from the checkpoint's bytes.
+// merges from the run's first clock to its last. Checkpoints are cut while
+// it merges (checkpoint_cut.h); a resumed run starts from the checkpoint's
+// bytes.
 
 #include <fmt/format.h>
 
@@ -30,34 +30,21 @@ class MemoryRole {
 
   Result<RankRun> Run() {
     STALELEARN_RETURN_IF_ERROR(ReadResumedShard());
-    std::int64_t begin = checkpointer_.first_clock();
-    for (bool first = true;; first = false) {
-      STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints, lifecycle_.ConnectMemory(geometry_));
-      if (memory_ != nullptr) {
-        memory_->ContinueOnNewEndpoints(std::move(endpoints), geometry_);
-      } else {
-        STALELEARN_RETURN_IF_ERROR(MakeShard(std::move(endpoints)));
-      }
-      STALELEARN_RETURN_IF_ERROR(lifecycle_.StartSegment(first));
-      STALELEARN_ASSIGN_OR_RETURN(MemoryRankResult result, memory_->Run());
-      Add(result);
-      const std::int64_t end = checkpointer_.SegmentEnd(begin);
-      // A stop agreed past this segment's end (a compute rank had crossed
-      // the boundary before the request) lands in a later segment.
-      if (lifecycle_.StoppedClock() && *lifecycle_.StoppedClock() <= end) break;
-      if (!checkpointer_.IsBoundary(end)) break;
-      STALELEARN_RETURN_IF_ERROR(WriteShard(end));
-      STALELEARN_RETURN_IF_ERROR(lifecycle_.LeaveForBoundary());
-      memory_->LeaveEndpoints();
-      begin = end;
-    }
+    STALELEARN_ASSIGN_OR_RETURN(MemoryEndpoints endpoints, lifecycle_.ConnectMemory(geometry_));
+    STALELEARN_RETURN_IF_ERROR(MakeShard(std::move(endpoints)));
+    STALELEARN_RETURN_IF_ERROR(lifecycle_.Start());
+    STALELEARN_ASSIGN_OR_RETURN(total_, memory_->Run());
     lifecycle_.LeaveSchedule();
-    if (lifecycle_.WritesStopCheckpoint()) STALELEARN_RETURN_IF_ERROR(WriteShard(*lifecycle_.StoppedClock()));
+    if (lifecycle_.WritesStopCheckpoint()) {
+      const std::int64_t clock = *lifecycle_.StoppedClock();
+      STALELEARN_RETURN_IF_ERROR(WriteShard(clock, memory_->SaveState(static_cast<std::uint64_t>(clock)), /*cut=*/false));
+    }
     proto::Report partial;
     STALELEARN_RETURN_IF_ERROR(ReportDeadRanks(partial));
     STALELEARN_RETURN_IF_ERROR(lifecycle_.EndTraining());
     *partial.add_ranks() = MakeRankReport(lifecycle_.me(), Role::kMemory, nullptr, &total_.counters,
                                           lifecycle_.transport_counters());
+    partial.mutable_ranks(0)->set_checkpoint_forks(total_.checkpoint_forks);
     // Gathering is collective: the regions stay alive until the evaluating
     // ranks have read the final model.
     return lifecycle_.Gather(std::move(partial), {});
@@ -75,7 +62,7 @@ class MemoryRole {
     return Status::Ok();
   }
 
-  // The first segment's shard: the app's initial model or the checkpoint's.
+  // The shard: the app's initial model or the checkpoint's.
   Status MakeShard(MemoryEndpoints endpoints) {
     STALELEARN_ASSIGN_OR_RETURN(memory_, MemoryRank::Make(env_, std::move(endpoints), geometry_,
                                                           resumed_ ? &*resumed_ : nullptr));
@@ -88,26 +75,24 @@ class MemoryRole {
     if (lifecycle_.survives_deaths()) {
       memory_->EnableDeadRankDetection(std::chrono::duration<double>(env_.config.faults().dead_after_seconds()));
     }
-    if (lifecycle_.survives_deaths() || checkpointer_.segmented()) {
+    if (checkpointer_.clocks().every > 0 && checkpointer_.writes_checkpoints()) {
+      memory_->EnableCheckpointCuts(checkpointer_.clocks(),
+                                    [this](std::int64_t clock, const proto::MemoryShardState& state) {
+                                      return WriteShard(clock, state, /*cut=*/true);
+                                    });
+    }
+    if (lifecycle_.survives_deaths() || checkpointer_.checkpointed()) {
       memory_->set_merged_clock_observer(
           [this](std::uint64_t clock) { checkpointer_.MaybeKill(static_cast<std::int64_t>(clock)); });
     }
     return Status::Ok();
   }
 
-  void Add(const MemoryRankResult& result) {
-    total_.counters.batches_merged += result.counters.batches_merged;
-    total_.counters.bytes_merged += result.counters.bytes_merged;
-    total_.counters.rejected_batches += result.counters.rejected_batches;
-    total_.snapshots += result.snapshots;
-  }
-
-  // This memory rank's file of checkpoint `clock` (after Run returned).
-  Status WriteShard(std::int64_t clock) {
-    const proto::MemoryShardState state = memory_->SaveState(static_cast<std::uint64_t>(clock));
+  // This memory rank's file of checkpoint `clock`: a cut's part, or the stop's.
+  Status WriteShard(std::int64_t clock, const proto::MemoryShardState& state, bool cut) {
     const std::string bytes = state.SerializeAsString();
-    return checkpointer_.WriteFile(clock, MemoryShardFileName(me_),
-                                   std::as_bytes(std::span(bytes.data(), bytes.size())));
+    return checkpointer_.WriteFile(clock, MemoryShardFileName(me_), std::as_bytes(std::span(bytes.data(), bytes.size())),
+                                   cut);
   }
 
   // The compute ranks this memory rank dropped as dead: what their loss cost
@@ -144,9 +129,9 @@ class MemoryRole {
   Checkpointer& checkpointer_;
   const DataPlaneGeometry& geometry_;
   const model::MemoryIndex me_;
-  std::optional<proto::MemoryShardState> resumed_;  // until the first segment publishes it
+  std::optional<proto::MemoryShardState> resumed_;  // until the shard publishes it
   std::unique_ptr<MemoryRank> memory_;
-  MemoryRankResult total_;  // over the segments
+  MemoryRankResult total_;
 };
 
 }  // namespace

@@ -59,7 +59,7 @@ Status RunLifecycle::CheckFaultsAndCheckpoints() {
     }
     STALELEARN_RETURN_IF_ERROR(env_.bootstrap.PrepareForRankLoss());
   }
-  if (!mode_.uses_memory_ranks && checkpointer_->segmented()) {
+  if (!mode_.uses_memory_ranks && checkpointer_->checkpointed()) {
     return InvalidArgument(fmt::format("training.checkpoint needs a consistency mode with memory ranks "
                                        "(consistency.mode={} has none)",
                                        mode_.name));
@@ -84,19 +84,16 @@ Result<ComputeEndpoints> RunLifecycle::ConnectCompute() {
   return ImportComputeEndpoints(env_.transport, env_.bootstrap, env_.roles, env_.roles.compute_index(me()));
 }
 
-Status RunLifecycle::StartSegment(bool first) {
-  // A checkpointed run commits the previous segment's checkpoint and agrees
-  // on the segment's virtual start time (checkpointer.h); a run in one
-  // segment skips both, so its schedule is the plain one.
-  if (checkpointer_->segmented()) STALELEARN_RETURN_IF_ERROR(checkpointer_->StartCollectives());
+Status RunLifecycle::Start() {
+  // A resumed run agrees on its virtual start time (checkpointer.h); any
+  // other run skips it, so its schedule is the plain one.
+  if (checkpointer_->resumed() != nullptr) STALELEARN_RETURN_IF_ERROR(checkpointer_->AlignResumedStart());
   STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // start
-  STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule(first));
+  STALELEARN_RETURN_IF_ERROR(checkpointer_->JoinSchedule());
   // After the start barrier (stop_agreement.h).
   if (env_.stop != nullptr) env_.stop->Open();
   return Status::Ok();
 }
-
-Status RunLifecycle::LeaveForBoundary() { return checkpointer_->LeaveScheduleForBoundary(); }
 
 void RunLifecycle::LeaveSchedule() { env_.wait.time->LeaveSchedule(); }
 

@@ -1,19 +1,17 @@
 // One rank's run from start to report, for both roles: the steps every run
 // takes in the same order, written once.
 //
-// A run is a sequence of segments (checkpointer.h); a run without
-// checkpoints is one segment. Each segment starts alike on every rank:
+// Every rank starts alike:
 //
 //   memory rank:  ConnectMemory (register, sync)    compute rank: ConnectCompute (sync, import)
-//   both:         StartSegment: [checkpoint collectives] -> start barrier -> join the virtual-time
-//                 schedule -> open the stop agreement
-//   ...merge / train until the segment's end...
-//   at a boundary: LeaveForBoundary (the next segment starts as above)
+//   both:         Start: [a resumed run's time alignment] -> start barrier -> join the
+//                 virtual-time schedule -> open the stop agreement
+//   ...merge / train to the run's end (checkpoints are cut on the way: checkpointer.h)...
 //
 // and the run ends alike: LeaveSchedule, [ExcludeDead], EndTraining (the
 // stop's checkpoint is committed, then the "all merged" barrier), Gather
 // (the collective report). The roles' loops (memory_role.cc,
-// compute_role.cc) only say what a rank does inside a segment.
+// compute_role.cc) only say what a rank does in between.
 //
 // Thread-safety: one RunLifecycle per rank, used by that rank's thread.
 // Lifetime: `env`, `mode` and `counting` outlive it.
@@ -55,15 +53,12 @@ class RunLifecycle {
   // The epochs trained before protocol clock `end`.
   int EpochsDone(std::int64_t end) const;
 
-  // The segment's data plane, before StartSegment (the memory ranks register
-  // their regions, the compute ranks import them after the sync).
+  // The run's data plane, before Start (the memory ranks register their
+  // regions, the compute ranks import them after the sync).
   Result<MemoryEndpoints> ConnectMemory(const DataPlaneGeometry& geometry);
   Result<ComputeEndpoints> ConnectCompute();
-  // Collective: the steps between a segment's data plane and its first
-  // clock. `first`: the run's first segment.
-  Status StartSegment(bool first);
-  // At a checkpoint boundary, before the next segment's ConnectX.
-  Status LeaveForBoundary();
+  // Collective: the steps between the data plane and the first clock.
+  Status Start();
   // Timing backend: leaves the virtual-time schedule before the final
   // collectives (the scheduler must not wait for a rank blocked in one).
   void LeaveSchedule();
@@ -102,7 +97,7 @@ class RunLifecycle {
 };
 
 // The roles' loops (memory_role.cc, compute_role.cc): each runs its rank's
-// segments and returns its part of the report through lifecycle.Gather.
+// part and returns its part of the report through lifecycle.Gather.
 Result<RankRun> RunMemoryRole(RunLifecycle& lifecycle, const DataPlaneGeometry& geometry);
 // `geometry`: null for a mode without memory ranks.
 Result<RankRun> RunComputeRole(RunLifecycle& lifecycle, const DataPlaneGeometry* geometry);

@@ -11,12 +11,12 @@
 //    C = the largest clock any compute rank is committed to (t included);
 //    else commits to t + 1. Nobody blocks, so the run up to C is the run
 //    without the stop (deterministic emulation stays deterministic).
-//  - Ranks as processes (MPI): one collective (AllReduceMax) per segment
+//  - Ranks as processes (MPI): one collective (AllReduceMax) per run
 //    that every rank joins exactly once, with the clocks it is committed to
 //    (memory ranks 0): as soon as it sees the request at a clock boundary,
 //    inside a wait (WaitOptions::while_waiting: a rank blocked on a peer
 //    that already joined must join too, or both wait for ever) or in the
-//    memory rank's poll loop; or at the end of the segment (compute ranks
+//    memory rank's poll loop; or at the end of the run (compute ranks
 //    after Finish, memory ranks once every compute rank finished). Lockstep
 //    modes (no memory ranks) instead agree at the top of every clock.
 // A stop agreed at the run's last clock is no stop: the run completes.
@@ -63,13 +63,13 @@ class StopAgreement {
   StopAgreement(transport::Bootstrap& bootstrap, std::function<void()> progress, transport::RankTime& time,
                 Kind kind, int compute_ranks, std::chrono::nanoseconds timeout);
   // debug.stop_at_clock: this compute rank asks for a stop (as SIGTERM) when
-  // it reaches `clock` in StopsBefore (at a clock's top or a segment's end).
+  // it reaches `clock` in StopsBefore (at a clock's top).
   // Every compute rank is given it, as a signal reaches every rank: the
-  // first to arrive decides, so a stop planted at a segment boundary stops
-  // there whichever rank crosses it first (one rank alone would find the
-  // others committed past the boundary when it came last).
+  // first to arrive decides, so a stop planted at a clock stops there
+  // whichever rank reaches it first (one rank alone would find the others
+  // committed past it when it came last).
   // `only_rank` >= 0 (debug.stop_rank): only that compute rank asks, so the
-  // request can land after the others crossed a boundary at `clock`.
+  // request can land after the others passed `clock`.
   void set_request_at_clock(std::int64_t clock, int only_rank = -1) {
     request_at_clock_ = clock;
     request_rank_ = only_rank;
@@ -89,18 +89,18 @@ class StopAgreement {
   bool in_threads() const { return board_ != nullptr; }
   ~StopAgreement();
 
-  // After a segment's start barrier, on every rank.
+  // After the start barrier, on every rank.
   void Open();
-  // Compute rank `rank`, at the top of `clock` (also where a segment ends):
+  // Compute rank `rank`, at the top of `clock`:
   // true when it must stop there. Before its first clock, `clock` is the
   // first it will train.
   Result<bool> StopsBefore(int rank, std::int64_t clock);
   // Compute ranks, before the first clock: the first clock they will train.
   void Begin(int rank, std::int64_t first_clock);
   // Processes only: joins when a stop was asked for and this rank has not
-  // joined in this segment (waits, the memory rank's loop; one atomic load
-  // otherwise), or unconditionally at the end of a segment (`end`: the clock
-  // the segment ends before; memory ranks pass 0).
+  // joined (waits, the memory rank's loop; one atomic load otherwise), or
+  // unconditionally at the end of the run (`end`: the clock the run ends
+  // before; memory ranks pass 0).
   Status Poll();
   Status JoinAtEnd(std::int64_t end);
 

@@ -22,7 +22,7 @@ model::PartitionScheme SchemeOf(proto::Partitioning p) {
 }
 
 // Dispatches on the rank's role; the run's steps are the lifecycle's
-// (run_lifecycle.h), what each role does inside a segment is its loop's.
+// (run_lifecycle.h), what each role does in between is its loop's.
 Result<RankRun> RunRank(const RankEnv& env, const ModeDefinition& mode, metrics::CountingTransport& counting) {
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<RunLifecycle> lifecycle, RunLifecycle::Make(env, mode, counting));
   if (!mode.uses_memory_ranks) return RunComputeRole(*lifecycle, nullptr);

@@ -42,7 +42,7 @@
 // Optimizer state is private to the policy: snapshots publish master rows
 // only, and sum tables hold no state.
 //
-// Adding a policy: one file that defines the class and a
+// Adding a policy: one file that defines the class (Clone included) and a
 // Register<Name>MergePolicy function (with its options message, a .proto
 // beside it, when it has parameters: its factory reads them with
 // OptionsOf<Message>(spec)), and one registration line in
@@ -158,6 +158,10 @@ class MergePolicy {
  public:
   virtual ~MergePolicy() = default;
   virtual std::string_view name() const = 0;
+  // An independent copy with all its state, also what an open window holds:
+  // a checkpoint forks the shard, possibly inside a window, and merges on
+  // into both (framework/runtime/checkpoint_cut.h).
+  virtual std::unique_ptr<MergePolicy> Clone() const = 0;
 
   // Folds one batch's `delta` (width elements of the table's type, possibly
   // unaligned) for `local_row` into `master` (the table's shard rows), or

@@ -31,6 +31,7 @@ class AdagradPolicy final : public MergePolicy {
   }
 
   std::string_view name() const override { return "adagrad"; }
+  std::unique_ptr<MergePolicy> Clone() const override { return std::make_unique<AdagradPolicy>(*this); }
 
   void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
     std::span<float> row = master.FloatRow(local_row);

@@ -49,6 +49,7 @@ class AdamPolicy final : public MergePolicy {
   }
 
   std::string_view name() const override { return "adam"; }
+  std::unique_ptr<MergePolicy> Clone() const override { return std::make_unique<AdamPolicy>(*this); }
 
   void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
     const auto [c1, c2] = CorrectionsAt(++steps_[static_cast<std::size_t>(local_row)]);

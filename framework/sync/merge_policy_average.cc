@@ -29,7 +29,22 @@ class AveragePolicy final : public MergePolicy {
     flush_work_ = {.flops = 2 * elements, .bytes = 4 * elements * model::kElementBytes + 16, .random_row_accesses = 2};
   }
 
+  // A copy with what the open window holds (Clone).
+  AveragePolicy(const AveragePolicy& other)
+      : MergePolicy(other),
+        width_(other.width_),
+        pending_(other.pending_),
+        contributors_(other.contributors_),
+        window_rows_(other.window_rows_),
+        window_size_(other.window_size_.load()),
+        apply_work_(other.apply_work_),
+        flush_work_(other.flush_work_) {}
+  AveragePolicy& operator=(const AveragePolicy&) = delete;
+
   std::string_view name() const override { return "average"; }
+  std::unique_ptr<MergePolicy> Clone() const override {
+    return std::make_unique<AveragePolicy>(*this);
+  }
 
   void Apply(model::RowBlock&, std::int64_t local_row, const std::byte* delta) override {
     float* pending = PendingRow(local_row);

@@ -36,6 +36,7 @@ class StalenessAwarePolicy final : public MergePolicy {
   }
 
   std::string_view name() const override { return "staleness_aware"; }
+  std::unique_ptr<MergePolicy> Clone() const override { return std::make_unique<StalenessAwarePolicy>(*this); }
   // Apply is the unscaled add; ShardMerger's inline add (adds_delta) is what
   // merges batches, with DeltaScale.
   void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {

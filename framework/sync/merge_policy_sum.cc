@@ -15,6 +15,7 @@ class SumPolicy final : public MergePolicy {
   }
 
   std::string_view name() const override { return "sum"; }
+  std::unique_ptr<MergePolicy> Clone() const override { return std::make_unique<SumPolicy>(*this); }
   void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
     master.AddDelta(local_row, delta);
   }

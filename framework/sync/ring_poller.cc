@@ -51,6 +51,7 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
     }
   }
   if (decoded.ok()) {
+    if (tap_ != nullptr) tap_->BeforeMerge(c, *decoded);
     Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
     merged = work.status();
     if (merger_.diverged()) {  // a NaN or infinity: fatal, not a bad batch
@@ -91,12 +92,14 @@ int RingPoller::PollOnce() {
   // batches (average) see every batch of the pass, and the master is whole
   // again before PollOnce returns (so a snapshot taken next is consistent).
   merger_.BeginWindow();
+  if (tap_ != nullptr) tap_->WindowBegins();
   for (int c = 0; c < compute_ranks(); ++c) {
     if (rings_[c].dead) continue;
     // Bounded by the ring size: a busy ring cannot starve the others.
     for (int i = 0; i < ring_geometry_.slots && ConsumeNext(model::ComputeIndex{c}); ++i) ++consumed;
   }
   const metrics::WorkCounters window_work = merger_.EndWindow();
+  if (tap_ != nullptr) tap_->WindowEnds();
   if (merge_observer_ && (window_work.flops > 0 || window_work.bytes > 0)) merge_observer_(window_work);
   return consumed;
 }

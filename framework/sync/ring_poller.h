@@ -31,6 +31,19 @@ struct MergeCounters {
   std::int64_t rejected_batches = 0;
 };
 
+// Sees what a RingPoller merges, in merge order: a checkpoint's consistent
+// cut forks the shard and merges the batches before the cut into the fork too
+// (framework/runtime/checkpoint_cut.h). Called on the poll thread.
+class MergeTap {
+ public:
+  virtual ~MergeTap() = default;
+  // Before compute rank `from`'s `batch` (decoded and validated) is merged.
+  virtual void BeforeMerge(model::ComputeIndex from, const DecodedBatch& batch) = 0;
+  // Around each PollOnce pass (ShardMerger::BeginWindow / EndWindow).
+  virtual void WindowBegins() = 0;
+  virtual void WindowEnds() = 0;
+};
+
 class RingPoller {
  public:
   // rings[c]: the ring region of compute rank c; `published` receives heads.
@@ -88,6 +101,9 @@ class RingPoller {
   // Marks every row a merged batch names in `changed` (the snapshot
   // publisher then writes only those); null: nothing is marked.
   void set_changed_rows(ChangedRows* changed) { changed_ = changed; }
+  // Shown every batch before its merge and every window; null: none. It
+  // must outlive the poller's use of it.
+  void set_merge_tap(MergeTap* tap) { tap_ = tap; }
 
  private:
   struct RingState {
@@ -108,6 +124,7 @@ class RingPoller {
   ShardMerger& merger_;
   MergeCounters counters_;
   ChangedRows* changed_ = nullptr;  // rows merged since the last publish, or null
+  MergeTap* tap_ = nullptr;
   std::vector<std::byte> scratch_;  // private copy of the slot being consumed
   std::function<void(const metrics::WorkCounters&)> merge_observer_;
   std::function<Status(const BatchHeader&)> merge_gate_;

@@ -147,6 +147,17 @@ ShardMerger::ShardMerger(const model::ModelLayout& layout, model::MemoryIndex sh
   };
 }
 
+std::unique_ptr<ShardMerger> ShardMerger::Fork() const {
+  std::vector<std::unique_ptr<MergePolicy>> policies;
+  for (const auto& policy : policies_) policies.push_back(policy->Clone());
+  auto fork = std::make_unique<ShardMerger>(layout_, shard_, arena_.max_concurrency(), std::move(policies));
+  fork->master_ = master_;
+  fork->batches_seen_ = batches_seen_;
+  fork->in_window_ = in_window_;
+  fork->diverged_ = diverged_;
+  return fork;
+}
+
 std::size_t ShardMerger::policy_state_bytes() const {
   std::size_t bytes = 0;
   for (const auto& policy : policies_) bytes += policy->state_bytes();

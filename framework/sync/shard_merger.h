@@ -61,6 +61,12 @@ class ShardMerger {
   metrics::WorkCounters EndWindow();
   bool in_window() const { return in_window_; }
 
+  // An independent copy of the shard as it is now: master rows, every
+  // policy's state (with what an open window holds) and whether a window is
+  // open; it then merges on its own. A checkpoint's consistent cut forks the
+  // shard at the first batch past the cut (framework/runtime/checkpoint_cut.h).
+  std::unique_ptr<ShardMerger> Fork() const;
+
   const MergePolicy& policy(model::TableId table) const { return *policies_[table.value]; }
   // The table's merge is master += delta (MergePolicy::adds_delta).
   bool adds_delta(model::TableId table) const { return adds_inline_[table.value] != 0; }

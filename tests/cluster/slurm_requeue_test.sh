@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sbatch template (deploy/slurm/stalelearn.sbatch) survives its time
 # limit: a job with a 1-minute limit (--signal=B:USR1@30: the warning 30 s
-# before it) runs MF training that needs longer. The warning stops the run at
+# before it) runs MF training that needs longer (one compute rank slowed down
+# three times: without it the run can end in 25 s, before the warning). The warning stops the run at
 # a clock boundary with a checkpoint (exit 75), the script requeues the job,
 # and the requeued job resumes from the checkpoint; it may take several
 # attempts. The test releases Slurm's hold on a requeued job (BeginTime,
@@ -22,7 +23,8 @@ export UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 UCX_WARN_UNUSED_ENV_VARS=n
 export STALELEARN_BIN="$BIN" STALELEARN_CONFIG="$ROOT/apps/mf/movielens.pbtxt" STALELEARN_REPORT="$WORK/requeue.json"
 export STALELEARN_CHECKPOINT_DIR="$WORK/checkpoints"
 job=$(sbatch --parsable --time=1 --signal=B:USR1@30 --chdir="$WORK" --output="$WORK/slurm-%j.out" \
-  "$ROOT/deploy/slurm/stalelearn.sbatch" --set output.quiet=true --set training.epochs=300)
+  "$ROOT/deploy/slurm/stalelearn.sbatch" --set output.quiet=true --set training.epochs=300 \
+  --set training.straggler.rank=1 --set training.straggler.slowdown=3)
 note "job $job submitted"
 deadline=$((SECONDS + 420))
 gone=0  # consecutive polls that did not find the job: one can be a busy slurmctld's failed squeue

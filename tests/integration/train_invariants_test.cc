@@ -42,7 +42,9 @@ INSTANTIATE_TEST_SUITE_P(
     Modes, ResumeIsExact,
     ::testing::Values(ModeCase{"ssp1_3x1", "SSP", 1, 3, 1, proto::RANGE},
                       ModeCase{"bsp_2x2_hash", "BSP", 0, 2, 2, proto::HASH},
-                      ModeCase{"direct_2x2", "DIRECT", 0, 2, 2, proto::RANGE}),
+                      ModeCase{"direct_2x2", "DIRECT", 0, 2, 2, proto::RANGE},
+                      // No bound: a rank may overtake several checkpoint clocks (several forks at once).
+                      ModeCase{"asp_3x1", "ASP", 0, 3, 1, proto::RANGE}),
     [](const auto& info) { return std::string(info.param.label); });
 
 class BoundedStaleness : public ::testing::TestWithParam<int> {};

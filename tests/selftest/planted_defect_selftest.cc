@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "BoundedStaleness.WithAStragglerNoRankRunsMoreThanSClocksAhead/1",
                     [] { CheckBoundedStalenessWithStraggler(1); }, kPartialRefreshMessage},
         PlantedCase{"last_table_policy_state_not_restored", PlantedDefect::kLastTablePolicyStateNotRestored,
-                    "EveryPolicy/StatefulMergeResume.ResumedRunEndsWithTheUninterruptedModel/adam",
+                    "EveryPolicy/StatefulMergeResume.ResumedRunEndsWithTheModelOfTheRunWithoutCheckpoints/adam",
                     [] { CheckStatefulMergeResumeIsExact("adam", *FetchedMovieLens()); },
                     kMergeStateNotResumedMessage, /*needs_movielens=*/true},
         PlantedCase{"snapshot_half_written", PlantedDefect::kSnapshotHalfWritten,

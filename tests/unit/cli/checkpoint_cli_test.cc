@@ -1,10 +1,14 @@
-// Checkpoints and `train --resume` as a user runs them (issue 13), in
-// deterministic emulation (timing backend, ranks as threads): a run resumed
-// from any of its checkpoints ends with the same model checksum as the
-// uninterrupted run (MF on synthetic ratings; LDA, whose compute ranks keep
-// local state, on a small token corpus); a damaged newest checkpoint (a
-// corrupted file, a missing manifest) makes the resume use the one before it
-// and say so in one line; a bad --resume is one line and exit 2.
+// Checkpoints and `train --resume` as a user runs them (issues 13 and 29), in
+// deterministic emulation (timing backend, ranks as threads): taking
+// checkpoints does not change training (the run with them ends with the
+// model bits and simulated time of the run without); a resume from any
+// checkpoint is deterministic and trains on to the uninterrupted run's
+// quality, and with BSP (replicas fresh at the cut) to its very model (LDA,
+// whose compute ranks keep local state, on a small token corpus); a damaged
+// newest checkpoint (a corrupted file, a missing manifest) makes the resume
+// use the one before it and say so in one line; a bad --resume is one line
+// and exit 2; a stop's checkpoint is the cut a checkpointed run takes at the
+// same clock, file for file.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,9 +92,11 @@ class MfCheckpoints : public ::testing::Test {
                                         "' --set training.epochs=4 --set training.samples_per_clock=64 "
                                         "--set training.checkpoint.every_clocks=20");
     uninterrupted_ = new CommandRun(run_->Uninterrupted());
+    plain_ = new CommandRun(run_->Train("--set training.checkpoint.every_clocks=0", dir / "plain.json"));
   }
   static void TearDownTestSuite() {
     delete uninterrupted_;
+    delete plain_;
     delete run_;
     delete synth_;
     std::error_code ec;
@@ -99,16 +105,37 @@ class MfCheckpoints : public ::testing::Test {
   static CommandRun* synth_;
   static CheckpointedRun* run_;
   static CommandRun* uninterrupted_;
+  static CommandRun* plain_;  // the same run without checkpoints
 };
 CommandRun* MfCheckpoints::synth_ = nullptr;
 CheckpointedRun* MfCheckpoints::run_ = nullptr;
 CommandRun* MfCheckpoints::uninterrupted_ = nullptr;
+CommandRun* MfCheckpoints::plain_ = nullptr;
 
-TEST_F(MfCheckpoints, ResumedFromAnyCheckpointEndsWithTheUninterruptedChecksum) {
+// The first "value" of the report: the final metric.
+double FinalMetric(const fs::path& report) { return std::stod(JsonField(report, "value")); }
+
+// A checkpoint is cut while training goes on (checkpoint_cut.h): the run
+// with a checkpoint every 20 clocks is the run without, to the bit and to
+// the simulated picosecond.
+TEST_F(MfCheckpoints, CheckpointDoesNotChangeTheModel) {
+  ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
+  ASSERT_EQ(plain_->exit_code, 0) << plain_->err;
+  const fs::path plain = run_->dir() / "plain.json";
+  const fs::path checkpointed = run_->dir() / "uninterrupted.json";
+  ASSERT_FALSE(JsonField(plain, "model_checksum").empty());
+  EXPECT_EQ(JsonField(checkpointed, "model_checksum"), JsonField(plain, "model_checksum"));
+  EXPECT_EQ(JsonField(checkpointed, "total_seconds"), JsonField(plain, "total_seconds"));
+  for (int clock : {20, 40, 60, 80, 100}) EXPECT_TRUE(fs::exists(run_->all() / ClockDirName(clock) / "MANIFEST")) << clock;
+}
+
+// A resume starts every replica fresh from the cut, where the uninterrupted
+// run's were up to s clocks stale: it ends near that run's model (test RMSE
+// within 0.01), and a resume from the same checkpoint always ends the same.
+TEST_F(MfCheckpoints, ResumedFromAnyCheckpointEndsDeterministicallyNearTheUninterruptedModel) {
   ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
   ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
-  const std::string expected = JsonField(run_->dir() / "uninterrupted.json", "model_checksum");
-  ASSERT_FALSE(expected.empty());
+  const double uninterrupted = FinalMetric(run_->dir() / "uninterrupted.json");
   for (int clock : {20, 60, 100}) {
     SCOPED_TRACE(clock);
     ASSERT_TRUE(fs::exists(run_->all() / ClockDirName(clock) / "MANIFEST"));
@@ -117,14 +144,22 @@ TEST_F(MfCheckpoints, ResumedFromAnyCheckpointEndsWithTheUninterruptedChecksum) 
     const CommandRun resumed = run_->Resume(from, report);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     EXPECT_EQ(JsonField(report, "resumed_from_clock"), std::to_string(clock));
-    EXPECT_EQ(JsonField(report, "model_checksum"), expected);
+    EXPECT_NEAR(FinalMetric(report), uninterrupted, 0.01);
     EXPECT_NE(resumed.err.find("[stalelearn] resume: from "), std::string::npos) << resumed.err;
   }
+  const fs::path again = run_->dir() / "resumed60-again.json";
+  ASSERT_EQ(run_->Resume(CopyCheckpoint(run_->all(), 60, run_->dir() / "from60-again"), again).exit_code, 0);
+  EXPECT_EQ(JsonField(again, "model_checksum"), JsonField(run_->dir() / "resumed60.json", "model_checksum"));
+  EXPECT_FALSE(JsonField(again, "model_checksum").empty());
 }
 
 TEST_F(MfCheckpoints, DamagedNewestCheckpointIsPassedOverWithANotice) {
   ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
-  const std::string expected = JsonField(run_->dir() / "uninterrupted.json", "model_checksum");
+  // What a resume from the intact checkpoint 80 ends with.
+  const fs::path intact = run_->dir() / "intact80.json";
+  ASSERT_EQ(run_->Resume(CopyCheckpoint(run_->all(), 80, run_->dir() / "intact80"), intact).exit_code, 0);
+  const std::string expected = JsonField(intact, "model_checksum");
+  ASSERT_FALSE(expected.empty());
   // Corrupt: one byte of the newest shard flipped.
   const fs::path corrupt = run_->dir() / "corrupt";
   CopyCheckpoint(run_->all(), 80, corrupt);
@@ -176,25 +211,6 @@ TEST_F(MfCheckpoints, BadResumeDirectoryIsOneLineAndExitTwo) {
       << none_complete.err;
 }
 
-// Adam keeps moments and step counts beside the master rows
-// (MergePolicy::SaveState): a resume that lost them would step differently.
-TEST_F(MfCheckpoints, AdamMergePolicyStateSurvivesAResume) {
-  ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
-  const std::string adam = "--set merge.*.policy=adam --set merge.*.adam.learning_rate=0.002 ";
-  const fs::path all = run_->dir() / "adam";
-  const CommandRun uninterrupted = run_->Train(adam + "--set training.checkpoint.dir='" + all.string() +
-                                                   "' --set training.checkpoint.keep=100",
-                                               run_->dir() / "adam.json");
-  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
-  const std::string expected = JsonField(run_->dir() / "adam.json", "model_checksum");
-  ASSERT_FALSE(expected.empty());
-  EXPECT_NE(expected, JsonField(run_->dir() / "uninterrupted.json", "model_checksum"));  // adam did apply
-  const fs::path from = CopyCheckpoint(all, 60, run_->dir() / "adam-from60");
-  const CommandRun resumed = run_->Train(adam + "--resume '" + from.string() + "'", run_->dir() / "adam-resumed.json");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(JsonField(run_->dir() / "adam-resumed.json", "model_checksum"), expected);
-}
-
 // Ranks as threads on the local backend (not deterministic): the run
 // checkpoints, resumes from the newest checkpoint and finishes.
 TEST_F(MfCheckpoints, LocalBackendCheckpointsAndResumes) {
@@ -211,11 +227,34 @@ TEST_F(MfCheckpoints, LocalBackendCheckpointsAndResumes) {
   EXPECT_NE(JsonField(run_->dir() / "local2.json", "model_checksum"), "");
 }
 
+// Every file of checkpoint `clock` in `a` is byte for byte the one in `b`,
+// and neither has a file the other lacks (a cut's ".entry" files aside: a
+// stop's checkpoint has none).
+void ExpectSameCheckpoint(const fs::path& a, const fs::path& b, int clock) {
+  SCOPED_TRACE(ClockDirName(clock));
+  ASSERT_TRUE(fs::exists(a / ClockDirName(clock) / "MANIFEST"));
+  ASSERT_TRUE(fs::exists(b / ClockDirName(clock) / "MANIFEST"));
+  int files = 0;
+  for (const fs::directory_entry& file : fs::directory_iterator(a / ClockDirName(clock))) {
+    if (file.path().extension() == ".entry") continue;
+    ++files;
+    const fs::path other = b / ClockDirName(clock) / file.path().filename();
+    EXPECT_TRUE(fs::exists(other)) << other;
+    EXPECT_TRUE(ReadAll(file.path()) == ReadAll(other)) << file.path() << " differs from " << other;
+  }
+  int other_files = 0;
+  for (const fs::directory_entry& file : fs::directory_iterator(b / ClockDirName(clock))) {
+    other_files += file.path().extension() == ".entry" ? 0 : 1;
+  }
+  EXPECT_EQ(files, other_files);
+}
+
 // A stop (SIGTERM, planted here at a clock by debug.stop_at_clock) ends the
-// run before one clock C agreed by every rank, with a checkpoint of C: a
-// resume from it ends with the model of a run that took a checkpoint at C
-// and was never stopped. A checkpoint that missed a merge, or ranks that
-// stopped at different clocks, would give another model.
+// run before one clock C agreed by every rank, with a checkpoint of C: file
+// for file the cut that a run taking a checkpoint at C, never stopped, takes
+// while it trains on; so a resume from either ends with the same model. A
+// checkpoint that missed a merge, or ranks that stopped at different clocks,
+// would differ.
 TEST_F(MfCheckpoints, AStoppedRunResumesToTheModelOfARunCheckpointedAtItsStopClock) {
   ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
   const fs::path dir = run_->dir() / "stopped";
@@ -239,19 +278,27 @@ TEST_F(MfCheckpoints, AStoppedRunResumesToTheModelOfARunCheckpointedAtItsStopClo
                                                (run_->dir() / "at-stop-clock").string() + "'",
                                            run_->dir() / "at-stop-clock.json");
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  ExpectSameCheckpoint(dir, run_->dir() / "at-stop-clock", clock);
   const CommandRun resumed = run_->Train(at_clock + "--set training.checkpoint.dir='" + dir.string() +
                                              "' --resume '" + dir.string() + "'",
                                          run_->dir() / "stopped-resumed.json");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_EQ(JsonField(run_->dir() / "stopped-resumed.json", "resumed_from_clock"), std::to_string(clock));
-  const std::string expected = JsonField(run_->dir() / "at-stop-clock.json", "model_checksum");
+  // Resumed from its checkpoint at the stop's clock (it also wrote later ones).
+  const fs::path reference_only = CopyCheckpoint(run_->dir() / "at-stop-clock", clock, run_->dir() / "at-stop-clock-only");
+  const CommandRun reference_resumed = run_->Train(at_clock + "--set training.checkpoint.dir='" +
+                                                       reference_only.string() + "' --resume '" +
+                                                       reference_only.string() + "'",
+                                                   run_->dir() / "at-stop-clock-resumed.json");
+  ASSERT_EQ(reference_resumed.exit_code, 0) << reference_resumed.err;
+  const std::string expected = JsonField(run_->dir() / "at-stop-clock-resumed.json", "model_checksum");
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(JsonField(run_->dir() / "stopped-resumed.json", "model_checksum"), expected);
 }
 
-// A stop that lands on a checkpoint boundary ends the run there: the
-// boundary's checkpoint is the stop's, and resuming from it ends with the
-// uninterrupted checkpointed run's model.
+// A stop that lands on a checkpoint clock ends the run there: that
+// checkpoint is the stop's, file for file the uninterrupted run's cut at
+// that clock, and no later one is written.
 TEST_F(MfCheckpoints, AStopAtACheckpointBoundaryEndsTheRunThere) {
   ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
   ASSERT_EQ(uninterrupted_->exit_code, 0) << uninterrupted_->err;
@@ -262,48 +309,24 @@ TEST_F(MfCheckpoints, AStopAtACheckpointBoundaryEndsTheRunThere) {
   ASSERT_EQ(stopped.exit_code, 75) << stopped.err;
   ASSERT_TRUE(fs::exists(dir / ClockDirName(40) / "MANIFEST")) << stopped.err;
   EXPECT_FALSE(fs::exists(dir / ClockDirName(60)));
-  const CommandRun resumed = run_->Train("--set training.checkpoint.dir='" + dir.string() + "' --resume '" +
-                                             dir.string() + "'",
-                                         run_->dir() / "stopped-at-40-resumed.json");
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(JsonField(run_->dir() / "stopped-at-40-resumed.json", "resumed_from_clock"), "40");
-  EXPECT_EQ(JsonField(run_->dir() / "stopped-at-40-resumed.json", "model_checksum"),
-            JsonField(run_->dir() / "uninterrupted.json", "model_checksum"));
-}
-
-// Every file of checkpoint `clock` in `a` is byte for byte the one in `b`,
-// and neither has a file the other lacks.
-void ExpectSameCheckpoint(const fs::path& a, const fs::path& b, int clock) {
-  SCOPED_TRACE(ClockDirName(clock));
-  ASSERT_TRUE(fs::exists(a / ClockDirName(clock) / "MANIFEST"));
-  ASSERT_TRUE(fs::exists(b / ClockDirName(clock) / "MANIFEST"));
-  int files = 0;
-  for (const fs::directory_entry& file : fs::directory_iterator(a / ClockDirName(clock))) {
-    ++files;
-    const fs::path other = b / ClockDirName(clock) / file.path().filename();
-    EXPECT_TRUE(fs::exists(other)) << other;
-    EXPECT_TRUE(ReadAll(file.path()) == ReadAll(other)) << file.path() << " differs from " << other;
-  }
-  EXPECT_EQ(files, std::distance(fs::directory_iterator(b / ClockDirName(clock)), fs::directory_iterator()));
+  ExpectSameCheckpoint(dir, run_->all(), 40);
 }
 
 // The interleaving a signal can cause with ranks as threads: the stop is
-// asked for after some compute rank has crossed a checkpoint boundary B
-// (SegmentedConsistency::CrossBoundary: it passed StopsBefore(B) and left
-// the segment) but before another got there. Forced here: compute rank 2
-// alone asks, on reaching B = 40 (debug.stop_rank), and is slowed down ten
-// times (the timing backend's virtual-time order makes it arrive last).
-// The agreement (stop_agreement.h) never picks a clock below one a rank is
-// already committed to: the stop cannot land on the boundary the others
-// left, so it lands at 41, in the next segment. Every rank crosses B (its
-// checkpoint written whole), the memory rank carries on into the next
-// segment, and every rank stops before 41; the run up to the stop is the run
-// without it, so both checkpoints are byte for byte those of a run whose
-// ranks all asked at 41 (a stop at a clock's top, no boundary involved), and
-// a resume ends with that run's resumed model. A decision at 40 would leave
-// the crossed ranks waiting for a segment the others never start (or, had
-// they started it, with a checkpoint missing their clock 40).
-TEST_F(MfCheckpoints, AStopAskedAfterARankCrossedABoundaryLandsOneClockIntoTheNextSegment) {
+// asked for after the other compute ranks have passed a checkpoint clock B
+// (they passed StopsBefore(B) and train on, up to s clocks ahead) but before
+// the last got there. Forced here: compute rank 2 alone asks, on reaching
+// B = 40 (debug.stop_rank), and is slowed down ten times (the timing
+// backend's virtual-time order makes it arrive last). The agreement
+// (stop_agreement.h) never picks a clock below one a rank is already
+// committed to: the stop lands past B, at the furthest clock any rank is
+// committed to (<= B + s). Every rank writes its part of checkpoint 40 (the
+// cut) and stops before C; the run up to the stop is the run without it, so
+// both checkpoints are byte for byte those of a run whose ranks all asked at
+// C (a stop at a clock's top, no checkpoint clock involved), and a resume
+// ends with that run's resumed model. A decision at 40 would leave ranks
+// that had already pushed clocks >= 40 inside the stop's checkpoint of 40.
+TEST_F(MfCheckpoints, AStopAskedAfterOtherRanksPassedACheckpointClockLandsPastIt) {
   ASSERT_EQ(synth_->exit_code, 0) << synth_->err;
   // wait.timeout_seconds: a rank left waiting fails the run well within the test's deadline.
   const std::string straggler = "--set training.straggler.rank=2 --set training.straggler.slowdown=10 "
@@ -316,31 +339,33 @@ TEST_F(MfCheckpoints, AStopAskedAfterARankCrossedABoundaryLandsOneClockIntoTheNe
   const std::string json = ReadAll(run_->dir() / "crossed.json");
   std::smatch match;
   ASSERT_TRUE(std::regex_search(json, match, std::regex("\"stopped\": \\{[^}]*\"clock\": \"?([0-9]+)"))) << json;
-  // 40 would mean no rank had crossed when rank 2 asked: the interleaving was not forced.
-  ASSERT_EQ(match[1].str(), "41") << json;
+  const int clock = std::stoi(match[1].str());
+  // 40 would mean no rank had passed it when rank 2 asked: the interleaving was not forced.
+  ASSERT_GT(clock, 40) << json;
+  ASSERT_LE(clock, 42) << json;  // staleness 2
   EXPECT_NE(json.find("\"signal\": \"SIGTERM\""), std::string::npos) << json;
-  EXPECT_NE(json.find(ClockDirName(41)), std::string::npos) << json;  // the report names the stop's checkpoint
+  EXPECT_NE(json.find(ClockDirName(clock)), std::string::npos) << json;  // the report names the stop's checkpoint
   EXPECT_FALSE(fs::exists(dir / ClockDirName(60)));
 
-  const fs::path reference_dir = run_->dir() / "asked-at-41";
-  const CommandRun reference = run_->Train(straggler + "--set debug.stop_at_clock=41 --set training.checkpoint.dir='" +
-                                               reference_dir.string() + "'",
-                                           run_->dir() / "asked-at-41.json");
+  const fs::path reference_dir = run_->dir() / "asked-at-stop";
+  const CommandRun reference = run_->Train(straggler + "--set debug.stop_at_clock=" + std::to_string(clock) +
+                                               " --set training.checkpoint.dir='" + reference_dir.string() + "'",
+                                           run_->dir() / "asked-at-stop.json");
   ASSERT_EQ(reference.exit_code, 75) << reference.err;
-  ExpectSameCheckpoint(dir, reference_dir, 40);  // the boundary: every rank crossed it as without a stop
-  ExpectSameCheckpoint(dir, reference_dir, 41);  // the stop: every clock < 41 of every rank, no more
+  ExpectSameCheckpoint(dir, reference_dir, 40);     // the cut: as without a stop
+  ExpectSameCheckpoint(dir, reference_dir, clock);  // the stop: every clock < C of every rank, no more
 
   const CommandRun resumed = run_->Train(straggler + "--set training.checkpoint.dir='" + dir.string() +
                                              "' --resume '" + dir.string() + "'",
                                          run_->dir() / "crossed-resumed.json");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(JsonField(run_->dir() / "crossed-resumed.json", "resumed_from_clock"), "41");
+  EXPECT_EQ(JsonField(run_->dir() / "crossed-resumed.json", "resumed_from_clock"), std::to_string(clock));
   const CommandRun reference_resumed = run_->Train(straggler + "--set training.checkpoint.dir='" +
                                                        reference_dir.string() + "' --resume '" +
                                                        reference_dir.string() + "'",
-                                                   run_->dir() / "asked-at-41-resumed.json");
+                                                   run_->dir() / "asked-at-stop-resumed.json");
   ASSERT_EQ(reference_resumed.exit_code, 0) << reference_resumed.err;
-  const std::string expected = JsonField(run_->dir() / "asked-at-41-resumed.json", "model_checksum");
+  const std::string expected = JsonField(run_->dir() / "asked-at-stop-resumed.json", "model_checksum");
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(JsonField(run_->dir() / "crossed-resumed.json", "model_checksum"), expected);
 }
@@ -355,7 +380,10 @@ TEST_F(MfCheckpoints, ModeWithoutMemoryRanksRefusesCheckpoints) {
 }
 
 // LDA keeps every token's topic on its compute rank (HasLocalState::SaveLocalState):
-// without it a resumed run could not continue the same chain.
+// without it a resumed run could not continue the same chain. Its count
+// tables sum exactly in any order, so under BSP (replicas fresh at the cut)
+// a resume with two compute ranks ends with the very model of the run that
+// took no checkpoint; under SSP taking checkpoints changes nothing.
 TEST(LdaCheckpoints, ResumedRunKeepsTheTopicAssignmentsAndEndsWithTheSameChecksum) {
   const fs::path dir = ScratchDir("stalelearn_checkpoint_lda");
   fs::remove_all(dir);
@@ -372,14 +400,27 @@ TEST(LdaCheckpoints, ResumedRunKeepsTheTopicAssignmentsAndEndsWithTheSameChecksu
   std::ofstream vocabulary(dir / "tiny.vocab");
   for (int w = 0; w < 50; ++w) vocabulary << "w" << w << '\n';
   vocabulary.close();
-  const CheckpointedRun run(dir, "--config '" STALELEARN_SOURCE_DIR "/apps/lda/brown.pbtxt' --ranks 2:1 "
-                                 "--set backend.name=timing --set data.path='" + (dir / "tiny.docs").string() +
-                                     "' --set app.lda.topics=3 --set training.epochs=6 --set training.eval_every_epochs=2 "
-                                     "--set training.samples_per_clock=100 --set training.checkpoint.every_clocks=10");
+  const std::string lda = "--config '" STALELEARN_SOURCE_DIR "/apps/lda/brown.pbtxt' --ranks 2:1 "
+                          "--set backend.name=timing --set data.path='" + (dir / "tiny.docs").string() +
+                          "' --set app.lda.topics=3 --set training.epochs=6 --set training.eval_every_epochs=2 "
+                          "--set training.samples_per_clock=100 --set training.checkpoint.every_clocks=10 ";
+  // Under SSP: the same model bits and simulated time with and without checkpoints.
+  const CheckpointedRun ssp(dir / "ssp", lda);
+  fs::create_directories(ssp.dir());
+  ASSERT_EQ(ssp.Uninterrupted().exit_code, 0);
+  const CommandRun ssp_plain = ssp.Train("--set training.checkpoint.every_clocks=0", ssp.dir() / "plain.json");
+  ASSERT_EQ(ssp_plain.exit_code, 0) << ssp_plain.err;
+  EXPECT_EQ(JsonField(ssp.dir() / "uninterrupted.json", "model_checksum"), JsonField(ssp.dir() / "plain.json", "model_checksum"));
+  EXPECT_EQ(JsonField(ssp.dir() / "uninterrupted.json", "total_seconds"), JsonField(ssp.dir() / "plain.json", "total_seconds"));
+
+  const CheckpointedRun run(dir, lda + "--set consistency.mode=BSP");
   const CommandRun uninterrupted = run.Uninterrupted();
   ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
-  const std::string expected = JsonField(dir / "uninterrupted.json", "model_checksum");
+  const CommandRun plain = run.Train("--set training.checkpoint.every_clocks=0", dir / "plain.json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const std::string expected = JsonField(dir / "plain.json", "model_checksum");
   ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(JsonField(dir / "uninterrupted.json", "model_checksum"), expected);
   for (int clock : {10, 30}) {
     SCOPED_TRACE(clock);
     const fs::path from = CopyCheckpoint(run.all(), clock, dir / ("from" + std::to_string(clock)));
