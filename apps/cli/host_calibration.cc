@@ -8,11 +8,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "framework/core/error.h"
+#include "framework/core/wait.h"
 #include "framework/metrics/work_counters.h"
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/merge_policy.h"
@@ -174,7 +177,9 @@ Measured MergeBandwidth(const std::string& policy, std::int64_t master_bytes, bo
   spec.name = policy;
   sync::ShardMerger merger(layout, model::MemoryIndex{0}, 1,
                            ValueOrThrow(sync::CreateMergePolicies({spec}, layout, model::MemoryIndex{0})));
-  const std::int64_t per_batch = (256 << 10) / (kWidth * 4 + static_cast<std::int64_t>(sync::kEntryPrefixBytes));
+  // Batches of 256 KiB, or half a cached master (a clock's batch is smaller than the shard).
+  const std::int64_t batch_bytes = std::min<std::int64_t>(256 << 10, master_bytes / 2);
+  const std::int64_t per_batch = batch_bytes / (kWidth * 4 + static_cast<std::int64_t>(sync::kEntryPrefixBytes));
   std::mt19937_64 rng(3);
   std::normal_distribution<float> value(0.0f, 0.01f);
   std::vector<std::vector<std::byte>> bytes;
@@ -208,9 +213,45 @@ Measured MergeBandwidth(const std::string& policy, std::int64_t master_bytes, bo
   std::vector<double> rates;
   for (int rep = 0; rep < (quick ? 1 : 5); ++rep) rates.push_back(pass(quick ? 0.02 : 0.15));
   return {Median(rates), fmt::format("median of {} runs of the '{}' merge (sync::ShardMerger, one thread) of "
-                                     "256-KiB batches of random rows of 21 floats into a {} KiB master; bytes as the "
+                                     "{}-KiB batches of random rows of 21 floats into a {} KiB master; bytes as the "
                                      "timing backend prices a merge (batch + 8 per element update, metrics::ToMergeWork)",
-                                     rates.size(), policy, rows * kWidth * 4 >> 10)};
+                                     rates.size(), policy, batch_bytes >> 10, rows * kWidth * 4 >> 10)};
+}
+
+// The back-off's idle rounds (core/wait.h): a spin round (a poll of an
+// acquire load that finds nothing), a yield, and how much longer than asked
+// a sleep lasts (timer slack and wake-up; the back-off asks for 5-500 us).
+void MeasureIdle(HostCalibration& host, bool quick) {
+  std::atomic<std::uint64_t> word{0};
+  const Backoff::Policy spins_only{.spins = std::numeric_limits<std::int64_t>::max()};
+  Backoff spin(spins_only);
+  const int polls = quick ? 100000 : 2000000;
+  auto start = std::chrono::steady_clock::now();
+  std::uint64_t seen = 0;
+  for (int i = 0; i < polls; ++i) {
+    seen += word.load(std::memory_order_acquire);
+    (void)spin.Idle();
+  }
+  host.poll_ns = {std::max(0.1, SecondsSince(start) * 1e9 / polls + static_cast<double>(seen)),
+                  fmt::format("{} spin rounds of the back-off, each polling an acquire load", polls)};
+  std::vector<double> yields;
+  for (int rep = 0; rep < 5; ++rep) {
+    start = std::chrono::steady_clock::now();
+    for (int i = 0; i < (quick ? 1000 : 20000); ++i) std::this_thread::yield();
+    yields.push_back(SecondsSince(start) * 1e9 / (quick ? 1000 : 20000));
+  }
+  host.yield_ns = {Median(yields), "median of 5 runs of std::this_thread::yield() on an idle machine"};
+  std::vector<double> over;
+  for (const int asked_us : {5, 40, 320}) {
+    for (int i = 0; i < (quick ? 3 : 40); ++i) {
+      start = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::microseconds(asked_us));
+      over.push_back(std::max(0.0, SecondsSince(start) * 1e9 - asked_us * 1e3));
+    }
+  }
+  host.sleep_overshoot_ns = {Median(over), fmt::format("median excess of {} std::this_thread::sleep_for calls of 5, 40 "
+                                                       "and 320 us over what they asked",
+                                                       over.size())};
 }
 
 }  // namespace
@@ -236,6 +277,7 @@ HostCalibration MeasureHost(const HostCalibrationOptions& options) {
   host.latency_ns = Latency(lines, options.quick);
   host.outstanding = Outstanding(lines, host.latency_ns.value, options.quick);
   host.atomic_rmw_ns = AtomicRmw(lines, options.quick);
+  MeasureIdle(host, options.quick);
   for (const std::string& policy : options.policies) {
     const std::int64_t large = options.quick ? (std::int64_t{4} << 20) : (std::int64_t{128} << 20);
     host.merges.push_back({policy, false, MergeBandwidth(policy, large, options.quick)});
@@ -254,6 +296,9 @@ proto::ComputePreset ComputePresetOf(const HostCalibration& host, const std::str
   *p.mutable_transaction_bytes() = QuantityOf(host.transaction_bytes, source_prefix);
   *p.mutable_memory_latency_ns() = QuantityOf(host.latency_ns, source_prefix);
   *p.mutable_outstanding_transactions() = QuantityOf(host.outstanding, source_prefix);
+  *p.mutable_idle()->mutable_poll_ns() = QuantityOf(host.poll_ns, source_prefix);
+  *p.mutable_idle()->mutable_yield_ns() = QuantityOf(host.yield_ns, source_prefix);
+  *p.mutable_idle()->mutable_sleep_overshoot_ns() = QuantityOf(host.sleep_overshoot_ns, source_prefix);
   return p;
 }
 
@@ -266,7 +311,7 @@ proto::MemoryPreset MemoryPresetOf(const HostCalibration& host, const MergeCalib
   proto::MemoryPreset p;
   p.set_name(name);
   p.set_description(fmt::format("this machine's {} merged by one core with the '{}' policy, measured ({})",
-                                merge.cached ? "caches (a shard of 1 MiB)" : "DRAM", merge.policy, source_prefix));
+                                merge.cached ? "caches (a shard of 256 KiB)" : "DRAM", merge.policy, source_prefix));
   *p.mutable_atomic_rmw_ns() = QuantityOf(host.atomic_rmw_ns, source_prefix);
   *p.mutable_dram()->mutable_bandwidth_gb_per_s() = QuantityOf(merge.bandwidth_gb_per_s, source_prefix);
   return p;

@@ -1,7 +1,8 @@
 // The machine at hand measured for the timing backend's presets
 // (`stalelearn calibrate`, backends/timing/README.md "Validation"): one core's
 // arithmetic peak, streaming bandwidth, memory latency and memory-level
-// parallelism (the compute preset), and the project's own merge kernel per
+// parallelism, and how its idle waits spin, yield and sleep (the compute
+// preset), and the project's own merge kernel per
 // merge policy (memory presets of the `dram` model). Every number comes with
 // the method that measured it, so a preset written from it tags each
 // Quantity MEASURED with its source.
@@ -30,7 +31,9 @@ struct Measured {
 // A shard that fits the caches (MovieLens-sized models) merges several times
 // faster than one in DRAM: both are measured, and a run picks the preset
 // that matches its shard.
-inline constexpr std::int64_t kCachedMasterBytes = std::int64_t{1} << 20;
+// 256 KiB: with an adaptive policy's state beside it (adam keeps two more
+// copies) it still fits a 1 MiB L2, as a MovieLens shard (220 KB) does.
+inline constexpr std::int64_t kCachedMasterBytes = std::int64_t{256} << 10;
 
 struct MergeCalibration {
   std::string policy;  // sum, average, adagrad, adam
@@ -45,6 +48,11 @@ struct HostCalibration {
   Measured latency_ns;
   Measured outstanding;
   Measured atomic_rmw_ns;
+  // How an idle wait behaves (framework/core/wait.h's Backoff): one spin
+  // round, one yield, a sleep's excess over what it asked for.
+  Measured poll_ns;
+  Measured yield_ns;
+  Measured sleep_overshoot_ns;
   std::vector<MergeCalibration> merges;
 };
 

@@ -89,7 +89,37 @@ VirtualDuration MemoryModel::MergeDram(const proto::DramModel& m, const MergeWor
   return BytesAt(traffic, m.bandwidth_gb_per_s().value());
 }
 
-ComputeModel::ComputeModel(const proto::ComputePreset& preset) : name_(preset.name()), preset_(preset) {}
+ComputeModel::ComputeModel(const proto::ComputePreset& preset) : name_(preset.name()), preset_(preset) {
+  if (preset.has_idle()) {
+    idle_ = IdleCosts{Nanoseconds(preset.idle().poll_ns().value()), Nanoseconds(preset.idle().yield_ns().value()),
+                      Nanoseconds(preset.idle().sleep_overshoot_ns().value())};
+  }
+}
+
+VirtualTime ComputeModel::NextPoll(VirtualTime since, VirtualTime now, const Backoff::Policy& policy) const {
+  assert(idle_.has_value());
+  if (now <= since) return now;
+  // Rounds of a fixed length `round` from `start`: how many end by the first
+  // poll at or after `now`.
+  const auto rounds_to = [now](VirtualTime start, VirtualDuration round) {
+    return ((now - start).count() + round.count() - 1) / round.count();
+  };
+  const VirtualDuration poll = std::max(idle_->poll, VirtualDuration(1));
+  // Compared, not multiplied: a policy may spin "forever" (spins = INT64_MAX).
+  if (const std::int64_t k = rounds_to(since, poll); k <= policy.spins) return since + k * poll;
+  VirtualTime t = since + policy.spins * poll;
+  const VirtualDuration yield_round = idle_->yield + poll;
+  if (const std::int64_t k = rounds_to(t, yield_round); k <= policy.yields) return t + k * yield_round;
+  t += policy.yields * yield_round;
+  for (auto sleep = std::chrono::duration_cast<VirtualDuration>(policy.first_sleep);;) {
+    const VirtualDuration round = std::max(sleep + idle_->overshoot + poll, VirtualDuration(1));
+    const auto longest = std::chrono::duration_cast<VirtualDuration>(policy.max_sleep);
+    if (sleep >= longest || sleep.count() <= 0) return t + rounds_to(t, round) * round;  // the cap: fixed rounds
+    if (now <= t + round) return t + round;
+    t += round;
+    sleep = std::min(2 * sleep, longest);
+  }
+}
 
 VirtualDuration ComputeModel::Compute(const ComputeWork& work) const {
   assert(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0 && work.samples >= 0);

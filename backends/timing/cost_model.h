@@ -36,10 +36,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 
 #include "framework/core/status.h"
+#include "framework/core/wait.h"
 #include "framework/proto/timing_presets.pb.h"
 #include "framework/transport/virtual_time.h"
 
@@ -48,6 +50,7 @@ namespace stalelearn::backends::timing {
 using transport::ComputeWork;
 using transport::MergeWork;
 using transport::VirtualDuration;
+using transport::VirtualTime;
 
 // Bytes of one element of a master table (float or int32).
 inline constexpr std::uint64_t kElementBytes = 4;
@@ -90,6 +93,8 @@ class MemoryModel {
   const std::string& name() const { return name_; }
   VirtualDuration AtomicRmw() const { return atomic_rmw_; }
   VirtualDuration Merge(const MergeWork& work) const;
+  // A host core merges (the `dram` model); PIM devices merge in the memory.
+  bool merges_on_host_core() const { return preset_.has_dram(); }
 
  private:
   VirtualDuration MergeUpmem(const proto::UpmemModel& m, const MergeWork& work) const;
@@ -109,9 +114,23 @@ class ComputeModel {
   const std::string& name() const { return name_; }
   VirtualDuration Compute(const ComputeWork& work) const;
 
+  // The preset's idle costs (ComputePreset.idle), if it has them.
+  struct IdleCosts {
+    VirtualDuration poll;       // one spin round
+    VirtualDuration yield;      // one yield round, its poll left out
+    VirtualDuration overshoot;  // a sleep's excess over what it asked for
+  };
+  const std::optional<IdleCosts>& idle() const { return idle_; }
+  // When a rank idle since `since` under the back-off `policy` polls next at
+  // or after `now` (spin rounds of `poll`, yield rounds of `yield + poll`,
+  // then sleeps from first_sleep doubling to max_sleep, each `overshoot`
+  // longer, plus a poll). Needs idle().
+  VirtualTime NextPoll(VirtualTime since, VirtualTime now, const Backoff::Policy& policy) const;
+
  private:
   std::string name_;
   proto::ComputePreset preset_;
+  std::optional<IdleCosts> idle_;
 };
 
 // The three models of one run.
@@ -119,6 +138,10 @@ struct HardwareModel {
   MemoryModel memory;
   LinkModel link;
   ComputeModel compute;
+  // > 0: the ranks are threads sharing this many cores and the scheduler
+  // says which are busy: compute and host-core merge work is stretched by
+  // max(1, busy ranks / cores) when it is charged (timing_options.h, cores).
+  int shared_cores = 0;
 };
 
 }  // namespace stalelearn::backends::timing

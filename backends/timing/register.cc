@@ -20,8 +20,18 @@ namespace {
 // on a core is stretched by `share`. Scaling the presets does it exactly: the
 // compute price is a max of terms each divided by a peak or bandwidth or
 // multiplied by a latency.
-void ShareCores(double share, proto::MemoryPreset& memory, proto::LinkPreset& link, proto::ComputePreset& compute) {
+// `work_too` false: compute and merge work are stretched when charged, by the
+// ranks busy at that moment (HardwareModel::shared_cores); only the link's
+// overhead and the idle polls are stretched here.
+void ShareCores(double share, proto::MemoryPreset& memory, proto::LinkPreset& link, proto::ComputePreset& compute,
+                bool work_too) {
   if (share <= 1) return;
+  link.mutable_per_op_overhead_ns()->set_value(link.per_op_overhead_ns().value() * share);
+  if (compute.has_idle()) {  // a poll and a yield run on a shared core; a sleep does not
+    compute.mutable_idle()->mutable_poll_ns()->set_value(compute.idle().poll_ns().value() * share);
+    compute.mutable_idle()->mutable_yield_ns()->set_value(compute.idle().yield_ns().value() * share);
+  }
+  if (!work_too) return;
   compute.mutable_peak_gflops()->set_value(compute.peak_gflops().value() / share);
   compute.mutable_memory_bandwidth_gb_per_s()->set_value(compute.memory_bandwidth_gb_per_s().value() / share);
   compute.mutable_memory_latency_ns()->set_value(compute.memory_latency_ns().value() * share);
@@ -31,17 +41,17 @@ void ShareCores(double share, proto::MemoryPreset& memory, proto::LinkPreset& li
   if (memory.has_dram()) {  // merged by a host core; PIM devices merge in the memory
     memory.mutable_dram()->mutable_bandwidth_gb_per_s()->set_value(memory.dram().bandwidth_gb_per_s().value() / share);
   }
-  link.mutable_per_op_overhead_ns()->set_value(link.per_op_overhead_ns().value() * share);
 }
 
-Result<HardwareModel> LoadHardwareModel(const TimingOptions& options, int world_size) {
+// `scheduled`: the ranks share one virtual-time scheduler, which knows who is busy.
+Result<HardwareModel> LoadHardwareModel(const TimingOptions& options, int world_size, bool scheduled) {
   const std::filesystem::path dir = options.preset_dir.empty() ? DefaultPresetDir() : options.preset_dir;
   STALELEARN_ASSIGN_OR_RETURN(proto::MemoryPreset memory, LoadMemoryPreset(dir, options.memory));
   STALELEARN_ASSIGN_OR_RETURN(proto::LinkPreset link, LoadLinkPreset(dir, options.link));
   if (options.link_bandwidth_gb_per_s > 0) link.mutable_bandwidth_gb_per_s()->set_value(options.link_bandwidth_gb_per_s);
   STALELEARN_ASSIGN_OR_RETURN(proto::ComputePreset compute, LoadComputePreset(dir, options.compute));
-  if (options.cores > 0) ShareCores(static_cast<double>(world_size) / options.cores, memory, link, compute);
-  return HardwareModel{MemoryModel(memory), LinkModel(link), ComputeModel(compute)};
+  if (options.cores > 0) ShareCores(static_cast<double>(world_size) / options.cores, memory, link, compute, !scheduled);
+  return HardwareModel{MemoryModel(memory), LinkModel(link), ComputeModel(compute), scheduled ? options.cores : 0};
 }
 
 // The job's scheduler, shared by its ranks, or null without deterministic emulation.
@@ -81,9 +91,9 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
                                                 inner_params, context.wrapped};
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<transport::Transport> inner,
                               context.registry.Create(options.inner, inner_context));
-  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options, inner->world_size()));
   STALELEARN_ASSIGN_OR_RETURN(std::shared_ptr<VirtualTimeScheduler> scheduler,
                               JobScheduler(options, context, *inner));
+  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options, inner->world_size(), scheduler != nullptr));
   return std::unique_ptr<transport::Transport>(
       std::make_unique<TimingTransport>(std::move(inner), std::move(model), std::move(scheduler)));
 }

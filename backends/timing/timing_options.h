@@ -19,11 +19,15 @@
 //               fewer thread switches, operations out of order by less than
 //               it; default 0, the strict order
 //   cores       > 0: the ranks are threads sharing this many cores (emulation
-//               on a small machine, timing-validation.sh): with R ranks, every
-//               price of work done on a core (compute, a host-DRAM merge, a
-//               link operation's overhead) is stretched by max(1, R / cores),
-//               since every rank thread is runnable (compute ranks compute,
-//               memory ranks poll). Default 0: a device of its own per rank
+//               on a small machine, timing-validation.sh). In deterministic
+//               emulation compute and host-DRAM merge work is stretched by
+//               max(1, B / cores) when it is charged, B the ranks working (or
+//               about to) at that instant: a rank that waits has backed off
+//               into sleeps and gives its core away
+//               (VirtualTimeScheduler::BusyAt); a link operation's overhead
+//               and the idle polls by max(1, R / cores), R the ranks. Without
+//               the scheduler (mpirun) all of it by R / cores, every rank
+//               taken as runnable. Default 0: a device of its own per rank
 //   inner.KEY   passed to the inner backend as KEY (from the config: the
 //               inner backend's own section, config.backend.wrapped)
 // An unknown key is an error naming it and the known ones.

@@ -212,13 +212,25 @@ Status TimingTransport::ChargeComputeWork(const transport::ComputeWork& work) {
   if (!(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0)) {
     return InvalidArgument("ChargeCompute: work counters must be >= 0");
   }
-  AdvanceClockTo(Now() + model_.compute.Compute(work), Category::kCompute);
+  AdvanceClockTo(Now() + OnSharedCore(model_.compute.Compute(work)), Category::kCompute);
   return SchedulingPoint();
 }
 
 Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
-  AdvanceClockTo(Now() + model_.memory.Merge(work), Category::kMerge);
+  const VirtualDuration merge = model_.memory.Merge(work);
+  AdvanceClockTo(Now() + (model_.memory.merges_on_host_core() ? OnSharedCore(merge) : merge), Category::kMerge);
   return SchedulingPoint();
+}
+
+VirtualDuration TimingTransport::OnSharedCore(VirtualDuration work) {
+  if (model_.shared_cores <= 0 || scheduler_ == nullptr) return work;
+  const VirtualTime now = Now();
+  const int busy = scheduler_->BusyAt(rank().value, now);
+  if (busy > model_.shared_cores) {
+    work = VirtualDuration(static_cast<std::int64_t>(static_cast<double>(work.count()) * busy / model_.shared_cores));
+  }
+  scheduler_->NoteBusy(rank().value, now, now + work);
+  return work;
 }
 
 Status TimingTransport::AdvanceTo(VirtualTime t) {
@@ -250,6 +262,12 @@ Status TimingTransport::StartSchedule() {
   scheduled_ = true;
   joined_once_ = true;
   return Status::Ok();
+}
+
+VirtualTime TimingTransport::NextPoll(VirtualTime since, const Backoff::Policy& policy) const {
+  const VirtualTime now = Now();
+  if (!model_.compute.idle()) return now;
+  return model_.compute.NextPoll(since, now, policy);
 }
 
 Status TimingTransport::IdleUntilProgress() {

@@ -110,6 +110,11 @@ class TimingTransport final : public transport::Transport,
   }
   Status StartSchedule() override;
   Status IdleUntilProgress() override;
+  VirtualTime NextPoll(VirtualTime since, const Backoff::Policy& policy) const override;
+  // `work` of a core starting now, stretched by how many ranks work on the
+  // machine's cores now (HardwareModel::shared_cores), and noted as this
+  // rank's; `work` itself without sharing.
+  VirtualDuration OnSharedCore(VirtualDuration work);
   void WaitOnlyFor(const transport::RemoteRegion& region, std::uint64_t offset, const void* seen,
                    std::size_t bytes) override;
   Status ExitScheduleForCollective() override;

@@ -145,6 +145,27 @@ std::int64_t VirtualTimeScheduler::OrderKey(VirtualTime time) const {
   return quantum_.count() > 0 ? t / quantum_.count() : t;
 }
 
+void VirtualTimeScheduler::NoteBusy(int rank, VirtualTime from, VirtualTime until) {
+  std::lock_guard lock(mutex_);
+  ranks_[static_cast<std::size_t>(rank)].busy_from = from;
+  ranks_[static_cast<std::size_t>(rank)].busy_until = until;
+}
+
+int VirtualTimeScheduler::BusyAt(int rank, VirtualTime t) const {
+  std::lock_guard lock(mutex_);
+  int busy = 1;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const RankState& other = ranks_[r];
+    if (static_cast<int>(r) == rank) continue;
+    // Working at t, or about to act at t (runnable at the same instant: a
+    // rank that works from t too must count, whichever of the two goes first).
+    const bool working = other.busy_from <= t && t < other.busy_until;
+    const bool starting = other.state == State::kRunnable && other.time <= t;
+    busy += working || starting ? 1 : 0;
+  }
+  return busy;
+}
+
 int VirtualTimeScheduler::NextRankLocked() const {
   int max_collectives = 0;
   bool someone_outside = false;

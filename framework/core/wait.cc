@@ -25,7 +25,7 @@ Backoff::Backoff() : Backoff(DefaultPolicy()) {}
 
 Status Backoff::IdleSlowly() {
   if (policy_->on_idle) {
-    STALELEARN_ASSIGN_OR_RETURN(const bool waited, policy_->on_idle());
+    STALELEARN_ASSIGN_OR_RETURN(const bool waited, policy_->on_idle(hook_rounds_++));
     if (waited) return Status::Ok();
   }
   const std::int64_t round = idle_rounds_++;

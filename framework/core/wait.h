@@ -50,10 +50,11 @@ class Backoff {
     std::int64_t yields = 32;
     std::chrono::microseconds first_sleep{5};
     std::chrono::microseconds max_sleep{500};
-    // If set, called first each round: true if it waited (in virtual time an
-    // idle rank waits for another rank's progress, not for real time to
-    // pass), false to spin or sleep as usual. Its error ends the wait.
-    std::function<Result<bool>()> on_idle{};
+    // If set, called first each round with how often it was called since
+    // the last Reset (0: the wait starts): true if it waited (in virtual time an idle
+    // rank waits for another rank's progress, not for real time to pass),
+    // false to spin or sleep as usual. Its error ends the wait.
+    std::function<Result<bool>(std::int64_t round)> on_idle{};
   };
 
   // The default policy.
@@ -63,7 +64,10 @@ class Backoff {
   explicit Backoff(Policy&&) = delete;
 
   // Call as soon as there is work again: the next idle round spins.
-  void Reset() { idle_rounds_ = 0; }
+  void Reset() {
+    idle_rounds_ = 0;
+    hook_rounds_ = 0;
+  }
 
   enum class Phase { kSpin, kYield, kSleep };
   // What the next Idle() does when no on_idle hook waits instead.
@@ -85,7 +89,8 @@ class Backoff {
   Status IdleSlowly();
 
   const Policy* policy_;
-  std::int64_t idle_rounds_ = 0;
+  std::int64_t idle_rounds_ = 0;  // rounds that spun, yielded or slept
+  std::int64_t hook_rounds_ = 0;  // calls of on_idle
 };
 
 // Never expires when the timeout is too large to add to the clock's now.

@@ -43,9 +43,15 @@ class VirtualRankTime final : public RankTime {
     // Under the virtual-time scheduler an idle poll waits for another rank's
     // progress; otherwise (mpirun) it backs off in real time as usual, which
     // also keeps the number of (charged) polls down.
-    policy.on_idle = [this]() -> Result<bool> {
+    // Where the backend prices the back-off (SimulatedTime::NextPoll), the
+    // rank then resumes at the poll that would have seen the change.
+    Backoff::Policy schedule = policy;  // its spins, yields and sleeps (copies of a WaitSpec share them)
+    policy.on_idle = [this, schedule](std::int64_t round) -> Result<bool> {
       if (!sim_.deterministic()) return false;
+      if (round == 0) idle_since_ = sim_.Now();
       STALELEARN_RETURN_IF_ERROR(sim_.IdleUntilProgress());
+      const VirtualTime poll = sim_.NextPoll(idle_since_, schedule);
+      if (poll > sim_.Now()) STALELEARN_RETURN_IF_ERROR(sim_.AdvanceTo(poll));
       return true;
     };
   }
@@ -82,6 +88,7 @@ class VirtualRankTime final : public RankTime {
 
  private:
   SimulatedTime& sim_;
+  VirtualTime idle_since_{};  // the first poll of the current wait (ConfigureIdling)
   Bootstrap& bootstrap_;
 };
 

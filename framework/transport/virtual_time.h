@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <string>
 
+#include "framework/core/wait.h"
 #include "framework/transport/transport.h"
 
 namespace stalelearn::transport {
@@ -129,6 +130,15 @@ class SimulatedTime {
   // clock may jump to when that happened (counted as wait). Without a
   // scheduler: yields the thread.
   virtual Status IdleUntilProgress() = 0;
+  // When a rank idle since `since` (its wait's first poll found nothing)
+  // polls next at or after Now(), if the backend prices the back-off's
+  // polls (`policy`: core/wait.h; the compute preset's idle costs: a wake
+  // waits for the next spin round, yield or end of a sleep); Now() if not.
+  virtual VirtualTime NextPoll(VirtualTime since, const Backoff::Policy& policy) const {
+    (void)since;
+    (void)policy;
+    return Now();
+  }
   // A poll found that its wait cannot end before the `bytes` at `offset` of
   // `region` differ from `seen` (what it read there): e.g. a staleness gate
   // blocked by one rank's merged clock. The next IdleUntilProgress then

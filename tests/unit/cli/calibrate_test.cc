@@ -15,6 +15,7 @@
 
 #include "apps/cli/host_calibration.h"
 #include "backends/timing/presets.h"
+#include "framework/core/error.h"
 #include "stalelearn_command.h"
 
 namespace stalelearn::cli {
@@ -61,6 +62,9 @@ TEST(HostCalibration, PresetsAreMeasuredAndRoundTrip) {
   EXPECT_GE(host.outstanding.value, 1);
   EXPECT_EQ(host.outstanding.value, std::round(host.outstanding.value));
   const proto::ComputePreset cpu = ComputePresetOf(host, "calibrated-cpu", kPrefix);
+  ASSERT_TRUE(cpu.has_idle()) << "how this machine's idle waits spin, yield and sleep";
+  EXPECT_GT(cpu.idle().yield_ns().value(), 0);
+  EXPECT_GE(cpu.idle().sleep_overshoot_ns().value(), 0);
   ExpectEveryQuantityMeasured(cpu);
   ExpectRoundTrip(cpu);
   for (const MergeCalibration& merge : host.merges) {
@@ -103,6 +107,31 @@ TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
   const std::string json = testing::ReadAll(report);
   EXPECT_NE(json.find("\"compute_preset\": \"calibrated-cpu-mf-movielens\""), std::string::npos) << json.substr(0, 2000);
   EXPECT_NE(json.find("\"train_seconds\""), std::string::npos);
+
+  // The idle costs price the back-off: under BSP every rank waits every
+  // clock, and waits at least as long as when a wake is seen at once.
+  proto::ComputePreset cpu = ValueOrThrow(backends::timing::LoadComputePreset(dir, "calibrated-cpu"));
+  cpu.clear_idle();
+  cpu.set_name("calibrated-cpu-no-idle");
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(cpu, &text));
+  std::ofstream(dir / "compute/calibrated-cpu-no-idle.pbtxt") << text;
+  const auto wait_seconds = [&](const std::string& compute) {
+    const CommandRun bsp = Stalelearn(
+        "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 2:1 --quiet --set training.epochs=1 "
+        "--set consistency.mode=BSP --set backend.name=timing --set backend.timing.preset_dir='" + dir.string() +
+        "' --set backend.timing.compute=" + compute + " --set backend.timing.memory=calibrated-host "
+        "--set backend.timing.link=calibrated-local --report '" + report.string() + "'");
+    EXPECT_EQ(bsp.exit_code, 0) << bsp.err;
+    double waited = 0;
+    const std::string out = testing::ReadAll(report);
+    const std::regex wait(R"("wait_seconds": ([0-9.eE+-]+))");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), wait); it != std::sregex_iterator(); ++it) {
+      waited += std::stod((*it)[1].str());
+    }
+    return waited;
+  };
+  EXPECT_GT(wait_seconds("calibrated-cpu"), wait_seconds("calibrated-cpu-no-idle"));
   fs::remove_all(dir);
 }
 
@@ -123,13 +152,17 @@ TEST(CalibrateCommand, BadInputIsOneLineAndExitTwo) {
   EXPECT_NE(cores.err.find("backend.timing.cores must be in [0, 1000000], got -1"), std::string::npos) << cores.err;
 }
 
-// Two ranks on one core: every rank's compute is priced at twice the time.
+// Ranks sharing cores: work is stretched by the ranks working at that
+// moment. Two compute ranks in lockstep (ALLREDUCE) on one core: each
+// rank's compute at twice the time; a compute rank and a memory rank that
+// mostly waits (its back-off gives the core away): the compute as on a core
+// of its own.
 TEST(TimingCores, RanksSharingCoresStretchTheirCompute) {
-  const auto compute_seconds = [](const std::string& extra) {
+  const auto compute_seconds = [](const std::string& ranks, const std::string& extra) {
     const fs::path report = testing::ScratchDir("calibrate_cores") / "r.json";
     fs::create_directories(report.parent_path());
-    const CommandRun run = Stalelearn("train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 1:1 "
-                                      "--quiet --set training.epochs=1 --set backend.name=timing " + extra +
+    const CommandRun run = Stalelearn("train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks " +
+                                      ranks + " --quiet --set training.epochs=1 --set backend.name=timing " + extra +
                                       " --report '" + report.string() + "'");
     EXPECT_EQ(run.exit_code, 0) << run.err;
     const std::string json = testing::ReadAll(report);
@@ -138,11 +171,14 @@ TEST(TimingCores, RanksSharingCoresStretchTheirCompute) {
     fs::remove_all(report.parent_path());
     return m.empty() ? 0.0 : std::stod(m[1].str());
   };
-  const double own = compute_seconds("");
-  const double shared = compute_seconds("--set backend.timing.cores=1");
+  const std::string lockstep = "2:0 --set consistency.mode=ALLREDUCE";
+  const double own = compute_seconds(lockstep, "");
   ASSERT_GT(own, 0);
-  EXPECT_NEAR(shared / own, 2.0, 1e-6);
-  EXPECT_NEAR(compute_seconds("--set backend.timing.cores=4") / own, 1.0, 1e-9) << "more cores than ranks: no stretch";
+  EXPECT_NEAR(compute_seconds(lockstep, "--set backend.timing.cores=1") / own, 2.0, 1e-6);
+  EXPECT_NEAR(compute_seconds(lockstep, "--set backend.timing.cores=4") / own, 1.0, 1e-9) << "more cores than ranks: no stretch";
+  const double alone = compute_seconds("1:1", "");
+  EXPECT_NEAR(compute_seconds("1:1", "--set backend.timing.cores=1") / alone, 1.0, 0.05)
+      << "the memory rank waits most of the time: the compute rank has the core";
 }
 
 }  // namespace

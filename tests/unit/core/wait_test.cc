@@ -27,7 +27,7 @@ int Count(const std::string& text, const std::string& what) {
 TEST(WaitFor, DoneIsCheckedFirst) {
   WaitSpec spec;
   bool idled = false;
-  spec.backoff.on_idle = [&]() -> Result<bool> {
+  spec.backoff.on_idle = [&](std::int64_t) -> Result<bool> {
     idled = true;
     return false;
   };
@@ -57,7 +57,7 @@ TEST(WaitFor, ProgressRunsBetweenPolls) {
 TEST(WaitFor, ProgressThatWorkedSkipsTheBackoff) {
   WaitSpec spec;
   int idles = 0;
-  spec.backoff.on_idle = [&]() -> Result<bool> {
+  spec.backoff.on_idle = [&](std::int64_t) -> Result<bool> {
     ++idles;
     return false;
   };
@@ -105,7 +105,7 @@ TEST(WaitFor, ErrorsOfTheCallbacksEndTheWait) {
   EXPECT_EQ(failing_done.status().code(), StatusCode::kDataLoss);
   const auto failing_progress = WaitFor(spec, [] { return false; }, [] { return Unavailable("peer gone"); });
   EXPECT_EQ(failing_progress.status().code(), StatusCode::kUnavailable);
-  spec.backoff.on_idle = []() -> Result<bool> { return FailedPrecondition("scheduler failed"); };
+  spec.backoff.on_idle = [](std::int64_t) -> Result<bool> { return FailedPrecondition("scheduler failed"); };
   const auto failing_idle = WaitFor(spec, [] { return false; });
   EXPECT_EQ(failing_idle.status().message(), "scheduler failed");
 }
@@ -150,7 +150,7 @@ TEST(Backoff, SpinsThenYieldsThenSleepsDoublingUpToTheMaximum) {
 
 TEST(Backoff, AnIdleHookThatWaitedReplacesTheRound) {
   int hooked = 0;
-  const Backoff::Policy policy{.spins = 1, .yields = 0, .on_idle = [&]() -> Result<bool> { return ++hooked % 2 == 0; }};
+  const Backoff::Policy policy{.spins = 1, .yields = 0, .on_idle = [&](std::int64_t) -> Result<bool> { return ++hooked % 2 == 0; }};
   Backoff backoff(policy);
   ASSERT_TRUE(backoff.Idle().ok());  // the hook did not wait: a spin
   ASSERT_TRUE(backoff.Idle().ok());  // the hook waited: no round used

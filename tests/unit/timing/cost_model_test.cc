@@ -161,5 +161,33 @@ TEST(ComputeModel, CalibratedKernelPricesSamplesInPlaceOfTheRoofline) {
   EXPECT_NE(status.message().find("k.pbtxt: field kernel.ns_per_sample: missing"), std::string::npos) << status.message();
 }
 
+// Idle costs (stalelearn calibrate): a rank waiting since `since` sees a
+// change only at its back-off's next poll: spin rounds, yield rounds, then
+// sleeps doubling to the cap, each late by the overshoot.
+TEST(ComputeModel, AWaitingRankPollsOnItsBackoffSchedule) {
+  const std::string roofline = "name: 'c' peak_gflops " + Q(1) + " memory_bandwidth_gb_per_s " + Q(1) +
+                               " transaction_bytes " + Q(64) + " memory_latency_ns " + Q(100) +
+                               " outstanding_transactions " + Q(1);
+  EXPECT_FALSE(ComputeModel(Parse<proto::ComputePreset>(roofline)).idle().has_value());
+  const ComputeModel cpu(Parse<proto::ComputePreset>(roofline + " idle { poll_ns " + Q(1) + " yield_ns " + Q(10) +
+                                                     " sleep_overshoot_ns " + Q(50'000) + " }"));
+  ASSERT_TRUE(cpu.idle().has_value());
+  const Backoff::Policy policy{.spins = 2, .yields = 2, .first_sleep = microseconds(5), .max_sleep = microseconds(20)};
+  const transport::VirtualTime since{};
+  const auto next = [&](transport::VirtualDuration waited) { return cpu.NextPoll(since, since + waited, policy) - since; };
+  EXPECT_EQ(next(transport::VirtualDuration(1500)), nanoseconds(2)) << "spin rounds of 1 ns";
+  EXPECT_EQ(next(nanoseconds(2)), nanoseconds(2));
+  EXPECT_EQ(next(nanoseconds(3)), nanoseconds(13)) << "then yield rounds of 10 + 1 ns";
+  EXPECT_EQ(next(nanoseconds(24)), nanoseconds(24));
+  const auto first_sleep = nanoseconds(24) + microseconds(5) + microseconds(50) + nanoseconds(1);
+  EXPECT_EQ(next(nanoseconds(25)), first_sleep) << "then a 5 us sleep, 50 us late, and a poll";
+  const auto second_sleep = first_sleep + microseconds(10) + microseconds(50) + nanoseconds(1);
+  EXPECT_EQ(next(first_sleep + nanoseconds(1)), second_sleep);
+  const auto capped = second_sleep + microseconds(20) + microseconds(50) + nanoseconds(1);
+  EXPECT_EQ(next(second_sleep + nanoseconds(1)), capped) << "20 us: the cap";
+  EXPECT_EQ(next(capped + nanoseconds(1)), capped + (capped - second_sleep)) << "capped sleeps repeat";
+  EXPECT_EQ(next(nanoseconds(0)), nanoseconds(0)) << "nothing waited: polls now";
+}
+
 }  // namespace
 }  // namespace stalelearn::backends::timing

@@ -50,7 +50,7 @@ TEST(RankTime, RealTimeChargesNothingStampsZeroAndSleepsAStragglersDelay) {
     }));
     EXPECT_EQ(sums, 1);
     // A caller's idle hook stays.
-    Backoff::Policy policy{.on_idle = [] { return Result<bool>(false); }};
+    Backoff::Policy policy{.on_idle = [](std::int64_t) { return Result<bool>(false); }};
     time->ConfigureIdling(policy);
     EXPECT_TRUE(policy.on_idle);
     const auto start = std::chrono::steady_clock::now();
