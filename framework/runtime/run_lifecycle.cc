@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "framework/runtime/locality_plan.h"
@@ -132,7 +134,33 @@ Status RunLifecycle::EndTraining() {
   if (WritesStopCheckpoint()) {
     STALELEARN_RETURN_IF_ERROR(checkpointer_->CommitPending("stalelearn/checkpoint/stop"));
   }
-  return env_.bootstrap.Barrier();  // all merged
+  STALELEARN_RETURN_IF_ERROR(env_.bootstrap.Barrier());  // all merged
+  if (WritesReport()) WarnIfLastCutIncomplete();
+  return Status::Ok();
+}
+
+// Every rank wrote its part of each checkpoint it reached before the "all
+// merged" barrier, and the last one to write committed it: a checkpoint
+// still without a manifest means the ranks do not share the directory (or a
+// rank died). Training itself is fine, so a warning, not an error.
+void RunLifecycle::WarnIfLastCutIncomplete() const {
+  const CheckpointClocks clocks = checkpointer_->clocks();
+  if (!checkpointer_->writes_checkpoints() || clocks.every <= 0) return;
+  const std::int64_t end = StoppedClock() ? *StoppedClock() : clocks.total - 1;  // a cut at the stop's clock counts
+  const std::int64_t last = end / clocks.every * clocks.every;
+  if (!clocks.Includes(last)) return;
+  const std::filesystem::path where = checkpointer_->CheckpointPath(last);
+  std::error_code ec;
+  if (std::filesystem::exists(where / kManifestName, ec)) return;
+  if (!excluded_.empty()) {
+    std::fprintf(stderr, "[stalelearn] warning: checkpoint %s is incomplete: checkpoints after a rank died lack its part\n",
+                 where.string().c_str());
+  } else {
+    std::fprintf(stderr,
+                 "[stalelearn] warning: checkpoint %s has no manifest after every rank wrote its part: "
+                 "training.checkpoint.dir must be one directory every rank sees\n",
+                 where.string().c_str());
+  }
 }
 
 Result<RankRun> RunLifecycle::Gather(proto::Report partial, std::vector<ClockRecord> records) {

@@ -86,6 +86,9 @@ class RunLifecycle {
   Status CheckFaultsAndCheckpoints();
   // The lowest surviving world rank writes the report.
   bool WritesReport() const;
+  // After the final barrier: warns when the run's last checkpoint has no
+  // manifest (a directory the ranks do not share, or a dead rank's part).
+  void WarnIfLastCutIncomplete() const;
 
   const RankEnv& env_;
   const ModeDefinition& mode_;
