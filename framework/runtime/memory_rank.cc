@@ -143,7 +143,6 @@ proto::MemoryShardState MemoryRank::SaveState(std::uint64_t clock) const {
 MemoryRank::~MemoryRank() = default;
 
 void MemoryRank::EnableDeadRankDetection(std::chrono::duration<double> dead_after) {
-  dead_after_ = dead_after;
   detector_ = std::make_unique<DeadRankDetector>(RawRings(endpoints_), poller_->ring_geometry(), dead_after);
 }
 

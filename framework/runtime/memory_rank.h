@@ -94,7 +94,6 @@ class MemoryRank {
   Status charge_status_;  // first error of charging merge work (timing backend)
   std::function<void(std::uint64_t)> merged_clock_observer_;
   std::unique_ptr<DeadRankDetector> detector_;
-  std::chrono::duration<double> dead_after_{0};
   std::unique_ptr<CheckpointCut> cut_;  // checkpoints taken while merging goes on, or null
   std::vector<DeadRank> dead_ranks_;
   // Drops the compute ranks whose heartbeat stopped; true if it dropped any.
