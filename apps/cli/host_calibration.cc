@@ -232,7 +232,8 @@ void MeasureIdle(HostCalibration& host, bool quick) {
     seen += word.load(std::memory_order_acquire);
     (void)spin.Idle();
   }
-  host.poll_ns = {std::max(0.1, SecondsSince(start) * 1e9 / polls + static_cast<double>(seen)),
+  g_sink = static_cast<double>(seen);
+  host.poll_ns = {std::max(0.1, SecondsSince(start) * 1e9 / polls),
                   fmt::format("{} spin rounds of the back-off, each polling an acquire load", polls)};
   std::vector<double> yields;
   for (int rep = 0; rep < 5; ++rep) {

@@ -93,7 +93,8 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
                               context.registry.Create(options.inner, inner_context));
   STALELEARN_ASSIGN_OR_RETURN(std::shared_ptr<VirtualTimeScheduler> scheduler,
                               JobScheduler(options, context, *inner));
-  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model, LoadHardwareModel(options, inner->world_size(), scheduler != nullptr));
+  STALELEARN_ASSIGN_OR_RETURN(HardwareModel model,
+                              LoadHardwareModel(options, inner->world_size(), /*scheduled=*/scheduler != nullptr));
   return std::unique_ptr<transport::Transport>(
       std::make_unique<TimingTransport>(std::move(inner), std::move(model), std::move(scheduler)));
 }

@@ -24,7 +24,7 @@
 //               max(1, B / cores) when it is charged, B the ranks working (or
 //               about to) at that instant: a rank that waits has backed off
 //               into sleeps and gives its core away
-//               (VirtualTimeScheduler::BusyAt); a link operation's overhead
+//               (VirtualTimeScheduler::WorkOnSharedCores); a link operation's overhead
 //               and the idle polls by max(1, R / cores), R the ranks. Without
 //               the scheduler (mpirun) all of it by R / cores, every rank
 //               taken as runnable. Default 0: a device of its own per rank

@@ -224,13 +224,7 @@ Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
 
 VirtualDuration TimingTransport::OnSharedCore(VirtualDuration work) {
   if (model_.shared_cores <= 0 || scheduler_ == nullptr) return work;
-  const VirtualTime now = Now();
-  const int busy = scheduler_->BusyAt(rank().value, now);
-  if (busy > model_.shared_cores) {
-    work = VirtualDuration(static_cast<std::int64_t>(static_cast<double>(work.count()) * busy / model_.shared_cores));
-  }
-  scheduler_->NoteBusy(rank().value, now, now + work);
-  return work;
+  return scheduler_->WorkOnSharedCores(rank().value, Now(), work, model_.shared_cores);
 }
 
 Status TimingTransport::AdvanceTo(VirtualTime t) {

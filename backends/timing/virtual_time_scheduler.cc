@@ -145,25 +145,26 @@ std::int64_t VirtualTimeScheduler::OrderKey(VirtualTime time) const {
   return quantum_.count() > 0 ? t / quantum_.count() : t;
 }
 
-void VirtualTimeScheduler::NoteBusy(int rank, VirtualTime from, VirtualTime until) {
-  std::lock_guard lock(mutex_);
-  ranks_[static_cast<std::size_t>(rank)].busy_from = from;
-  ranks_[static_cast<std::size_t>(rank)].busy_until = until;
-}
-
-int VirtualTimeScheduler::BusyAt(int rank, VirtualTime t) const {
+transport::VirtualDuration VirtualTimeScheduler::WorkOnSharedCores(int rank, VirtualTime now,
+                                                                   transport::VirtualDuration work, int cores) {
   std::lock_guard lock(mutex_);
   int busy = 1;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     const RankState& other = ranks_[r];
     if (static_cast<int>(r) == rank) continue;
-    // Working at t, or about to act at t (runnable at the same instant: a
-    // rank that works from t too must count, whichever of the two goes first).
-    const bool working = other.busy_from <= t && t < other.busy_until;
-    const bool starting = other.state == State::kRunnable && other.time <= t;
+    // Working at now, or about to act at now (runnable at the same instant:
+    // a rank that works from now too must count, whichever goes first).
+    const bool working = other.busy_from <= now && now < other.busy_until;
+    const bool starting = other.state == State::kRunnable && other.time <= now;
     busy += working || starting ? 1 : 0;
   }
-  return busy;
+  if (busy > cores) {
+    work = transport::VirtualDuration(static_cast<std::int64_t>(static_cast<double>(work.count()) * busy / cores));
+  }
+  RankState& mine = ranks_[static_cast<std::size_t>(rank)];
+  mine.busy_from = now;
+  mine.busy_until = now + work;
+  return work;
 }
 
 int VirtualTimeScheduler::NextRankLocked() const {

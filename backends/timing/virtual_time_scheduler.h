@@ -134,12 +134,12 @@ class VirtualTimeScheduler {
   Status Rejoin(int rank, VirtualTime now);
   // Leaves for good. Safe to call in any state (also from a destructor), once.
   void Leave(int rank);
-  // Cores shared by ranks as threads (timing option cores): `rank` charges
-  // work on a core over [from, until); BusyAt counts the ranks whose last
-  // such work covers `t` or that are runnable at `t` (they act at the same
-  // instant), `rank` itself included (it is about to work).
-  void NoteBusy(int rank, VirtualTime from, VirtualTime until);
-  int BusyAt(int rank, VirtualTime t) const;
+  // Cores shared by ranks as threads (timing option cores): `rank` starts
+  // `work` on a core at `now`; returns it stretched by max(1, busy / cores),
+  // busy the ranks whose last such work covers `now` or that are runnable at
+  // `now` (they act at the same instant), `rank` included, and notes it as
+  // `rank`'s work.
+  transport::VirtualDuration WorkOnSharedCores(int rank, VirtualTime now, transport::VirtualDuration work, int cores);
 
   // Turns handed out so far, in order, if tracing is on.
   void set_tracing(bool on);
@@ -153,7 +153,7 @@ class VirtualTimeScheduler {
     VirtualTime granted_at{};   // clock when it last got the turn
     int collectives = 0;        // ExitForCollective calls so far
     bool active = true;         // yielded (kMayWrite) since it last went idle
-    VirtualTime busy_from{};    // its last work on a core (NoteBusy)
+    VirtualTime busy_from{};    // its last work on a core (WorkOnSharedCores)
     VirtualTime busy_until{};
     std::vector<char> reads;    // idle: whose memory its poll read; empty: every rank
     Watch* watch = nullptr;     // what its poll read, if watched; set at every IdleUntilProgress, read only while idle

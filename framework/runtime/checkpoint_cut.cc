@@ -30,7 +30,8 @@ void CheckpointCut::BeforeMerge(model::ComputeIndex from, const sync::DecodedBat
   // The first batch past a cut not yet forked: fork the shard before it.
   for (std::int64_t cut = pending_.empty() ? next_ : pending_.back().clock + clocks_.every;
        cut <= clock && cut < clocks_.total; cut += clocks_.every) {
-    pending_.push_back({cut, live_.Fork(), std::vector<std::uint64_t>(static_cast<std::size_t>(poller_.compute_ranks()))});
+    const auto ranks = static_cast<std::size_t>(poller_.compute_ranks());
+    pending_.push_back({cut, live_.Fork(), std::vector<std::uint64_t>(ranks)});
     ++forks_;
   }
   for (Pending& p : pending_) {
@@ -55,9 +56,7 @@ void CheckpointCut::WindowEnds() {
 Status CheckpointCut::WriteCompleted() {
   const auto ranks = static_cast<std::size_t>(poller_.compute_ranks());
   while (next_ < clocks_.total) {
-    std::uint64_t slowest = sync::RingPoller::kDeadClock;
-    for (std::size_t c = 0; c < ranks; ++c) slowest = std::min(slowest, poller_.merged_clock(model::ComputeIndex{static_cast<int>(c)}));
-    if (slowest < static_cast<std::uint64_t>(next_)) return Status::Ok();
+    if (poller_.slowest_merged_clock() < static_cast<std::uint64_t>(next_)) return Status::Ok();
     const bool forked = !pending_.empty() && pending_.front().clock == next_;
     std::vector<std::uint64_t> merged(ranks);
     std::vector<std::uint64_t> consumed(ranks);

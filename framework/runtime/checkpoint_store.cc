@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kDirPrefix = "clock-";
 constexpr std::string_view kTempSuffix = ".tmp";
+constexpr std::string_view kEntrySuffix = ".entry";  // a file's manifest entry, beside it
 
 Status IoError(const fs::path& path, std::string_view what) {
   return Unavailable(fmt::format("{}: cannot {}: {}", path.string(), what, std::strerror(errno)));
@@ -130,6 +131,29 @@ Result<proto::CheckpointFile> WriteCheckpointFile(const fs::path& checkpoint_dir
   entry.set_bytes(bytes.size());
   entry.set_checksum(model::Hash64(bytes));
   return entry;
+}
+
+std::string CheckpointEntryName(std::string_view name) { return fmt::format("{}{}", name, kEntrySuffix); }
+
+Status WriteCheckpointEntry(const fs::path& checkpoint_dir, const proto::CheckpointFile& entry) {
+  const std::string bytes = entry.SerializeAsString();
+  return WriteCheckpointFile(checkpoint_dir, CheckpointEntryName(entry.name()), std::as_bytes(std::span(bytes)))
+      .status();
+}
+
+Result<std::optional<std::vector<proto::CheckpointFile>>> ReadCheckpointEntries(const fs::path& checkpoint_dir,
+                                                                                const std::vector<std::string>& names) {
+  std::vector<proto::CheckpointFile> entries;
+  for (const std::string& name : names) {
+    const fs::path path = checkpoint_dir / CheckpointEntryName(name);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return std::optional<std::vector<proto::CheckpointFile>>();  // still to come
+    STALELEARN_ASSIGN_OR_RETURN(const std::vector<std::byte> bytes, ReadBytes(path));
+    if (!entries.emplace_back().ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return DataLoss(fmt::format("{}: does not parse", path.string()));
+    }
+  }
+  return std::optional(std::move(entries));
 }
 
 Status CommitCheckpoint(const fs::path& checkpoint_dir, proto::CheckpointManifest manifest) {

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,16 @@ std::vector<std::pair<std::uint64_t, std::filesystem::path>> CheckpointDirs(cons
 // kInvalidArgument for a bad name, kUnavailable for an I/O error.
 Result<proto::CheckpointFile> WriteCheckpointFile(const std::filesystem::path& checkpoint_dir, std::string_view name,
                                                   std::span<const std::byte> bytes);
+
+// A file's manifest entry as "<name>.entry" beside it (crash-safely), for a
+// checkpoint whose ranks commit without a collective (checkpointer.h).
+Status WriteCheckpointEntry(const std::filesystem::path& checkpoint_dir, const proto::CheckpointFile& entry);
+// The entries of `names`, in their order, once every one is there; nullopt
+// while one is missing. kDataLoss if one does not parse.
+Result<std::optional<std::vector<proto::CheckpointFile>>> ReadCheckpointEntries(
+    const std::filesystem::path& checkpoint_dir, const std::vector<std::string>& names);
+// The entry file of `name`, e.g. to remove a stale one.
+std::string CheckpointEntryName(std::string_view name);
 
 // Writes the manifest (its format set to kCheckpointFormat) after checking
 // that every listed file is present with its size: the checkpoint is complete

@@ -10,7 +10,6 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <set>
 
@@ -18,7 +17,6 @@ namespace stalelearn::runtime {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view kEntrySuffix = ".entry";  // a cut's part's manifest entry, beside it
 constexpr std::string_view kLostRanksFile = "LOST_RANKS";  // appended by deploy/run.sh --restart
 
 std::string ProgressFileName(model::ComputeIndex c) { return fmt::format("progress-compute-{}", c.value); }
@@ -123,7 +121,7 @@ Result<std::vector<std::byte>> Checkpointer::ReadResumedFile(const std::string& 
 
 Status Checkpointer::WriteFile(std::int64_t clock, const std::string& name, std::span<const std::byte> bytes,
                                bool cut) {
-  const fs::path where = CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock));
+  const fs::path where = CheckpointPath(clock);
   Result<proto::CheckpointFile> entry = WriteCheckpointFile(where, name, bytes);
   if (!entry.ok()) return entry.status().WithContext(fmt::format("checkpoint clock {}", clock));
   if (!cut) {
@@ -131,10 +129,9 @@ Status Checkpointer::WriteFile(std::int64_t clock, const std::string& name, std:
     pending_clock_ = clock;
     return Status::Ok();
   }
-  const std::string entry_bytes = entry->SerializeAsString();
-  Result<proto::CheckpointFile> written = WriteCheckpointFile(
-      where, name + std::string(kEntrySuffix), std::as_bytes(std::span(entry_bytes.data(), entry_bytes.size())));
-  if (!written.ok()) return written.status().WithContext(fmt::format("checkpoint clock {}", clock));
+  if (Status written = WriteCheckpointEntry(where, *entry); !written.ok()) {
+    return written.WithContext(fmt::format("checkpoint clock {}", clock));
+  }
   return CommitIfComplete(clock);
 }
 
@@ -144,18 +141,13 @@ std::string Checkpointer::FileNameOf(transport::Rank rank) const {
 }
 
 Status Checkpointer::CommitIfComplete(std::int64_t clock) {
-  const fs::path where = CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock));
-  std::vector<proto::CheckpointFile> files;
   // In world-rank order, as CommitPending gathers them.
-  for (int r = 0; r < env_.roles.world_size(); ++r) {
-    std::ifstream in(where / (FileNameOf(transport::Rank{r}) + std::string(kEntrySuffix)), std::ios::binary);
-    if (!in) return Status::Ok();  // that rank's part is still to come
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!files.emplace_back().ParseFromString(bytes)) {
-      return DataLoss(fmt::format("{}: the entry of {} does not parse", where.string(), FileNameOf(transport::Rank{r})));
-    }
-  }
-  return Commit(clock, std::move(files));
+  std::vector<std::string> names;
+  for (int r = 0; r < env_.roles.world_size(); ++r) names.push_back(FileNameOf(transport::Rank{r}));
+  STALELEARN_ASSIGN_OR_RETURN(std::optional<std::vector<proto::CheckpointFile>> files,
+                              ReadCheckpointEntries(CheckpointPath(clock), names));
+  if (!files) return Status::Ok();  // some rank's part is still to come
+  return Commit(clock, std::move(*files));
 }
 
 Status Checkpointer::Commit(std::int64_t clock, std::vector<proto::CheckpointFile> files) {
@@ -163,12 +155,12 @@ Status Checkpointer::Commit(std::int64_t clock, std::vector<proto::CheckpointFil
   manifest.set_clock(static_cast<std::uint64_t>(clock));
   manifest.set_run_name(env_.config.name());
   for (proto::CheckpointFile& file : files) *manifest.add_files() = std::move(file);
-  STALELEARN_RETURN_IF_ERROR(CommitCheckpoint(CheckpointDirFor(dir_, static_cast<std::uint64_t>(clock)), std::move(manifest)));
+  STALELEARN_RETURN_IF_ERROR(CommitCheckpoint(CheckpointPath(clock), std::move(manifest)));
   return PruneCheckpoints(dir_, env_.config.training().checkpoint().keep());
 }
 
 void Checkpointer::RemoveStaleEntries() const {
-  const std::string mine = FileNameOf(env_.transport.rank()) + std::string(kEntrySuffix);
+  const std::string mine = CheckpointEntryName(FileNameOf(env_.transport.rank()));
   for (const auto& [clock, path] : CheckpointDirs(dir_)) {
     std::error_code ec;
     if (static_cast<std::int64_t>(clock) > first_clock_) fs::remove(path / mine, ec);

@@ -27,7 +27,8 @@
 // A stop (stop_agreement.h) ends the run before one agreed clock C with a
 // checkpoint of C written at the end, after everything < C is merged, and
 // committed by world rank 0 after a collective that gathers every rank's
-// file entry (checkpoint_store.h: files first, manifest last).
+// file entry (checkpoint_store.h: files first, manifest last). At a
+// checkpoint clock the cut every rank already wrote is that checkpoint.
 //
 // Thread-safety: one Checkpointer per rank, used by that rank's thread.
 #pragma once

@@ -92,12 +92,6 @@ void MemoryRank::Publish() {
   changed_.Clear();
 }
 
-std::uint64_t MemoryRank::MinMergedClock() const {
-  std::uint64_t min = std::numeric_limits<std::uint64_t>::max();
-  for (int c = 0; c < poller_->compute_ranks(); ++c) min = std::min(min, poller_->merged_clock(model::ComputeIndex{c}));
-  return min;
-}
-
 void MemoryRank::PublishInitial() {
   InitializeShard(env_.app, env_.layout, me_, merger_.mutable_master());
   changed_.MarkAll();
@@ -176,7 +170,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
   Backoff backoff(env_.wait.backoff);
   Deadline no_batch_limit(env_.wait.timeout);
   bool unpublished = false;
-  std::uint64_t published_min_clock = MinMergedClock();
+  std::uint64_t published_min_clock = poller_->slowest_merged_clock();
   // With one compute rank nobody waits for a clock to be published (its gate
   // has no other rank to wait for, its replica holds its own writes): while
   // batches keep coming, a publish every kSoleWriterClocks clocks writes each
@@ -192,7 +186,8 @@ Result<MemoryRankResult> MemoryRank::Run() {
       // clock advanced (what SSP/BSP gates wait for); once the rings are
       // drained, publish at once. A publish writes only the changed rows.
       unpublished = true;
-      if (const std::uint64_t min_clock = MinMergedClock(); min_clock >= published_min_clock + clocks_per_publish) {
+      const std::uint64_t min_clock = poller_->slowest_merged_clock();
+      if (min_clock >= published_min_clock + clocks_per_publish) {
         Publish();
         published_min_clock = min_clock;
         unpublished = false;
@@ -211,7 +206,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
     }
     if (unpublished) {
       Publish();
-      published_min_clock = MinMergedClock();
+      published_min_clock = poller_->slowest_merged_clock();
       unpublished = false;
     }
     if (env_.stop != nullptr) {

@@ -80,7 +80,6 @@ class MemoryRank {
              std::vector<std::unique_ptr<sync::MergePolicy>> policies);
   // The poller and publisher of `endpoints_`.
   void Plumb(const DataPlaneGeometry& geometry);
-  std::uint64_t MinMergedClock() const;
   // Publishes the master as the next snapshot, stamped with the virtual time.
   void Publish();
 

@@ -37,7 +37,8 @@ class MemoryRole {
     lifecycle_.LeaveSchedule();
     if (lifecycle_.WritesStopCheckpoint()) {
       const std::int64_t clock = *lifecycle_.StoppedClock();
-      STALELEARN_RETURN_IF_ERROR(WriteShard(clock, memory_->SaveState(static_cast<std::uint64_t>(clock)), /*cut=*/false));
+      const proto::MemoryShardState state = memory_->SaveState(static_cast<std::uint64_t>(clock));
+      STALELEARN_RETURN_IF_ERROR(WriteShard(clock, state, /*cut=*/false));
     }
     proto::Report partial;
     STALELEARN_RETURN_IF_ERROR(ReportDeadRanks(partial));
@@ -91,8 +92,8 @@ class MemoryRole {
   // This memory rank's file of checkpoint `clock`: a cut's part, or the stop's.
   Status WriteShard(std::int64_t clock, const proto::MemoryShardState& state, bool cut) {
     const std::string bytes = state.SerializeAsString();
-    return checkpointer_.WriteFile(clock, MemoryShardFileName(me_), std::as_bytes(std::span(bytes.data(), bytes.size())),
-                                   cut);
+    const auto span = std::as_bytes(std::span(bytes.data(), bytes.size()));
+    return checkpointer_.WriteFile(clock, MemoryShardFileName(me_), span, cut);
   }
 
   // The compute ranks this memory rank dropped as dead: what their loss cost

@@ -106,9 +106,15 @@ std::optional<std::int64_t> RunLifecycle::StoppedClock() const {
 
 // A stop before this run's first clock leaves the checkpoint it resumed
 // from, or none, as it was.
-bool RunLifecycle::WritesStopCheckpoint() const {
+bool RunLifecycle::HasStopCheckpoint() const {
   const std::optional<std::int64_t> clock = StoppedClock();
   return clock && checkpointer_->writes_checkpoints() && *clock > checkpointer_->first_clock();
+}
+
+// At a checkpoint clock the cut is the stop's checkpoint, file for file:
+// every rank wrote its part of it before stopping.
+bool RunLifecycle::WritesStopCheckpoint() const {
+  return HasStopCheckpoint() && !checkpointer_->IsCheckpointClock(*StoppedClock());
 }
 
 // The bootstrap keeps world rank numbers after ExcludeDeadRank, so
@@ -153,7 +159,8 @@ void RunLifecycle::WarnIfLastCutIncomplete() const {
   std::error_code ec;
   if (std::filesystem::exists(where / kManifestName, ec)) return;
   if (!excluded_.empty()) {
-    std::fprintf(stderr, "[stalelearn] warning: checkpoint %s is incomplete: checkpoints after a rank died lack its part\n",
+    std::fprintf(stderr,
+                 "[stalelearn] warning: checkpoint %s is incomplete: checkpoints after a rank died lack its part\n",
                  where.string().c_str());
   } else {
     std::fprintf(stderr,
@@ -181,7 +188,7 @@ Result<RankRun> RunLifecycle::Gather(proto::Report partial, std::vector<ClockRec
     stopped.set_signal(StopSignalName(env_.stop->stop()->signal));
     stopped.set_clock(*clock);
     stopped.set_reason(env_.stop->stop()->signal == kEarlyStopRequest ? "early_stopping" : "signal");
-    if (WritesStopCheckpoint()) {
+    if (HasStopCheckpoint()) {
       stopped.set_checkpoint(checkpointer_->CheckpointPath(*clock).string());
     } else if (checkpointer_->resumed() != nullptr) {
       stopped.set_checkpoint(checkpointer_->resumed()->path.string());  // still the one to go on from

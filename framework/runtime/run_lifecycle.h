@@ -66,7 +66,11 @@ class RunLifecycle {
   // The clock every rank stopped before, when a stop was agreed before the
   // run's last clock (one agreed at the very end changes nothing).
   std::optional<std::int64_t> StoppedClock() const;
-  // Stopped with training.checkpoint.dir set, after training something.
+  // Stopped with training.checkpoint.dir set, after training something: the
+  // run has a checkpoint of its stop clock.
+  bool HasStopCheckpoint() const;
+  // ... which the run writes at its end (not a checkpoint clock, whose cut
+  // every rank has written already).
   bool WritesStopCheckpoint() const;
 
   // The survivors go on without the dead compute ranks (peer_liveness.h);

@@ -104,6 +104,12 @@ int RingPoller::PollOnce() {
   return consumed;
 }
 
+std::uint64_t RingPoller::slowest_merged_clock() const {
+  std::uint64_t slowest = kDeadClock;
+  for (int c = 0; c < compute_ranks(); ++c) slowest = std::min(slowest, merged_clock(model::ComputeIndex{c}));
+  return slowest;
+}
+
 bool RingPoller::Finished(model::ComputeIndex c) const {
   const RingState& ring = rings_[c.value];
   if (ring.dead) return true;

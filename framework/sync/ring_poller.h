@@ -70,6 +70,8 @@ class RingPoller {
     return rings_[c.value].dead ? kDeadClock : rings_[c.value].merged_clock;
   }
   static constexpr std::uint64_t kDeadClock = ~std::uint64_t{0};
+  // The smallest merged_clock over the compute ranks (kDeadClock if all died).
+  std::uint64_t slowest_merged_clock() const;
   // Compute rank c died (framework/runtime/peer_liveness.h): its ring is no
   // longer read (its unconsumed batches are discarded), it counts as
   // finished and released, and its merged clock reads kDeadClock.

@@ -117,7 +117,8 @@ void CheckStatefulMergeResumeIsExact(std::string_view policy, const fs::path& ra
     EXPECT_NEAR(resumed.report().final().value(), plain.report().final().value(), kInlineResumeTolerance)
         << kMergeStateNotResumedMessage << " (policy " << policy << ")";
   } else {
-    EXPECT_EQ(resumed.report().model_checksum(), expected) << kMergeStateNotResumedMessage << " (policy " << policy << ")";
+    EXPECT_EQ(resumed.report().model_checksum(), expected)
+        << kMergeStateNotResumedMessage << " (policy " << policy << ")";
   }
   fs::remove_all(dir);
 }
