@@ -130,12 +130,6 @@ void RunCalibrate(const CalibrateOptions& options) {
   fmt::print("compute {}: peak {:.1f} GFLOP/s, bandwidth {:.1f} GB/s, line {:.0f} B, latency {:.1f} ns, {:.0f} in flight\n",
              cpu, host.peak_gflops.value, host.bandwidth_gb_per_s.value, host.transaction_bytes.value,
              host.latency_ns.value, host.outstanding.value);
-  for (const MergeCalibration& merge : host.merges) {
-    const std::string name = MemoryPresetName(options.name, merge);
-    WritePreset(dir, PresetKind::kMemory, MemoryPresetOf(host, merge, name, prefix), name);
-    fmt::print("memory {}: merge '{}' {:.2f} GB/s, atomic {:.1f} ns\n", name, merge.policy,
-               merge.bandwidth_gb_per_s.value, host.atomic_rmw_ns.value);
-  }
   for (const LinkCalibrationSpec& spec : links) {
     fmt::print(stderr, "calibrate: measuring link {}\n", spec.preset_name);
     const proto::LinkPreset link = ValueOrThrow(CalibrateLink(spec));
@@ -143,16 +137,29 @@ void RunCalibrate(const CalibrateOptions& options) {
     fmt::print("link {}: latency {:.0f} ns, bandwidth {:.2f} GB/s, per-op overhead {:.0f} ns\n", spec.preset_name,
                link.latency_ns().value(), link.bandwidth_gb_per_s().value(), link.per_op_overhead_ns().value());
   }
+  // Each config's step at 1:1, then its data plane at 2:1 (the memory
+  // presets take the host path of the first config that measured one).
   const fs::path scratch = dir / ".calibrate-runs";
   fs::create_directories(scratch);
+  std::optional<Measured> host_path;
   for (const std::string& config : options.configs) {
-    fmt::print(stderr, "calibrate: measuring the compute step of {}\n", config);
-    const KernelCalibration kernel = ValueOrThrow(MeasureKernel(config, scratch, options.quick));
+    fmt::print(stderr, "calibrate: measuring the compute step and data plane of {}\n", config);
+    KernelCalibration kernel = ValueOrThrow(MeasureKernel(config, scratch, options.quick));
+    kernel.data_plane = ValueOrThrow(MeasureDataPlane(config, scratch, kernel.epochs, CachedSumBandwidth(host)));
+    if (!host_path) host_path = kernel.data_plane->host_path_ns_per_row;
     const std::string name = cpu + "-" + kernel.config_name;
     WritePreset(dir, PresetKind::kCompute, KernelPresetOf(host, kernel, name, prefix), name);
-    fmt::print("compute {}: {:.1f} ns per sample\n", name, kernel.ns_per_sample.value);
+    fmt::print("compute {}: {:.1f} ns per sample, {:.1f} ns per row refreshed; memory host path {:.1f} ns per row\n",
+               name, kernel.ns_per_sample.value, kernel.data_plane->ns_per_row_refreshed.value,
+               kernel.data_plane->host_path_ns_per_row.value);
   }
   fs::remove_all(scratch);
+  for (const MergeCalibration& merge : host.merges) {
+    const std::string name = MemoryPresetName(options.name, merge);
+    WritePreset(dir, PresetKind::kMemory, MemoryPresetOf(host, merge, host_path, name, prefix), name);
+    fmt::print("memory {}: merge '{}' {:.2f} GB/s, atomic {:.1f} ns\n", name, merge.policy,
+               merge.bandwidth_gb_per_s.value, host.atomic_rmw_ns.value);
+  }
   fmt::print("presets written to {} (backend.timing.preset_dir)\n", dir.string());
 }
 

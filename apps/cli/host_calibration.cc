@@ -307,14 +307,23 @@ std::string MemoryPresetName(const std::string& prefix, const MergeCalibration& 
   return prefix + "-host" + (merge.cached ? "-cached" : "") + (merge.policy == "sum" ? "" : "-" + merge.policy);
 }
 
+double CachedSumBandwidth(const HostCalibration& host) {
+  for (const MergeCalibration& merge : host.merges) {
+    if (merge.policy == "sum" && merge.cached) return merge.bandwidth_gb_per_s.value;
+  }
+  return host.merges.empty() ? host.bandwidth_gb_per_s.value : host.merges.front().bandwidth_gb_per_s.value;
+}
+
 proto::MemoryPreset MemoryPresetOf(const HostCalibration& host, const MergeCalibration& merge,
-                                   const std::string& name, const std::string& source_prefix) {
+                                   const std::optional<Measured>& host_path, const std::string& name,
+                                   const std::string& source_prefix) {
   proto::MemoryPreset p;
   p.set_name(name);
   p.set_description(fmt::format("this machine's {} merged by one core with the '{}' policy, measured ({})",
                                 merge.cached ? "caches (a shard of 256 KiB)" : "DRAM", merge.policy, source_prefix));
   *p.mutable_atomic_rmw_ns() = QuantityOf(host.atomic_rmw_ns, source_prefix);
   *p.mutable_dram()->mutable_bandwidth_gb_per_s() = QuantityOf(merge.bandwidth_gb_per_s, source_prefix);
+  if (host_path) *p.mutable_dram()->mutable_host_path_ns_per_row() = QuantityOf(*host_path, source_prefix);
   return p;
 }
 

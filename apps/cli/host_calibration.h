@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,13 @@ proto::ComputePreset ComputePresetOf(const HostCalibration& host, const std::str
                                      const std::string& source_prefix);
 // <prefix>-host[-cached][-POLICY] (no POLICY for sum).
 std::string MemoryPresetName(const std::string& prefix, const MergeCalibration& merge);
+// `host_path`: the memory rank's data plane per row around the merge
+// (kernel_calibration.h MeasureDataPlane), if measured.
 proto::MemoryPreset MemoryPresetOf(const HostCalibration& host, const MergeCalibration& merge,
-                                   const std::string& name, const std::string& source_prefix);
+                                   const std::optional<Measured>& host_path, const std::string& name,
+                                   const std::string& source_prefix);
+// The cached sum merge's bandwidth (what the data plane's measurement
+// subtracts the merge by); the first merge measured if sum was not.
+double CachedSumBandwidth(const HostCalibration& host);
 
 }  // namespace stalelearn::cli

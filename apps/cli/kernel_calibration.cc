@@ -29,16 +29,23 @@ struct OneRun {
   std::string name;
 };
 
-Result<OneRun> RunOnce(const fs::path& config, const fs::path& scratch, int epochs) {
+// Runs `config` for real (local backend) on `ranks` for `epochs` with `sets`,
+// and returns its report.
+Result<proto::Report> Train(const fs::path& config, const fs::path& scratch, const std::string& ranks, int epochs,
+                            const std::vector<std::string>& sets) {
   const fs::path report = scratch / "kernel-report.json";
   const fs::path log = scratch / "kernel-train.log";
   std::error_code ec;
   fs::remove(report, ec);
-  const std::vector<std::string> argv = {sweep::SelfExecutable().string(), "train", "--config", config.string(),
-                                         "--ranks", "1:1", "--quiet", "--report", report.string(),
-                                         "--set", fmt::format("training.epochs={}", epochs),
-                                         "--set", fmt::format("training.eval_every_epochs={}", epochs),
-                                         "--set", "backend.name=local"};
+  std::vector<std::string> argv = {sweep::SelfExecutable().string(), "train", "--config", config.string(),
+                                   "--ranks", ranks, "--quiet", "--report", report.string(),
+                                   "--set", fmt::format("training.epochs={}", epochs),
+                                   "--set", fmt::format("training.eval_every_epochs={}", epochs),
+                                   "--set", "backend.name=local"};
+  for (const std::string& set : sets) {
+    argv.push_back("--set");
+    argv.push_back(set);
+  }
   STALELEARN_ASSIGN_OR_RETURN(const int code, sweep::RunProcess(argv, log));
   if (code != 0) {
     return InvalidArgument(fmt::format("calibrate --config {}: the training run failed (exit {}): {}", config.string(),
@@ -53,6 +60,13 @@ Result<OneRun> RunOnce(const fs::path& config, const fs::path& scratch, int epoc
   if (!google::protobuf::util::JsonStringToMessage(json.str(), &parsed, options).ok()) {
     return Internal(fmt::format("calibrate --config {}: cannot read its report {}", config.string(), report.string()));
   }
+  fs::remove(report, ec);
+  fs::remove(log, ec);
+  return parsed;
+}
+
+Result<OneRun> RunOnce(const fs::path& config, const fs::path& scratch, int epochs) {
+  STALELEARN_ASSIGN_OR_RETURN(const proto::Report parsed, Train(config, scratch, "1:1", epochs, {}));
   OneRun run;
   run.name = parsed.name();
   for (const proto::RankReport& rank : parsed.ranks()) {
@@ -63,8 +77,6 @@ Result<OneRun> RunOnce(const fs::path& config, const fs::path& scratch, int epoc
   if (!(run.seconds > 0) || !(run.samples > 0)) {
     return InvalidArgument(fmt::format("calibrate --config {}: the run trained no samples", config.string()));
   }
-  fs::remove(report, ec);
-  fs::remove(log, ec);
   return run;
 }
 
@@ -90,6 +102,7 @@ Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& 
   }
   KernelCalibration k;
   k.config_name = run.name;
+  k.epochs = epochs;
   k.ns_per_sample = {run.seconds / run.samples * 1e9,
                      fmt::format("the compute rank's clock loop less its stalls (report train_seconds - "
                                  "stall_seconds, {:.3f} s) over its {:.0f} samples, the median of {} runs of: "
@@ -98,12 +111,55 @@ Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& 
   return k;
 }
 
+Result<DataPlaneCalibration> MeasureDataPlane(const fs::path& config, const fs::path& scratch, int epochs,
+                                              double sum_merge_gb_per_s) {
+  // Two compute ranks: each refreshes the rows the other wrote. The sum
+  // merge whatever the config says: the merge kernel's share is then what
+  // the cached sum preset prices, and the rest is the host path.
+  const std::string ranks = "2:1";
+  STALELEARN_ASSIGN_OR_RETURN(const proto::Report report,
+                              Train(config, scratch, ranks, epochs, {"merge.*.policy=sum"}));
+  double refresh_cpu = 0, busy_cpu = 0, merge_bytes = 0;
+  std::int64_t refreshed = 0, rows = 0;
+  for (const proto::RankReport& rank : report.ranks()) {
+    refresh_cpu += rank.refresh_cpu_seconds();
+    refreshed += rank.rows_refreshed();
+    busy_cpu += rank.busy_cpu_seconds();
+    rows += rank.rows_merged();
+    merge_bytes += static_cast<double>(rank.bytes_merged()) + 8.0 * static_cast<double>(rank.element_updates());
+  }
+  if (refreshed <= 0 || rows <= 0) {
+    return InvalidArgument(fmt::format("calibrate --config {}: the {} run refreshed or merged no rows", config.string(),
+                                       ranks));
+  }
+  const std::string run = fmt::format("stalelearn train --config {} --ranks {} --set training.epochs={} --set "
+                                      "merge.*.policy=sum (local backend)",
+                                      config.string(), ranks, epochs);
+  DataPlaneCalibration d;
+  d.ns_per_row_refreshed = {refresh_cpu / static_cast<double>(refreshed) * 1e9,
+                            fmt::format("the compute ranks' refresh thread CPU ({:.4f} s, report refresh_cpu_seconds) "
+                                        "over the {} rows they installed, one run of: {}",
+                                        refresh_cpu, refreshed, run)};
+  const double merge_seconds = merge_bytes / (sum_merge_gb_per_s * 1e9);
+  // At least 1 ns: the path exists even where the estimate of the merge's
+  // share swallows it (a measured 0 would read as "free").
+  d.host_path_ns_per_row = {std::max(1.0, (busy_cpu - merge_seconds) / static_cast<double>(rows) * 1e9),
+                            fmt::format("the memory rank's thread CPU consuming, merging and publishing ({:.4f} s, "
+                                        "report busy_cpu_seconds) less its merges priced by the cached sum preset "
+                                        "({:.4f} s), over the {} row deltas it merged, one run of: {}",
+                                        busy_cpu, merge_seconds, rows, run)};
+  return d;
+}
+
 proto::ComputePreset KernelPresetOf(const HostCalibration& host, const KernelCalibration& kernel,
                                     const std::string& name, const std::string& source_prefix) {
   proto::ComputePreset p = ComputePresetOf(host, name, source_prefix);
   p.set_description(fmt::format("one core of this machine running '{}' (its step measured), {}", kernel.config_name,
                                 source_prefix));
   *p.mutable_kernel()->mutable_ns_per_sample() = QuantityOf(kernel.ns_per_sample, source_prefix);
+  if (kernel.data_plane) {
+    *p.mutable_kernel()->mutable_ns_per_row_refreshed() = QuantityOf(kernel.data_plane->ns_per_row_refreshed, source_prefix);
+  }
   return p;
 }
 

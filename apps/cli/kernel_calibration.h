@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "apps/cli/host_calibration.h"
@@ -19,14 +20,31 @@
 
 namespace stalelearn::cli {
 
+// The data plane around the kernel, measured in a 2:1 run of the config
+// (MeasureDataPlane): thread CPU, so cores shared by three threads do not
+// inflate it.
+struct DataPlaneCalibration {
+  Measured ns_per_row_refreshed;  // compute side: a refresh's work per row installed
+  Measured host_path_ns_per_row;  // memory side: decode, change marks and publish per row delta
+};
+
 struct KernelCalibration {
   std::string config_name;  // the config's `name` (e.g. mf-movielens): the preset is NAME-cpu-<config_name>
   Measured ns_per_sample;
+  int epochs = 1;  // of the timed runs
+  std::optional<DataPlaneCalibration> data_plane;
 };
 
 // kInvalidArgument (one line) when the config does not train; `quick`: one epoch.
 Result<KernelCalibration> MeasureKernel(const std::filesystem::path& config, const std::filesystem::path& scratch,
                                         bool quick);
+
+// `config` at 2:1 for `epochs` under the sum merge: a refresh's CPU per row
+// installed, and the memory rank's busy CPU per row delta less its merges
+// priced at `sum_merge_gb_per_s` (the cached sum preset's bandwidth).
+Result<DataPlaneCalibration> MeasureDataPlane(const std::filesystem::path& config,
+                                              const std::filesystem::path& scratch, int epochs,
+                                              double sum_merge_gb_per_s);
 
 // The host's compute preset with `kernel` as its KernelCost.
 proto::ComputePreset KernelPresetOf(const HostCalibration& host, const KernelCalibration& kernel,

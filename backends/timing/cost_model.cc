@@ -39,10 +39,12 @@ MemoryModel::MemoryModel(const proto::MemoryPreset& preset)
     : name_(preset.name()), atomic_rmw_(Nanoseconds(preset.atomic_rmw_ns().value())), preset_(preset) {}
 
 VirtualDuration MemoryModel::Merge(const MergeWork& work) const {
+  // Rows alone (the host path after a poll, MemoryRank) start no device work.
+  const bool device_work = work.bytes > 0 || work.ops > 0;
   switch (preset_.device_case()) {
-    case proto::MemoryPreset::kUpmem: return MergeUpmem(preset_.upmem(), work);
-    case proto::MemoryPreset::kHmc: return MergeHmc(preset_.hmc(), work);
-    case proto::MemoryPreset::kHbmPim: return MergeHbmPim(preset_.hbm_pim(), work);
+    case proto::MemoryPreset::kUpmem: return device_work ? MergeUpmem(preset_.upmem(), work) : VirtualDuration(0);
+    case proto::MemoryPreset::kHmc: return device_work ? MergeHmc(preset_.hmc(), work) : VirtualDuration(0);
+    case proto::MemoryPreset::kHbmPim: return device_work ? MergeHbmPim(preset_.hbm_pim(), work) : VirtualDuration(0);
     case proto::MemoryPreset::kDram: return MergeDram(preset_.dram(), work);
     case proto::MemoryPreset::DEVICE_NOT_SET: break;
   }
@@ -86,7 +88,8 @@ VirtualDuration MemoryModel::MergeHbmPim(const proto::HbmPimModel& m, const Merg
 
 VirtualDuration MemoryModel::MergeDram(const proto::DramModel& m, const MergeWork& work) const {
   const double traffic = double(work.bytes) + 2.0 * double(work.ops) * double(kElementBytes);
-  return BytesAt(traffic, m.bandwidth_gb_per_s().value());
+  const double host_path_ns = m.has_host_path_ns_per_row() ? double(work.rows) * m.host_path_ns_per_row().value() : 0;
+  return BytesAt(traffic, m.bandwidth_gb_per_s().value()) + Nanoseconds(host_path_ns);
 }
 
 ComputeModel::ComputeModel(const proto::ComputePreset& preset) : name_(preset.name()), preset_(preset) {
@@ -122,8 +125,13 @@ VirtualTime ComputeModel::NextPoll(VirtualTime since, VirtualTime now, const Bac
 }
 
 VirtualDuration ComputeModel::Compute(const ComputeWork& work) const {
-  assert(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0 && work.samples >= 0);
-  if (preset_.has_kernel()) return Nanoseconds(work.samples * preset_.kernel().ns_per_sample().value());
+  assert(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0 && work.samples >= 0 &&
+         work.rows_refreshed >= 0);
+  if (preset_.has_kernel()) {
+    const proto::KernelCost& k = preset_.kernel();
+    const double refresh_ns = k.has_ns_per_row_refreshed() ? work.rows_refreshed * k.ns_per_row_refreshed().value() : 0;
+    return Nanoseconds(work.samples * k.ns_per_sample().value() + refresh_ns);
+  }
   // flops / (GFLOP/s * 1e9) seconds = flops * 1e3 / GFLOP/s picoseconds.
   const VirtualDuration arithmetic = Picoseconds(work.flops * 1e3 / preset_.peak_gflops().value());
   const double traffic = work.bytes + work.random_accesses * preset_.transaction_bytes().value();

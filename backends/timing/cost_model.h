@@ -22,12 +22,14 @@
 //     hbm-pim   E = lanes*lane_bytes/4 elements per column; C = ceil(N/E) columns
 //               over U units: t = mode_switch + B / host_bw
 //                                 + ceil(C/U) * commands_per_column_op * command_spacing
-//     dram      t = (B + 2*N*4) / bandwidth
+//     dram      t = (B + 2*N*4) / bandwidth + R * host_path_ns_per_row (R row deltas
+//               taken from the rings and published; the term only in calibrated presets)
 //   atomic at the memory: atomic_rmw_ns (all models)
 //   compute of F flops, S bytes, R random row accesses (each one transaction of T bytes):
 //           t = max(F / peak, (S + R*T) / bandwidth, R * latency / outstanding)
-//   or, with a calibrated kernel (stalelearn calibrate --config), of S samples:
-//           t = S * ns_per_sample
+//   or, with a calibrated kernel (stalelearn calibrate --config), of S samples
+//   and R rows a refresh installed:
+//           t = S * ns_per_sample + R * ns_per_row_refreshed (if measured)
 //
 // Each model is monotone: raising a latency, lowering a bandwidth, a clock, a
 // parallelism or a peak never shortens a price, and more work never costs less.

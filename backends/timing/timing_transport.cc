@@ -212,12 +212,19 @@ Status TimingTransport::ChargeComputeWork(const transport::ComputeWork& work) {
   if (!(work.flops >= 0 && work.bytes >= 0 && work.random_accesses >= 0)) {
     return InvalidArgument("ChargeCompute: work counters must be >= 0");
   }
-  AdvanceClockTo(Now() + OnSharedCore(model_.compute.Compute(work)), Category::kCompute);
+  const VirtualDuration compute = model_.compute.Compute(work);
+  // Rows a preset does not price: no time, and no scheduling point either
+  // (the schedule of runs priced without them stays as it was).
+  const bool rows_only =
+      work.rows_refreshed > 0 && work.flops == 0 && work.bytes == 0 && work.random_accesses == 0 && work.samples == 0;
+  if (rows_only && compute == VirtualDuration(0)) return Status::Ok();
+  AdvanceClockTo(Now() + OnSharedCore(compute), Category::kCompute);
   return SchedulingPoint();
 }
 
 Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
   const VirtualDuration merge = model_.memory.Merge(work);
+  if (work.rows > 0 && work.bytes == 0 && work.ops == 0 && merge == VirtualDuration(0)) return Status::Ok();  // as above
   AdvanceClockTo(Now() + (model_.memory.merges_on_host_core() ? OnSharedCore(merge) : merge), Category::kMerge);
   return SchedulingPoint();
 }

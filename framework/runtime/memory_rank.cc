@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "framework/core/planted_defect.h"
+#include "framework/core/thread_cpu_time.h"
 #include "framework/core/wait.h"
 #include "framework/runtime/peer_liveness.h"
 #include "framework/runtime/stop_agreement.h"
@@ -179,9 +180,19 @@ Result<MemoryRankResult> MemoryRank::Run() {
   while (true) {
     env_.transport.Progress();
     const bool paused = env_.hooks.merging_paused && env_.hooks.merging_paused(me_);
+    // The thread's CPU is read only around polls that will merge (a system
+    // call: never on an idle poll); a batch committed between the peek and
+    // the poll goes untimed.
+    const bool timed = !paused && poller_->AnyCommitted();
+    const std::chrono::nanoseconds busy_from = timed ? ThreadCpuTime() : std::chrono::nanoseconds(0);
+    const std::int64_t rows_before = poller_->counters().rows_merged;
     const int consumed = paused ? 0 : poller_->PollOnce();
     STALELEARN_RETURN_IF_ERROR(charge_status_);
     if (consumed > 0) {
+      // The host's data plane around the merges (decode, change marks, the
+      // snapshot records): priced per row by a host memory preset.
+      STALELEARN_RETURN_IF_ERROR(env_.wait.time->ChargeMerge(
+          {.rows = static_cast<std::uint64_t>(poller_->counters().rows_merged - rows_before)}));
       // While batches keep coming, publish only when the slowest rank's
       // clock advanced (what SSP/BSP gates wait for); once the rings are
       // drained, publish at once. A publish writes only the changed rows.
@@ -194,6 +205,7 @@ Result<MemoryRankResult> MemoryRank::Run() {
         if (merged_clock_observer_) merged_clock_observer_(min_clock);
       }
       if (cut_) STALELEARN_RETURN_IF_ERROR(cut_->WriteCompleted());
+      if (timed) busy_cpu_ += ThreadCpuTime() - busy_from;
       backoff.Reset();
       no_batch_limit.Restart();
       continue;
@@ -205,7 +217,9 @@ Result<MemoryRankResult> MemoryRank::Run() {
       if (cut_) STALELEARN_RETURN_IF_ERROR(cut_->WriteCompleted());
     }
     if (unpublished) {
+      const std::chrono::nanoseconds publish_from = ThreadCpuTime();  // once per drained burst
       Publish();
+      busy_cpu_ += ThreadCpuTime() - publish_from;
       published_min_clock = poller_->slowest_merged_clock();
       unpublished = false;
     }
@@ -225,7 +239,8 @@ Result<MemoryRankResult> MemoryRank::Run() {
     }
     STALELEARN_RETURN_IF_ERROR(backoff.Idle());
   }
-  return MemoryRankResult{poller_->counters(), publisher_->generation(), cut_ ? cut_->forks() : 0};
+  return MemoryRankResult{poller_->counters(), publisher_->generation(), cut_ ? cut_->forks() : 0,
+                          std::chrono::duration<double>(busy_cpu_).count()};
 }
 
 }  // namespace stalelearn::runtime

@@ -14,6 +14,7 @@
 // point at it).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -33,6 +34,9 @@ struct MemoryRankResult {
   sync::MergeCounters counters;
   std::uint64_t snapshots = 0;
   std::int64_t checkpoint_forks = 0;  // CheckpointCut::forks
+  // Thread CPU seconds spent consuming, merging and publishing batches (not
+  // idling): with rows_merged, what calibrate prices the host path by.
+  double busy_cpu_seconds = 0;
 };
 
 class MemoryRank {
@@ -91,6 +95,7 @@ class MemoryRank {
   std::unique_ptr<sync::SnapshotPublisher> publisher_;
   sync::ChangedRows changed_;  // rows merged since the last publish
   Status charge_status_;  // first error of charging merge work (timing backend)
+  std::chrono::nanoseconds busy_cpu_{0};  // MemoryRankResult::busy_cpu_seconds
   std::function<void(std::uint64_t)> merged_clock_observer_;
   std::unique_ptr<DeadRankDetector> detector_;
   std::unique_ptr<CheckpointCut> cut_;  // checkpoints taken while merging goes on, or null

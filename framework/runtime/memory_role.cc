@@ -46,6 +46,7 @@ class MemoryRole {
     *partial.add_ranks() = MakeRankReport(lifecycle_.me(), Role::kMemory, nullptr, &total_.counters,
                                           lifecycle_.transport_counters());
     partial.mutable_ranks(0)->set_checkpoint_forks(total_.checkpoint_forks);
+    partial.mutable_ranks(0)->set_busy_cpu_seconds(total_.busy_cpu_seconds);
     // Gathering is collective: the regions stay alive until the evaluating
     // ranks have read the final model.
     return lifecycle_.Gather(std::move(partial), {});

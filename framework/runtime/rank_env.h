@@ -41,6 +41,8 @@ struct ClockRecord {
   // loop after BeforeClock; marks the clock's batches: sync::BatchHeader).
   double staleness_epochs = 0;
   double stall_seconds = 0;  // waited before this clock (gate + full ring)
+  double refresh_cpu_seconds = 0;   // thread CPU of refreshing the replica for it
+  std::int64_t rows_refreshed = 0;  // rows those refreshes installed
 };
 
 struct RuntimeHooks {

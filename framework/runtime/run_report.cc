@@ -25,6 +25,8 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_clocks(trainer->clocks);
     r.set_stall_seconds(trainer->stall_seconds);
     r.set_train_seconds(trainer->train_seconds);
+    r.set_refresh_cpu_seconds(trainer->refresh_cpu_seconds);
+    r.set_rows_refreshed(trainer->rows_refreshed);
     r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
     const LocalityPlanStats& p = trainer->plan;
     proto::LocalityPlanReport* plan = r.mutable_locality_plan();
@@ -43,6 +45,8 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_batches_merged(merged->batches_merged);
     r.set_bytes_merged(merged->bytes_merged);
     r.set_rejected_batches(merged->rejected_batches);
+    r.set_rows_merged(merged->rows_merged);
+    r.set_element_updates(merged->element_updates);
   }
   r.set_bytes_put(counters.bytes_put);
   r.set_bytes_get(counters.bytes_get);

@@ -21,10 +21,14 @@ struct TrainerResult {
   LocalityPlanStats plan;                // the compute rank's locality plan
   double train_seconds = 0;              // the clock loop's wall seconds, evaluations left out (report.proto)
   std::int64_t end_clock = 0;            // the protocol clock the run stopped before (its total unless stopped)
+  double refresh_cpu_seconds = 0;        // thread CPU of refreshes (report.proto)
+  std::int64_t rows_refreshed = 0;       // rows they installed
 
   void Add(const ClockRecord& record) {
     ++clocks;
     stall_seconds += record.stall_seconds;
+    refresh_cpu_seconds += record.refresh_cpu_seconds;
+    rows_refreshed += record.rows_refreshed;
     if (record.observed_staleness > max_observed_staleness) max_observed_staleness = record.observed_staleness;
     records.push_back(record);
   }

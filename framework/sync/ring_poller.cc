@@ -58,6 +58,7 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
       failure_ = merged.WithContext(fmt::format("compute rank {}", c.value));
       return false;
     }
+    if (work.ok()) counters_.element_updates += static_cast<std::int64_t>(work->flops);
     if (work.ok() && merge_observer_) merge_observer_(*work);
   }
   if (merged.ok()) {
@@ -71,6 +72,7 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
       }
     }
     counters_.bytes_merged += static_cast<std::int64_t>(length);
+    counters_.rows_merged += static_cast<std::int64_t>(decoded->entries.size());
   } else {
     ++counters_.rejected_batches;
     log::Warning("memory rank {}: rejected batch {} of compute rank {}: {}", me_.value, sequence, c.value,
@@ -102,6 +104,17 @@ int RingPoller::PollOnce() {
   if (tap_ != nullptr) tap_->WindowEnds();
   if (merge_observer_ && (window_work.flops > 0 || window_work.bytes > 0)) merge_observer_(window_work);
   return consumed;
+}
+
+bool RingPoller::AnyCommitted() const {
+  for (const RingState& ring : rings_) {
+    if (ring.dead) continue;
+    const int slot = ring_geometry_.SlotOf(ring.next_sequence);
+    if (transport::LoadAcquire64(ring.region->data() + ring_geometry_.commit_word_offset(slot)) == ring.next_sequence) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::uint64_t RingPoller::slowest_merged_clock() const {

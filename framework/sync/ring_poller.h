@@ -29,6 +29,8 @@ struct MergeCounters {
   std::int64_t batches_merged = 0;
   std::int64_t bytes_merged = 0;     // header + payload bytes of merged batches
   std::int64_t rejected_batches = 0;
+  std::int64_t rows_merged = 0;        // entries (row deltas) of merged batches
+  std::int64_t element_updates = 0;    // elements merged into the master (the merger's flops)
 };
 
 // Sees what a RingPoller merges, in merge order: a checkpoint's consistent
@@ -62,6 +64,9 @@ class RingPoller {
   bool AllReleased() const;
 
   const MergeCounters& counters() const { return counters_; }
+  // Whether some live ring has a committed batch not yet consumed: a few
+  // loads, no merge (the memory rank times only polls that will merge).
+  bool AnyCommitted() const;
   // Batches of compute rank c consumed so far (= its highest included sequence).
   std::uint64_t consumed(model::ComputeIndex c) const { return rings_[c.value].next_sequence - 1; }
   // Clocks of compute rank c whose last batch has been consumed; kDeadClock

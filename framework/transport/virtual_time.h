@@ -55,6 +55,9 @@ struct ComputeWork {
   double bytes = 0;
   double random_accesses = 0;
   double samples = 0;  // priced only by a calibrated kernel (timing_presets.proto KernelCost)
+  // Rows a refresh installed into the replica (planning, copying, replaying
+  // own deltas): priced only by a calibrated kernel's ns_per_row_refreshed.
+  double rows_refreshed = 0;
 };
 
 // One batch merged on a memory rank: bytes of the batch (header, indices,
@@ -62,6 +65,10 @@ struct ComputeWork {
 struct MergeWork {
   std::uint64_t bytes = 0;
   std::uint64_t ops = 0;
+  // Row deltas a host memory rank took from its rings and published (the
+  // data plane around the merge: decode, change marks, snapshot records):
+  // priced only by a `dram` model's host_path_ns_per_row.
+  std::uint64_t rows = 0;
 };
 
 // Where a rank's virtual time went. compute + transfer + merge + wait equals

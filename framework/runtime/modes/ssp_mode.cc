@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "framework/core/planted_defect.h"
+#include "framework/core/thread_cpu_time.h"
 #include "framework/model/replica.h"
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/merge_config.h"
@@ -133,6 +134,8 @@ class SspConsistency final : public ConsistencyMode {
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     sync::StalenessGate gate(links_.clocks, me_, bound, env_.transport, env_.wait, counts_own_clocks_);
     std::chrono::nanoseconds refreshing{0};
+    std::chrono::nanoseconds refresh_cpu{0};
+    const std::uint64_t rows_before = links_.refresher.counters().rows_installed;
     std::uint64_t min_merged = 0;
     // The control block can run ahead of the snapshot we install: the
     // installed model itself must satisfy the bound, so refresh until it does.
@@ -143,7 +146,9 @@ class SspConsistency final : public ConsistencyMode {
             [&]() -> Result<bool> {
               STALELEARN_RETURN_IF_ERROR(gate.WaitUntilAllowed(t).status());
               const auto refresh_start = std::chrono::steady_clock::now();
+              const std::chrono::nanoseconds cpu_start = ThreadCpuTime();
               STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_));
+              refresh_cpu += ThreadCpuTime() - cpu_start;
               refreshing += std::chrono::steady_clock::now() - refresh_start;
               replica_.Rebase();
               installed_ = true;
@@ -161,6 +166,11 @@ class SspConsistency final : public ConsistencyMode {
     record.observed_staleness = ObservedStaleness(t, min_merged);
     // Stall: waiting at the gate and idling between refreshes, not refreshing.
     record.stall_seconds += std::chrono::duration<double>(waited - refreshing).count();
+    const std::uint64_t rows = links_.refresher.counters().rows_installed - rows_before;
+    record.refresh_cpu_seconds += std::chrono::duration<double>(refresh_cpu).count();
+    record.rows_refreshed += static_cast<std::int64_t>(rows);
+    // The refresh's own work (a calibrated kernel prices its rows).
+    if (rows > 0) STALELEARN_RETURN_IF_ERROR(env_.wait.time->ChargeCompute({.rows_refreshed = double(rows)}));
     return Status::Ok();
   }
 

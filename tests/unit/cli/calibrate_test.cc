@@ -68,7 +68,10 @@ TEST(HostCalibration, PresetsAreMeasuredAndRoundTrip) {
   ExpectEveryQuantityMeasured(cpu);
   ExpectRoundTrip(cpu);
   for (const MergeCalibration& merge : host.merges) {
-    const proto::MemoryPreset memory = MemoryPresetOf(host, merge, MemoryPresetName("calibrated", merge), kPrefix);
+    const Measured host_path{42, "a host path measured"};
+    const proto::MemoryPreset memory =
+        MemoryPresetOf(host, merge, host_path, MemoryPresetName("calibrated", merge), kPrefix);
+    EXPECT_EQ(memory.dram().host_path_ns_per_row().value(), 42);
     ExpectEveryQuantityMeasured(memory);
     ExpectRoundTrip(memory);
     EXPECT_NE(memory.dram().bandwidth_gb_per_s().source().find("'" + merge.policy + "' merge"), std::string::npos);
@@ -96,6 +99,15 @@ TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
   const std::string kernel = testing::ReadAll(dir / "compute/calibrated-cpu-mf-movielens.pbtxt");
   EXPECT_NE(kernel.find("ns_per_sample"), std::string::npos) << kernel;
   EXPECT_NE(kernel.find("train_seconds - stall_seconds"), std::string::npos) << kernel;
+  // The data plane around it, measured in a 2:1 run: a refresh's rows on the
+  // compute side, the host path per row on the memory side.
+  const proto::ComputePreset compute =
+      ValueOrThrow(backends::timing::LoadComputePreset(dir, "calibrated-cpu-mf-movielens"));
+  EXPECT_GT(compute.kernel().ns_per_row_refreshed().value(), 0) << kernel;
+  EXPECT_NE(compute.kernel().ns_per_row_refreshed().source().find("--ranks 2:1"), std::string::npos) << kernel;
+  const proto::MemoryPreset memory = ValueOrThrow(backends::timing::LoadMemoryPreset(dir, "calibrated-host-cached"));
+  EXPECT_GE(memory.dram().host_path_ns_per_row().value(), 1);
+  EXPECT_NE(memory.dram().host_path_ns_per_row().source().find("busy_cpu_seconds"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir / ".calibrate-runs")) << "the measuring runs' files are removed";
   const fs::path report = dir / "r.json";
   const CommandRun train = Stalelearn(

@@ -119,6 +119,21 @@ TEST(MemoryModel, HostDramMergeIsBandwidthBound) {
                                               " dram { bandwidth_gb_per_s " + Q(10) + " }"));
   // 1000 + 2*250*4 = 3000 B at 10 GB/s = 300 ns.
   EXPECT_EQ(dram.Merge({.bytes = 1000, .ops = 250}), nanoseconds(300));
+  // Without a measured host path, rows cost nothing.
+  EXPECT_EQ(dram.Merge({.bytes = 1000, .ops = 250, .rows = 50}), nanoseconds(300));
+}
+
+// A calibrated host memory prices the data plane around its merge per row
+// (decode, change marks, snapshot records); a PIM device does no work for
+// rows alone (the memory rank charges them after each poll).
+TEST(MemoryModel, CalibratedHostPricesItsDataPlanePerRow) {
+  MemoryModel host(Parse<proto::MemoryPreset>("name: 'd' atomic_rmw_ns " + Q(90) + " dram { bandwidth_gb_per_s " +
+                                              Q(10) + " host_path_ns_per_row " + Q(20) + " }"));
+  EXPECT_EQ(host.Merge({.bytes = 1000, .ops = 250, .rows = 50}), nanoseconds(300 + 50 * 20));
+  EXPECT_EQ(host.Merge({.rows = 7}), nanoseconds(140));
+  MemoryModel upmem(ValueOrThrow(LoadMemoryPreset(DefaultPresetDir(), "upmem")));
+  EXPECT_EQ(upmem.Merge({.rows = 7}), nanoseconds(0));
+  EXPECT_GT(upmem.Merge({.bytes = 8, .ops = 1, .rows = 7}), nanoseconds(0));
 }
 
 TEST(ComputeModel, PricesFlopsBytesAndDivergentAccesses) {
@@ -155,6 +170,11 @@ TEST(ComputeModel, CalibratedKernelPricesSamplesInPlaceOfTheRoofline) {
   const ComputeModel kernel(Parse<proto::ComputePreset>(roofline + " kernel { ns_per_sample " + Q(50) + " }"));
   EXPECT_EQ(kernel.Compute(work), nanoseconds(350));
   EXPECT_EQ(kernel.Compute(ComputeWork{.flops = 1e9}), nanoseconds(0));
+  // A refresh's rows: priced only where the kernel's data plane was measured.
+  EXPECT_EQ(kernel.Compute(ComputeWork{.rows_refreshed = 10}), nanoseconds(0));
+  const ComputeModel refreshing(Parse<proto::ComputePreset>(roofline + " kernel { ns_per_sample " + Q(50) +
+                                                            " ns_per_row_refreshed " + Q(30) + " }"));
+  EXPECT_EQ(refreshing.Compute(ComputeWork{.samples = 7, .rows_refreshed = 10}), nanoseconds(350 + 300));
   proto::ComputePreset empty;
   const Status status = ParsePreset(roofline + " kernel { }", "k.pbtxt", "", empty);
   EXPECT_FALSE(status.ok());
