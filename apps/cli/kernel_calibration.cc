@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -82,32 +83,54 @@ Result<OneRun> RunOnce(const fs::path& config, const fs::path& scratch, int epoc
 
 }  // namespace
 
-Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& scratch, bool quick) {
-  int epochs = 1;
-  STALELEARN_ASSIGN_OR_RETURN(OneRun run, RunOnce(config, scratch, epochs));
-  int runs = 1;
-  if (!quick) {
-    // Long enough to time: the same config for more epochs; the median of
-    // three runs (this kind of VM swings by a third from run to run).
-    if (run.seconds < kTargetSeconds) {
-      epochs = std::clamp(static_cast<int>(std::ceil(kTargetSeconds / run.seconds)), 2, kMaxEpochs);
-    }
-    std::vector<OneRun> timed;
-    for (runs = 0; runs < kRuns; ++runs) {
-      STALELEARN_ASSIGN_OR_RETURN(OneRun one, RunOnce(config, scratch, epochs));
-      timed.push_back(one);
-    }
-    std::ranges::sort(timed, {}, [](const OneRun& r) { return r.seconds / r.samples; });
-    run = timed[timed.size() / 2];
+// The median, by seconds per sample, of `runs` runs of `epochs` (this kind
+// of VM swings by a third from run to run); `first` counts as one if given.
+Result<OneRun> MedianRun(const fs::path& config, const fs::path& scratch, int epochs, int runs,
+                         std::optional<OneRun> first = std::nullopt) {
+  std::vector<OneRun> timed;
+  if (first) timed.push_back(*first);
+  while (static_cast<int>(timed.size()) < runs) {
+    STALELEARN_ASSIGN_OR_RETURN(OneRun one, RunOnce(config, scratch, epochs));
+    timed.push_back(one);
   }
+  std::ranges::sort(timed, {}, [](const OneRun& r) { return r.seconds / r.samples; });
+  return timed[timed.size() / 2];
+}
+
+Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& scratch, bool quick) {
+  STALELEARN_ASSIGN_OR_RETURN(const OneRun first, RunOnce(config, scratch, 1));
   KernelCalibration k;
-  k.config_name = run.name;
-  k.epochs = epochs;
-  k.ns_per_sample = {run.seconds / run.samples * 1e9,
-                     fmt::format("the compute rank's clock loop less its stalls (report train_seconds - "
-                                 "stall_seconds, {:.3f} s) over its {:.0f} samples, the median of {} runs of: "
-                                 "stalelearn train --config {} --ranks 1:1 --set training.epochs={} (local backend)",
-                                 run.seconds, run.samples, runs, config.string(), epochs)};
+  k.config_name = first.name;
+  const std::string command = fmt::format("stalelearn train --config {} --ranks 1:1", config.string());
+  if (quick) {
+    k.ns_per_sample = {first.seconds / first.samples * 1e9,
+                       fmt::format("the compute rank's clock loop less its stalls (report train_seconds - "
+                                   "stall_seconds, {:.3f} s) over its {:.0f} samples, one run of: {} --set "
+                                   "training.epochs=1 (local backend)",
+                                   first.seconds, first.samples, command)};
+    return k;
+  }
+  // Long enough to time (about kTargetSeconds), and one epoch: the steady
+  // rate is the difference between them, the first epoch's warm-up what one
+  // epoch costs beyond it.
+  k.epochs = std::clamp(static_cast<int>(std::ceil(kTargetSeconds / first.seconds)), 2, kMaxEpochs);
+  STALELEARN_ASSIGN_OR_RETURN(const OneRun one, MedianRun(config, scratch, 1, kRuns, first));
+  STALELEARN_ASSIGN_OR_RETURN(const OneRun many, MedianRun(config, scratch, k.epochs, kRuns));
+  const std::string timed = fmt::format(
+      "the compute rank's clock loop less its stalls (report train_seconds - stall_seconds), the median of {} runs "
+      "each of: {} --set training.epochs=E (local backend) for E = 1 ({:.3f} s, {:.0f} samples) and E = {} ({:.3f} s, "
+      "{:.0f} samples)",
+      kRuns, command, one.seconds, one.samples, k.epochs, many.seconds, many.samples);
+  const double steady = (many.seconds - one.seconds) / (many.samples - one.samples);
+  if (!(steady > 0)) {  // noise swallowed the difference: the long runs' average, no warm-up
+    k.ns_per_sample = {many.seconds / many.samples * 1e9, "over the samples of the longer runs: " + timed};
+    return k;
+  }
+  k.ns_per_sample = {steady * 1e9, "the difference in seconds over the difference in samples: " + timed};
+  if (const double warmup = one.seconds / one.samples - steady; warmup > 0) {
+    k.first_epoch_ns_per_sample = Measured{warmup * 1e9, "the 1-epoch runs' seconds per sample less the steady "
+                                                         "rate (ns_per_sample): " + timed};
+  }
   return k;
 }
 
@@ -157,6 +180,9 @@ proto::ComputePreset KernelPresetOf(const HostCalibration& host, const KernelCal
   p.set_description(fmt::format("one core of this machine running '{}' (its step measured), {}", kernel.config_name,
                                 source_prefix));
   *p.mutable_kernel()->mutable_ns_per_sample() = QuantityOf(kernel.ns_per_sample, source_prefix);
+  if (kernel.first_epoch_ns_per_sample) {
+    *p.mutable_kernel()->mutable_first_epoch_ns_per_sample() = QuantityOf(*kernel.first_epoch_ns_per_sample, source_prefix);
+  }
   if (kernel.data_plane) {
     *p.mutable_kernel()->mutable_ns_per_row_refreshed() = QuantityOf(kernel.data_plane->ns_per_row_refreshed, source_prefix);
   }

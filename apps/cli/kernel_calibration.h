@@ -1,11 +1,15 @@
 // One app's compute step measured on this machine (`stalelearn calibrate
 // --config FILE`): the config runs for real with one compute and one memory
-// rank as threads (each has a core of a 2-core machine to itself), long
-// enough to time (about half a second of training), and the compute rank's
-// seconds per sample, stalls left out, become the compute preset's
-// KernelCost (timing_presets.proto). That covers the kernel and the compute
-// rank's own data plane (first-touch log, deltas, refresh installs), which
-// the roofline of the device presets does not count.
+// rank as threads (each has a core of a 2-core machine to itself), for one
+// epoch and for about half a second of training (the median of 3 runs
+// each). The compute rank's seconds per sample, stalls left out, give the
+// compute preset's KernelCost (timing_presets.proto): the steady rate (the
+// difference between the two) and the first epoch's warm-up beyond it. That
+// covers the kernel and the compute rank's own data plane (first-touch log,
+// deltas), which the roofline of the device presets does not count. A 2:1
+// run then measures the data plane that one compute rank does not have
+// (MeasureDataPlane): refreshes of rows other ranks wrote, and the memory
+// rank's path around its merges.
 //
 // Thread-safety: blocks the calling thread while the child `train` runs;
 // writes only under `scratch`.
@@ -30,7 +34,8 @@ struct DataPlaneCalibration {
 
 struct KernelCalibration {
   std::string config_name;  // the config's `name` (e.g. mf-movielens): the preset is NAME-cpu-<config_name>
-  Measured ns_per_sample;
+  Measured ns_per_sample;  // the steady rate
+  std::optional<Measured> first_epoch_ns_per_sample;  // a first epoch's warm-up per sample, if any
   int epochs = 1;  // of the timed runs
   std::optional<DataPlaneCalibration> data_plane;
 };

@@ -130,7 +130,9 @@ VirtualDuration ComputeModel::Compute(const ComputeWork& work) const {
   if (preset_.has_kernel()) {
     const proto::KernelCost& k = preset_.kernel();
     const double refresh_ns = k.has_ns_per_row_refreshed() ? work.rows_refreshed * k.ns_per_row_refreshed().value() : 0;
-    return Nanoseconds(work.samples * k.ns_per_sample().value() + refresh_ns);
+    const double warmup_ns =
+        k.has_first_epoch_ns_per_sample() ? work.first_epoch_samples * k.first_epoch_ns_per_sample().value() : 0;
+    return Nanoseconds(work.samples * k.ns_per_sample().value() + warmup_ns + refresh_ns);
   }
   // flops / (GFLOP/s * 1e9) seconds = flops * 1e3 / GFLOP/s picoseconds.
   const VirtualDuration arithmetic = Picoseconds(work.flops * 1e3 / preset_.peak_gflops().value());

@@ -29,7 +29,8 @@
 //           t = max(F / peak, (S + R*T) / bandwidth, R * latency / outstanding)
 //   or, with a calibrated kernel (stalelearn calibrate --config), of S samples
 //   and R rows a refresh installed:
-//           t = S * ns_per_sample + R * ns_per_row_refreshed (if measured)
+//           t = S * ns_per_sample + S1 * first_epoch_ns_per_sample + R * ns_per_row_refreshed
+//   (S1 of the S samples in the run's first epoch; each term if measured)
 //
 // Each model is monotone: raising a latency, lowering a bandwidth, a clock, a
 // parallelism or a peak never shortens a price, and more work never costs less.

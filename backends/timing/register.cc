@@ -95,8 +95,19 @@ Result<std::unique_ptr<transport::Transport>> CreateTimingTransport(const transp
                               JobScheduler(options, context, *inner));
   STALELEARN_ASSIGN_OR_RETURN(HardwareModel model,
                               LoadHardwareModel(options, inner->world_size(), /*scheduled=*/scheduler != nullptr));
-  return std::unique_ptr<transport::Transport>(
-      std::make_unique<TimingTransport>(std::move(inner), std::move(model), std::move(scheduler)));
+  auto timed = std::make_unique<TimingTransport>(std::move(inner), std::move(model), scheduler);
+  if (options.shared_ports) {
+    if (scheduler == nullptr) {
+      return InvalidArgument("option shared_ports needs ranks as threads of one process under the virtual-time "
+                             "scheduler");
+    }
+    transport::InProcessGroup& group = static_cast<transport::InProcessBootstrap&>(context.bootstrap).group();
+    auto links = group.GetOrCreateShared<ServingLinks>(
+        "timing/serving-links", [&] { return std::make_shared<ServingLinks>(group.world_size()); });
+    if (links == nullptr) return Internal("timing: the in-process group holds another object as serving links");
+    timed->ShareServingLinks(std::move(links));
+  }
+  return std::unique_ptr<transport::Transport>(std::move(timed));
 }
 
 }  // namespace
@@ -119,7 +130,7 @@ Status RegisterBackend(transport::BackendRegistry& registry) {
   return registry.Add("timing",
                       "simulated PIM, link and compute latencies in virtual time over another backend "
                       "(section timing { inner memory link compute preset_dir schedule link_bandwidth_gb_per_s "
-                      "quantum_ns cores })",
+                      "quantum_ns cores shared_ports })",
                       CreateTimingTransport, std::move(section));
 }
 

@@ -47,6 +47,7 @@ Result<TimingOptions> FromSection(const google::protobuf::Any* params) {
   parsed.link_bandwidth_gb_per_s = section.link_bandwidth_gb_per_s();
   parsed.quantum_ns = section.quantum_ns();
   parsed.cores = section.cores();
+  parsed.shared_ports = section.shared_ports();
   return parsed;
 }
 
@@ -99,6 +100,11 @@ Result<TimingOptions> ParseTimingOptions(const google::protobuf::Any* params,
         return InvalidArgument(fmt::format("option cores: '{}' is not a whole number >= 0", value));
       }
       parsed.cores = static_cast<int>(cores);
+    } else if (key == "shared_ports") {
+      if (value != "true" && value != "false") {
+        return InvalidArgument(fmt::format("option shared_ports: '{}' is not true or false", value));
+      }
+      parsed.shared_ports = value == "true";
     } else {
       return InvalidArgument(fmt::format("unknown option '{}' (known: {})", key, KnownKeys()));
     }

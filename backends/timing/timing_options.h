@@ -28,6 +28,8 @@
 //               and the idle polls by max(1, R / cores), R the ranks. Without
 //               the scheduler (mpirun) all of it by R / cores, every rank
 //               taken as runnable. Default 0: a device of its own per rank
+//   shared_ports  true: one link per rank's host, gets from a rank share it
+//               (serving_links.h); ranks as threads only. Default false
 //   inner.KEY   passed to the inner backend as KEY (from the config: the
 //               inner backend's own section, config.backend.wrapped)
 // An unknown key is an error naming it and the known ones.
@@ -58,6 +60,7 @@ struct TimingOptions {
   double link_bandwidth_gb_per_s = 0;  // 0: the link preset's
   double quantum_ns = 0;               // 0: strict (time, rank) order
   int cores = 0;                       // 0: every rank has its own device
+  bool shared_ports = false;           // gets share the serving rank's link (serving_links.h)
   std::map<std::string, std::string> inner_options;
 };
 

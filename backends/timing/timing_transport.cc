@@ -120,7 +120,8 @@ Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const tran
                                         std::uint64_t offset) {
   const TimedRemoteRegion* timed = TimedRemoteRegion::Of(src);
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, timed ? *timed->inner() : src, offset));
-  const VirtualTime done = IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
+  const VirtualTime done =
+      serving_links_ ? IssueServedGet(src.owner(), bytes) : IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
   NoteRead(src.owner());
   if (watching_) {
     std::lock_guard lock(schedule_mutex_);
@@ -343,6 +344,22 @@ VirtualTime TimingTransport::IssueRoundTrip(Rank peer, VirtualDuration cost) {
   std::lock_guard lock(clock_mutex_);
   const VirtualTime done = now_ + cost;
   const VirtualDuration overhead = model_.link.overhead();
+  now_ += overhead;
+  breakdown_.transfer += overhead;
+  if (peer.value >= 0 && peer.value < static_cast<int>(acked_.size())) {
+    acked_[peer.value] = std::max(acked_[peer.value], done);
+  }
+  return done;
+}
+
+VirtualTime TimingTransport::IssueServedGet(Rank peer, std::uint64_t bytes) {
+  std::lock_guard lock(clock_mutex_);
+  const VirtualDuration overhead = model_.link.overhead();
+  const VirtualDuration wire = model_.link.Serialization(bytes);
+  // The request reaches the owner after the overhead and a latency; the
+  // reply leaves once the owner's link is free. Alone: RoundTrip(bytes).
+  const VirtualTime start = serving_links_->Reserve(peer.value, now_ + overhead + model_.link.latency(), wire);
+  const VirtualTime done = start + wire + model_.link.latency();
   now_ += overhead;
   breakdown_.transfer += overhead;
   if (peer.value >= 0 && peer.value < static_cast<int>(acked_.size())) {

@@ -43,6 +43,7 @@
 
 #include "backends/timing/cost_model.h"
 #include "backends/timing/idle_watch.h"
+#include "backends/timing/serving_links.h"
 #include "backends/timing/virtual_time_scheduler.h"
 #include "framework/transport/transport.h"
 #include "framework/transport/virtual_time.h"
@@ -65,6 +66,9 @@ class TimingTransport final : public transport::Transport,
   TimingTransport& operator=(const TimingTransport&) = delete;
 
   const HardwareModel& model() const { return model_; }
+  // Gets from now on share the serving rank's link (option shared_ports);
+  // before the first operation.
+  void ShareServingLinks(std::shared_ptr<ServingLinks> links) { serving_links_ = std::move(links); }
   transport::Transport& inner() { return *inner_; }
 
   // ---- Transport ----
@@ -138,6 +142,8 @@ class TimingTransport final : public transport::Transport,
   // Books an operation that completes at the origin after `cost` (which
   // includes the overhead, charged now); returns the completion time.
   VirtualTime IssueRoundTrip(transport::Rank peer, VirtualDuration cost);
+  // A get of `bytes` whose reply leaves over `peer`'s shared link (serving_links.h).
+  VirtualTime IssueServedGet(transport::Rank peer, std::uint64_t bytes);
   // The origin learns at `acked` that an operation to `peer` completed.
   void NoteAck(transport::Rank peer, VirtualTime acked);
   // Wraps an inner request so that completing it advances the clock to `done`.
@@ -169,6 +175,7 @@ class TimingTransport final : public transport::Transport,
   std::unique_ptr<transport::Transport> inner_;
   const HardwareModel model_;
   const std::shared_ptr<VirtualTimeScheduler> scheduler_;
+  std::shared_ptr<ServingLinks> serving_links_;  // null: each reader has its own path
 
   mutable std::mutex schedule_mutex_;  // serialises this rank's scheduling points
   bool scheduled_ = false;     // joined and not left; guarded by schedule_mutex_

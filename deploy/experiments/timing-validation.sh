@@ -71,7 +71,9 @@ done
 
 # A capped link between hosts: 3 network namespaces (deploy/cluster/box.sh,
 # root only), every link capped at 50 Mbit/s by tbf, MF under mpirun over UCX
-# tcp; predicted as threads with the calibrated tcp link at that bandwidth.
+# tcp; predicted as threads with the calibrated tcp link at that bandwidth,
+# each host's one link shared by what it serves (backend.timing.shared_ports:
+# both compute ranks refresh from the memory host).
 box_row() {
   local name=mf-box3-tcp-50mbit tool
   [ "$(id -u)" -eq 0 ] || { echo "timing-validation: skipping $name: needs root" >&2; return; }
@@ -91,7 +93,7 @@ box_row() {
     --report "$OUT/$name.predicted.json" --set backend.name=timing --set backend.timing.preset_dir="$PRESETS" \
     --set backend.timing.compute=calibrated-cpu-mf-movielens --set backend.timing.memory=calibrated-host-cached \
     --set backend.timing.link=calibrated-ucx-tcp --set backend.timing.link_bandwidth_gb_per_s=0.00625 \
-    --set backend.timing.cores="$CORES" >/dev/null
+    --set backend.timing.cores="$CORES" --set backend.timing.shared_ports=true >/dev/null
   ROWS+=("$name")
 }
 box_row

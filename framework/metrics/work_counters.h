@@ -16,19 +16,28 @@ struct WorkCounters {
   double bytes = 0;                    // bytes read + written by the kernel
   std::int64_t random_row_accesses = 0;  // rows reached by a data-dependent index (divergent accesses)
   std::int64_t samples = 0;            // samples of the step (the clock loop counts them; calibrated kernels price them)
+  // Of `samples`, those in the first epoch this run trains (the clock loop
+  // sets it): a calibrated kernel prices their warm-up (first touches of
+  // pages, caches and samplers filling).
+  std::int64_t first_epoch_samples = 0;
 
   WorkCounters& operator+=(const WorkCounters& o) {
     flops += o.flops;
     bytes += o.bytes;
     random_row_accesses += o.random_row_accesses;
     samples += o.samples;
+    first_epoch_samples += o.first_epoch_samples;
     return *this;
   }
 };
 
 // What a timing backend charges for a kernel's counters.
 inline transport::ComputeWork ToComputeWork(const WorkCounters& work) {
-  return {work.flops, work.bytes, static_cast<double>(work.random_row_accesses), static_cast<double>(work.samples)};
+  return {.flops = work.flops,
+          .bytes = work.bytes,
+          .random_accesses = static_cast<double>(work.random_row_accesses),
+          .samples = static_cast<double>(work.samples),
+          .first_epoch_samples = static_cast<double>(work.first_epoch_samples)};
 }
 // The merge work of a merger's counters: `flops` element updates and `bytes`
 // = batch bytes read + master bytes read and written (4-byte elements, as

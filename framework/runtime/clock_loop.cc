@@ -160,6 +160,8 @@ Result<TrainerResult> ClockLoop::Run() {
       const auto compute_start = std::chrono::steady_clock::now();
       if (!samples.empty()) RunKernel(samples, context);
       work.samples += static_cast<std::int64_t>(samples.size());
+      if (first_epoch_ < 0) first_epoch_ = epoch;  // a resumed run's first epoch is the one it resumes in
+      if (epoch == first_epoch_) work.first_epoch_samples = work.samples;
       STALELEARN_RETURN_IF_ERROR(
           straggler_.EndComputeStep(*env_.wait.time, work, std::chrono::steady_clock::now() - compute_start,
                                     record.clock));

@@ -92,6 +92,7 @@ class ClockLoop {
   EvalPartsExchange* parts_ = nullptr;
   Status early_error_;
   std::int64_t clock_offset_;  // 1 when clock 0 carries the data-dependent initialisation
+  int first_epoch_ = -1;        // the first epoch this run trains a clock of (its warm-up: WorkCounters)
   TableSet final_model_;
   TableSet hook_model_;  // RuntimeHooks::after_refresh only
   std::int64_t first_clock_ = 0;  // > 0 when resumed

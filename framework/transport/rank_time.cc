@@ -33,6 +33,7 @@ class VirtualRankTime final : public RankTime {
     slowed.bytes *= slowdown;
     slowed.random_accesses = static_cast<double>(static_cast<std::int64_t>(work.random_accesses * slowdown));
     slowed.samples = static_cast<double>(static_cast<std::int64_t>(work.samples * slowdown));
+    slowed.first_epoch_samples = static_cast<double>(static_cast<std::int64_t>(work.first_epoch_samples * slowdown));
     return sim_.ChargeComputeWork(slowed);
   }
   using RankTime::ChargeCompute;

@@ -55,6 +55,9 @@ struct ComputeWork {
   double bytes = 0;
   double random_accesses = 0;
   double samples = 0;  // priced only by a calibrated kernel (timing_presets.proto KernelCost)
+  // Of `samples`, those of the run's first epoch: a calibrated kernel's
+  // first_epoch_ns_per_sample prices their warm-up on top.
+  double first_epoch_samples = 0;
   // Rows a refresh installed into the replica (planning, copying, replaying
   // own deltas): priced only by a calibrated kernel's ns_per_row_refreshed.
   double rows_refreshed = 0;

@@ -175,6 +175,11 @@ TEST(ComputeModel, CalibratedKernelPricesSamplesInPlaceOfTheRoofline) {
   const ComputeModel refreshing(Parse<proto::ComputePreset>(roofline + " kernel { ns_per_sample " + Q(50) +
                                                             " ns_per_row_refreshed " + Q(30) + " }"));
   EXPECT_EQ(refreshing.Compute(ComputeWork{.samples = 7, .rows_refreshed = 10}), nanoseconds(350 + 300));
+  // The first epoch's warm-up: its samples pay the extra on top.
+  const ComputeModel warming(Parse<proto::ComputePreset>(roofline + " kernel { ns_per_sample " + Q(50) +
+                                                         " first_epoch_ns_per_sample " + Q(20) + " }"));
+  EXPECT_EQ(warming.Compute(ComputeWork{.samples = 7, .first_epoch_samples = 7}), nanoseconds(350 + 140));
+  EXPECT_EQ(warming.Compute(ComputeWork{.samples = 7}), nanoseconds(350));
   proto::ComputePreset empty;
   const Status status = ParsePreset(roofline + " kernel { }", "k.pbtxt", "", empty);
   EXPECT_FALSE(status.ok());

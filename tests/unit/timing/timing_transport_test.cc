@@ -107,6 +107,35 @@ TEST(TimingTransport, GetAndFetchingAtomicsCostARoundTrip) {
   });
 }
 
+// shared_ports (serving_links.h): readers of one rank share its link, so a
+// second get's bytes leave after the first's; without it each has a path.
+TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
+  for (const bool shared : {false, true}) {
+    Options options = kIbUpmem;
+    if (shared) options["shared_ports"] = "true";
+    WithPeerRegion(options, [&](TimingTransport& t, transport::RemoteRegion& remote, std::byte*) {
+      const LinkModel& link = t.model().link;
+      constexpr std::size_t kBytes = 1 << 20;
+      std::vector<std::byte> first(kBytes), second(kBytes);
+      auto a = ValueOrThrow(t.Get(first.data(), kBytes, remote, 0));
+      auto b = ValueOrThrow(t.Get(second.data(), kBytes, remote, 0));
+      ThrowIfError(a->Wait(1s));
+      ThrowIfError(b->Wait(1s));
+      // The second was issued one overhead after the first. Shared, its
+      // reply leaves when the first's has left (S >> O): O + 2L + 2S.
+      const VirtualDuration alone = link.overhead() + link.RoundTrip(kBytes);
+      const VirtualDuration queued = link.RoundTrip(kBytes) + link.Serialization(kBytes);
+      EXPECT_EQ(t.Now().time_since_epoch(), shared ? queued : alone) << shared;
+    });
+  }
+  const auto registry = Registry();
+  transport::RunRanks(1, [&](Bootstrap& bootstrap) {
+    const auto made = registry.Create("timing", {bootstrap, {{"shared_ports", "true"}, {"schedule", "none"}}, registry});
+    ASSERT_FALSE(made.ok());
+    EXPECT_NE(made.status().message().find("shared_ports needs ranks as threads"), std::string::npos);
+  });
+}
+
 TEST(TimingTransport, ChargesComputeAndMergeByThePresets) {
   WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion&, std::byte*) {
     transport::SimulatedTime* sim = static_cast<transport::Transport&>(t).simulated_time();
