@@ -1,7 +1,7 @@
 // One app's compute step measured on this machine (`stalelearn calibrate
 // --config FILE`): the config runs for real with one compute and one memory
 // rank as threads (each has a core of a 2-core machine to itself), for one
-// epoch and for about half a second of training (the median of 3 runs
+// epoch and for about a second of training (the median of 5 and 3 runs
 // each). The compute rank's seconds per sample, stalls left out, give the
 // compute preset's KernelCost (timing_presets.proto): the steady rate (the
 // difference between the two) and the first epoch's warm-up beyond it. That

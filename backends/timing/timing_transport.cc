@@ -225,7 +225,8 @@ Status TimingTransport::ChargeComputeWork(const transport::ComputeWork& work) {
 
 Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
   const VirtualDuration merge = model_.memory.Merge(work);
-  if (work.rows > 0 && work.bytes == 0 && work.ops == 0 && merge == VirtualDuration(0)) return Status::Ok();  // as above
+  // Rows alone that the preset does not price: as above.
+  if (work.rows > 0 && work.bytes == 0 && work.ops == 0 && merge == VirtualDuration(0)) return Status::Ok();
   AdvanceClockTo(Now() + (model_.memory.merges_on_host_core() ? OnSharedCore(merge) : merge), Category::kMerge);
   return SchedulingPoint();
 }

@@ -130,7 +130,8 @@ TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
   }
   const auto registry = Registry();
   transport::RunRanks(1, [&](Bootstrap& bootstrap) {
-    const auto made = registry.Create("timing", {bootstrap, {{"shared_ports", "true"}, {"schedule", "none"}}, registry});
+    const Options options = {{"shared_ports", "true"}, {"schedule", "none"}};
+    const auto made = registry.Create("timing", {bootstrap, options, registry});
     ASSERT_FALSE(made.ok());
     EXPECT_NE(made.status().message().find("shared_ports needs ranks as threads"), std::string::npos);
   });
