@@ -14,7 +14,7 @@
 #    worst ratio.
 #
 #   deploy/experiments/timing-validation.sh [--out DIR]
-# About 1.5 minutes on 2 cores. Wall-clock measurements: rerun on a quiet machine.
+# About 2.5 minutes on 2 cores. Wall-clock measurements: rerun on a quiet machine.
 source "$(dirname "$0")/lib.sh"
 experiment_init timing-validation "$@"
 command -v python3 >/dev/null || { echo "timing-validation.sh: needs python3 to read the reports" >&2; exit 1; }
