@@ -71,7 +71,8 @@ done
 
 # A capped link between hosts: 3 network namespaces (deploy/cluster/box.sh,
 # root only), every link capped at 50 Mbit/s by tbf, MF under mpirun over UCX
-# tcp; predicted as threads with the calibrated tcp link at that bandwidth,
+# tcp; predicted as threads with the calibrated tcp link at the bandwidth
+# `bench rma` measures across the capped link,
 # each host's one link shared by what it serves (backend.timing.shared_ports:
 # both compute ranks refresh from the memory host).
 box_row() {
@@ -84,7 +85,22 @@ box_row() {
   trap './deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
   ./deploy/cluster/box.sh up 3 --rate 50mbit >/dev/null
   ./deploy/cluster/box.sh hostfile >"$OUT/box-hosts"
-  ./deploy/run.sh --hostfile "$OUT/box-hosts" -np 3 --box --memory-hosts slnode3 --timeout 300 --bin "$BIN" -- \
+  # The capped link as it is: windowed 1 MiB puts between a compute host and
+  # the memory host over UCX tcp (what the tbf cap leaves of 50 Mbit/s).
+  local box_env net agent hosts
+  box_env=$(./deploy/cluster/box.sh env)
+  hosts=$(sed -n 's/^STALELEARN_BOX_HOSTS=//p' <<<"$box_env")
+  net=$(sed -n 's/^STALELEARN_BOX_NET=//p' <<<"$box_env")
+  agent=$(sed -n 's/^STALELEARN_BOX_AGENT=//p' <<<"$box_env")
+  UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 UCX_WARN_UNUSED_ENV_VARS=n "${MPIRUN[@]}" -q -np 2 --host "${hosts%%,*},${hosts##*,}" \
+    --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include "$net" --mca btl_tcp_if_include "$net" \
+    -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS \
+    "$BIN" bench rma --op put --size 1048576 --iters 20 --warmup 2 --window 4 --backend ucx --json >"$OUT/box-link.json"
+  local link_gb_per_s
+  link_gb_per_s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bandwidth_mb_s"] / 1000)' \
+    "$OUT/box-link.json")
+  echo "timing-validation: the capped link moves $link_gb_per_s GB/s (box-link.json)" >&2
+  ./deploy/run.sh --hostfile "$OUT/box-hosts" -np 3 --box --memory-hosts "${hosts##*,}" --timeout 300 --bin "$BIN" -- \
     --config apps/mf/movielens.pbtxt --set output.quiet=true --set training.epochs=3 \
     --report "$OUT/$name.measured.1.json" >/dev/null
   ./deploy/cluster/box.sh down >/dev/null
@@ -92,7 +108,7 @@ box_row() {
   "$BIN" train --config apps/mf/movielens.pbtxt --ranks 2:1 --set output.quiet=true --set training.epochs=3 \
     --report "$OUT/$name.predicted.json" --set backend.name=timing --set backend.timing.preset_dir="$PRESETS" \
     --set backend.timing.compute=calibrated-cpu-mf-movielens --set backend.timing.memory=calibrated-host-cached \
-    --set backend.timing.link=calibrated-ucx-tcp --set backend.timing.link_bandwidth_gb_per_s=0.00625 \
+    --set backend.timing.link=calibrated-ucx-tcp --set backend.timing.link_bandwidth_gb_per_s="$link_gb_per_s" \
     --set backend.timing.cores="$CORES" --set backend.timing.shared_ports=true >/dev/null
   ROWS+=("$name")
 }
