@@ -90,7 +90,7 @@ TEST(Cli, UnknownBackendOptionIsOneCleanLine) {
   } cases[] = {
       {"local", "stalelearn: error: backend 'local': unknown option 'bogus' (the local backend takes no options)\n"},
       {"timing", "stalelearn: error: backend 'timing': unknown option 'bogus' (known: inner, memory, link, compute, "
-                 "preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, cores, inner.<key>)\n"},
+                 "preset_dir, schedule, link_bandwidth_gb_per_s, quantum_ns, cores, shared_ports, inner.<key>)\n"},
 #ifdef STALELEARN_WITH_UCX
       {"ucx", "stalelearn: error: backend 'ucx': unknown option 'bogus' (known: net_devices, progress_thread, tls)\n"},
 #endif
