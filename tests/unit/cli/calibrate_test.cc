@@ -144,6 +144,50 @@ TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
     return waited;
   };
   EXPECT_GT(wait_seconds("calibrated-cpu"), wait_seconds("calibrated-cpu-no-idle"));
+
+  // The data plane is charged where the runtime does it: 1 us more per row
+  // refreshed (compute) and per row delta merged (memory) adds a
+  // microsecond of simulated compute or merge time per row the run reports.
+  proto::ComputePreset slow_refresh = compute;
+  slow_refresh.set_name("slow-refresh");
+  slow_refresh.mutable_kernel()->mutable_ns_per_row_refreshed()->set_value(
+      compute.kernel().ns_per_row_refreshed().value() + 1000);
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(slow_refresh, &text));
+  std::ofstream(dir / "compute/slow-refresh.pbtxt") << text;
+  proto::MemoryPreset slow_path = memory;
+  slow_path.set_name("slow-path");
+  slow_path.mutable_dram()->mutable_host_path_ns_per_row()->set_value(memory.dram().host_path_ns_per_row().value() +
+                                                                      1000);
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(slow_path, &text));
+  std::ofstream(dir / "memory/slow-path.pbtxt") << text;
+  const auto sum_of = [](const std::string& json, const std::string& key) {
+    double total = 0;
+    const std::regex field("\"" + key + "\": ([0-9.eE+-]+)");
+    for (auto it = std::sregex_iterator(json.begin(), json.end(), field); it != std::sregex_iterator(); ++it) {
+      total += std::stod((*it)[1].str());
+    }
+    return total;
+  };
+  const auto ssp_run = [&](const std::string& compute_preset, const std::string& memory_preset) {
+    const CommandRun ssp = Stalelearn(
+        "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 2:1 --quiet --set training.epochs=1 "
+        "--set backend.name=timing --set backend.timing.preset_dir='" + dir.string() + "' --set backend.timing.compute=" +
+        compute_preset + " --set backend.timing.memory=" + memory_preset +
+        " --set backend.timing.link=calibrated-local --report '" + report.string() + "'");
+    EXPECT_EQ(ssp.exit_code, 0) << ssp.err;
+    return testing::ReadAll(report);
+  };
+  const std::string base = ssp_run("calibrated-cpu-mf-movielens", "calibrated-host-cached");
+  const std::string refreshing = ssp_run("slow-refresh", "calibrated-host-cached");
+  const std::string serving = ssp_run("calibrated-cpu-mf-movielens", "slow-path");
+  // (A slower refresh changes the interleaving and so how many rows are
+  // refreshed: the slow run's own count.)
+  const double rows_refreshed = sum_of(refreshing, "rows_refreshed"), rows_merged = sum_of(base, "rows_merged");
+  ASSERT_GT(rows_refreshed, 0);
+  ASSERT_GT(rows_merged, 0);
+  EXPECT_NEAR(sum_of(refreshing, "compute_seconds") - sum_of(base, "compute_seconds"), rows_refreshed * 1e-6,
+              rows_refreshed * 1e-7);
+  EXPECT_NEAR(sum_of(serving, "merge_seconds") - sum_of(base, "merge_seconds"), rows_merged * 1e-6, rows_merged * 1e-7);
   fs::remove_all(dir);
 }
 
