@@ -141,23 +141,36 @@ Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& 
   return k;
 }
 
+// What a run's report says of its data plane, summed over its ranks.
+struct DataPlaneTotals {
+  double refresh_cpu = 0, busy_cpu = 0, merge_bytes = 0, samples = 0;
+  std::int64_t refreshed = 0, rows = 0;
+};
+
+DataPlaneTotals Totals(const proto::Report& report) {
+  DataPlaneTotals t;
+  for (const proto::RankReport& rank : report.ranks()) {
+    t.refresh_cpu += rank.refresh_cpu_seconds();
+    t.refreshed += rank.rows_refreshed();
+    t.busy_cpu += rank.busy_cpu_seconds();
+    t.rows += rank.rows_merged();
+    t.samples += static_cast<double>(rank.samples());
+    t.merge_bytes += static_cast<double>(rank.bytes_merged()) + 8.0 * static_cast<double>(rank.element_updates());
+  }
+  return t;
+}
+
 Result<DataPlaneCalibration> MeasureDataPlane(const fs::path& config, const fs::path& scratch, int epochs,
                                               double sum_merge_gb_per_s) {
   // Two compute ranks: each refreshes the rows the other wrote. The sum
   // merge whatever the config says: the merge kernel's share is then what
   // the cached sum preset prices, and the rest is the host path.
   const std::string ranks = "2:1";
-  STALELEARN_ASSIGN_OR_RETURN(const proto::Report report,
-                              Train(config, scratch, ranks, epochs, {"merge.*.policy=sum"}));
-  double refresh_cpu = 0, busy_cpu = 0, merge_bytes = 0;
-  std::int64_t refreshed = 0, rows = 0;
-  for (const proto::RankReport& rank : report.ranks()) {
-    refresh_cpu += rank.refresh_cpu_seconds();
-    refreshed += rank.rows_refreshed();
-    busy_cpu += rank.busy_cpu_seconds();
-    rows += rank.rows_merged();
-    merge_bytes += static_cast<double>(rank.bytes_merged()) + 8.0 * static_cast<double>(rank.element_updates());
-  }
+  const std::vector<std::string> sum = {"merge.*.policy=sum"};
+  STALELEARN_ASSIGN_OR_RETURN(const proto::Report report, Train(config, scratch, ranks, epochs, sum));
+  const DataPlaneTotals t = Totals(report);
+  const double refresh_cpu = t.refresh_cpu, busy_cpu = t.busy_cpu, merge_bytes = t.merge_bytes;
+  const std::int64_t refreshed = t.refreshed, rows = t.rows;
   if (refreshed <= 0 || rows <= 0) {
     return InvalidArgument(fmt::format("calibrate --config {}: the {} run refreshed or merged no rows", config.string(),
                                        ranks));
@@ -170,6 +183,34 @@ Result<DataPlaneCalibration> MeasureDataPlane(const fs::path& config, const fs::
                             fmt::format("the compute ranks' refresh thread CPU ({:.4f} s, report refresh_cpu_seconds) "
                                         "over the {} rows they installed, one run of: {}",
                                         refresh_cpu, refreshed, run)};
+  if (epochs > 1) {
+    // Refreshes of the first epoch cost more a row (first touches of the
+    // replica and the snapshot log): 1-epoch runs (the median of 3) against
+    // the long run give the steady cost a row and the first epoch's extra,
+    // charged per first-epoch sample with the kernel's warm-up.
+    std::vector<DataPlaneTotals> short_runs;
+    for (int k = 0; k < 3; ++k) {
+      STALELEARN_ASSIGN_OR_RETURN(const proto::Report one, Train(config, scratch, ranks, 1, sum));
+      short_runs.push_back(Totals(one));
+    }
+    std::ranges::sort(short_runs, {},
+                      [](const DataPlaneTotals& r) { return r.refresh_cpu / std::max(1.0, r.samples); });
+    const DataPlaneTotals& one = short_runs[1];
+    if (refreshed > one.refreshed && one.samples > 0) {
+      const double steady = (refresh_cpu - one.refresh_cpu) / static_cast<double>(refreshed - one.refreshed);
+      const double extra = one.refresh_cpu - steady * static_cast<double>(one.refreshed);
+      if (steady > 0 && extra > 0) {
+        const std::string how = fmt::format(
+            "the compute ranks' refresh thread CPU and rows installed in 1-epoch runs (the median of 3: {:.4f} s, {} "
+            "rows, {:.0f} samples) against one run of {} epochs ({:.4f} s, {} rows): {}",
+            one.refresh_cpu, one.refreshed, one.samples, epochs, refresh_cpu, refreshed, run);
+        d.ns_per_row_refreshed = {steady * 1e9, "the difference in CPU over the difference in rows: " + how};
+        d.first_epoch_refresh_ns_per_sample =
+            Measured{extra / one.samples * 1e9, "the 1-epoch runs' refresh CPU beyond the steady cost a row, over "
+                                                "their samples: " + how};
+      }
+    }
+  }
   const double merge_seconds = merge_bytes / (sum_merge_gb_per_s * 1e9);
   // At least 1 ns: the path exists even where the estimate of the merge's
   // share swallows it (a measured 0 would read as "free").
@@ -188,9 +229,16 @@ proto::ComputePreset KernelPresetOf(const HostCalibration& host, const KernelCal
                                 source_prefix));
   proto::KernelCost& cost = *p.mutable_kernel();
   *cost.mutable_ns_per_sample() = QuantityOf(kernel.ns_per_sample, source_prefix);
-  if (kernel.first_epoch_ns_per_sample) {
-    *cost.mutable_first_epoch_ns_per_sample() = QuantityOf(*kernel.first_epoch_ns_per_sample, source_prefix);
+  // The first epoch's warm-up: the kernel's (1:1) and its refreshes' (2:1).
+  std::optional<Measured> warmup = kernel.first_epoch_ns_per_sample;
+  if (kernel.data_plane && kernel.data_plane->first_epoch_refresh_ns_per_sample) {
+    const Measured& refresh = *kernel.data_plane->first_epoch_refresh_ns_per_sample;
+    warmup = warmup ? Measured{warmup->value + refresh.value,
+                               fmt::format("the kernel's {:.1f} ns ({}) plus the refreshes' {:.1f} ns ({})",
+                                           warmup->value, warmup->method, refresh.value, refresh.method)}
+                    : refresh;
   }
+  if (warmup) *cost.mutable_first_epoch_ns_per_sample() = QuantityOf(*warmup, source_prefix);
   if (kernel.data_plane) {
     *cost.mutable_ns_per_row_refreshed() = QuantityOf(kernel.data_plane->ns_per_row_refreshed, source_prefix);
   }

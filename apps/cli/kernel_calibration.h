@@ -30,6 +30,9 @@ namespace stalelearn::cli {
 struct DataPlaneCalibration {
   Measured ns_per_row_refreshed;  // compute side: a refresh's work per row installed
   Measured host_path_ns_per_row;  // memory side: decode, change marks and publish per row delta
+  // The first epoch's refreshes beyond ns_per_row_refreshed, per sample of
+  // that epoch (first touches), if the longer run showed any.
+  std::optional<Measured> first_epoch_refresh_ns_per_sample;
 };
 
 struct KernelCalibration {
