@@ -39,8 +39,9 @@ MemoryModel::MemoryModel(const proto::MemoryPreset& preset)
     : name_(preset.name()), atomic_rmw_(Nanoseconds(preset.atomic_rmw_ns().value())), preset_(preset) {}
 
 VirtualDuration MemoryModel::Merge(const MergeWork& work) const {
-  // Rows alone (the host path after a poll, MemoryRank) start no device work.
-  const bool device_work = work.bytes > 0 || work.ops > 0;
+  // Rows alone (the host path after a poll, MemoryRank) start no device
+  // work; any other charge prices the device as it always did.
+  const bool device_work = !(work.rows > 0 && work.bytes == 0 && work.ops == 0);
   switch (preset_.device_case()) {
     case proto::MemoryPreset::kUpmem: return device_work ? MergeUpmem(preset_.upmem(), work) : VirtualDuration(0);
     case proto::MemoryPreset::kHmc: return device_work ? MergeHmc(preset_.hmc(), work) : VirtualDuration(0);
