@@ -86,8 +86,6 @@ Result<OneRun> RunOnce(const fs::path& config, const fs::path& scratch, int epoc
   return run;
 }
 
-}  // namespace
-
 // The median, by seconds per sample, of `runs` runs of `epochs` (this kind
 // of VM swings by a third from run to run); `first` counts as one if given.
 Result<OneRun> MedianRun(const fs::path& config, const fs::path& scratch, int epochs, int runs,
@@ -101,6 +99,40 @@ Result<OneRun> MedianRun(const fs::path& config, const fs::path& scratch, int ep
   std::ranges::sort(timed, {}, [](const OneRun& r) { return r.seconds / r.samples; });
   return timed[timed.size() / 2];
 }
+
+// What a run's report says of its data plane, summed over its ranks.
+struct DataPlaneTotals {
+  double refresh_cpu = 0, busy_cpu = 0, merge_bytes = 0, samples = 0;
+  std::int64_t refreshed = 0, rows = 0;
+};
+
+DataPlaneTotals Totals(const proto::Report& report) {
+  DataPlaneTotals t;
+  for (const proto::RankReport& rank : report.ranks()) {
+    t.refresh_cpu += rank.refresh_cpu_seconds();
+    t.refreshed += rank.rows_refreshed();
+    t.busy_cpu += rank.busy_cpu_seconds();
+    t.rows += rank.rows_merged();
+    t.samples += static_cast<double>(rank.samples());
+    t.merge_bytes += static_cast<double>(rank.bytes_merged()) + 8.0 * static_cast<double>(rank.element_updates());
+  }
+  return t;
+}
+
+// A cost measured over a long run and a short one (its first epoch): the
+// steady cost per unit (the difference over the difference) and what the
+// short run cost beyond it (its warm-up). Both must be > 0 to mean anything.
+struct Split {
+  double steady = 0;
+  double extra = 0;
+};
+
+Split SplitWarmup(double long_cost, double long_units, double short_cost, double short_units) {
+  const double steady = (long_cost - short_cost) / (long_units - short_units);
+  return {steady, short_cost - steady * short_units};
+}
+
+}  // namespace
 
 Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& scratch, bool quick) {
   STALELEARN_ASSIGN_OR_RETURN(const OneRun first, RunOnce(config, scratch, 1));
@@ -127,37 +159,18 @@ Result<KernelCalibration> MeasureKernel(const fs::path& config, const fs::path& 
       "of: {} --set training.epochs=E (local backend) for E = 1 ({:.3f} s, {:.0f} samples) and of {} for E = {} "
       "({:.3f} s, {:.0f} samples)",
       kShortRuns, command, one.seconds, one.samples, kRuns, k.epochs, many.seconds, many.samples);
-  const double steady = (many.seconds - one.seconds) / (many.samples - one.samples);
-  const double warmup = one.seconds / one.samples - steady;
-  if (!(steady > 0) || !(warmup > 0)) {
+  const Split split = SplitWarmup(many.seconds, many.samples, one.seconds, one.samples);
+  if (!(split.steady > 0) || !(split.extra > 0)) {
     // No warm-up to see (or noise swallowed the difference): the longer
     // runs' average, as a first epoch costs what the others do.
     k.ns_per_sample = {many.seconds / many.samples * 1e9, "over the samples of the longer runs: " + timed};
     return k;
   }
-  k.ns_per_sample = {steady * 1e9, "the difference in seconds over the difference in samples: " + timed};
-  k.first_epoch_ns_per_sample = Measured{warmup * 1e9, "the 1-epoch runs' seconds per sample less the steady "
-                                                       "rate (ns_per_sample): " + timed};
+  k.ns_per_sample = {split.steady * 1e9, "the difference in seconds over the difference in samples: " + timed};
+  k.first_epoch_ns_per_sample = Measured{split.extra / one.samples * 1e9,
+                                         "the 1-epoch runs' seconds per sample less the steady rate "
+                                         "(ns_per_sample): " + timed};
   return k;
-}
-
-// What a run's report says of its data plane, summed over its ranks.
-struct DataPlaneTotals {
-  double refresh_cpu = 0, busy_cpu = 0, merge_bytes = 0, samples = 0;
-  std::int64_t refreshed = 0, rows = 0;
-};
-
-DataPlaneTotals Totals(const proto::Report& report) {
-  DataPlaneTotals t;
-  for (const proto::RankReport& rank : report.ranks()) {
-    t.refresh_cpu += rank.refresh_cpu_seconds();
-    t.refreshed += rank.rows_refreshed();
-    t.busy_cpu += rank.busy_cpu_seconds();
-    t.rows += rank.rows_merged();
-    t.samples += static_cast<double>(rank.samples());
-    t.merge_bytes += static_cast<double>(rank.bytes_merged()) + 8.0 * static_cast<double>(rank.element_updates());
-  }
-  return t;
 }
 
 Result<DataPlaneCalibration> MeasureDataPlane(const fs::path& config, const fs::path& scratch, int epochs,
@@ -169,9 +182,7 @@ Result<DataPlaneCalibration> MeasureDataPlane(const fs::path& config, const fs::
   const std::vector<std::string> sum = {"merge.*.policy=sum"};
   STALELEARN_ASSIGN_OR_RETURN(const proto::Report report, Train(config, scratch, ranks, epochs, sum));
   const DataPlaneTotals t = Totals(report);
-  const double refresh_cpu = t.refresh_cpu, busy_cpu = t.busy_cpu, merge_bytes = t.merge_bytes;
-  const std::int64_t refreshed = t.refreshed, rows = t.rows;
-  if (refreshed <= 0 || rows <= 0) {
+  if (t.refreshed <= 0 || t.rows <= 0) {
     return InvalidArgument(fmt::format("calibrate --config {}: the {} run refreshed or merged no rows", config.string(),
                                        ranks));
   }
@@ -179,46 +190,46 @@ Result<DataPlaneCalibration> MeasureDataPlane(const fs::path& config, const fs::
                                       "merge.*.policy=sum (local backend)",
                                       config.string(), ranks, epochs);
   DataPlaneCalibration d;
-  d.ns_per_row_refreshed = {refresh_cpu / static_cast<double>(refreshed) * 1e9,
+  d.ns_per_row_refreshed = {t.refresh_cpu / static_cast<double>(t.refreshed) * 1e9,
                             fmt::format("the compute ranks' refresh thread CPU ({:.4f} s, report refresh_cpu_seconds) "
                                         "over the {} rows they installed, one run of: {}",
-                                        refresh_cpu, refreshed, run)};
+                                        t.refresh_cpu, t.refreshed, run)};
   if (epochs > 1) {
     // Refreshes of the first epoch cost more a row (first touches of the
-    // replica and the snapshot log): 1-epoch runs (the median of 3) against
-    // the long run give the steady cost a row and the first epoch's extra,
-    // charged per first-epoch sample with the kernel's warm-up.
+    // replica and the snapshot log): 1-epoch runs (the median of kRuns)
+    // against the long run give the steady cost a row and the first epoch's
+    // extra, charged per first-epoch sample with the kernel's warm-up.
     std::vector<DataPlaneTotals> short_runs;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kRuns; ++k) {
       STALELEARN_ASSIGN_OR_RETURN(const proto::Report one, Train(config, scratch, ranks, 1, sum));
       short_runs.push_back(Totals(one));
     }
     std::ranges::sort(short_runs, {},
                       [](const DataPlaneTotals& r) { return r.refresh_cpu / std::max(1.0, r.samples); });
-    const DataPlaneTotals& one = short_runs[1];
-    if (refreshed > one.refreshed && one.samples > 0) {
-      const double steady = (refresh_cpu - one.refresh_cpu) / static_cast<double>(refreshed - one.refreshed);
-      const double extra = one.refresh_cpu - steady * static_cast<double>(one.refreshed);
-      if (steady > 0 && extra > 0) {
+    const DataPlaneTotals& one = short_runs[short_runs.size() / 2];
+    if (t.refreshed > one.refreshed && one.samples > 0) {
+      const Split split = SplitWarmup(t.refresh_cpu, static_cast<double>(t.refreshed), one.refresh_cpu,
+                                      static_cast<double>(one.refreshed));
+      if (split.steady > 0 && split.extra > 0) {
         const std::string how = fmt::format(
-            "the compute ranks' refresh thread CPU and rows installed in 1-epoch runs (the median of 3: {:.4f} s, {} "
+            "the compute ranks' refresh thread CPU and rows installed in 1-epoch runs (the median of {}: {:.4f} s, {} "
             "rows, {:.0f} samples) against one run of {} epochs ({:.4f} s, {} rows): {}",
-            one.refresh_cpu, one.refreshed, one.samples, epochs, refresh_cpu, refreshed, run);
-        d.ns_per_row_refreshed = {steady * 1e9, "the difference in CPU over the difference in rows: " + how};
+            kRuns, one.refresh_cpu, one.refreshed, one.samples, epochs, t.refresh_cpu, t.refreshed, run);
+        d.ns_per_row_refreshed = {split.steady * 1e9, "the difference in CPU over the difference in rows: " + how};
         d.first_epoch_refresh_ns_per_sample =
-            Measured{extra / one.samples * 1e9, "the 1-epoch runs' refresh CPU beyond the steady cost a row, over "
-                                                "their samples: " + how};
+            Measured{split.extra / one.samples * 1e9, "the 1-epoch runs' refresh CPU beyond the steady cost a row, "
+                                                      "over their samples: " + how};
       }
     }
   }
-  const double merge_seconds = merge_bytes / (sum_merge_gb_per_s * 1e9);
+  const double merge_seconds = t.merge_bytes / (sum_merge_gb_per_s * 1e9);
   // At least 1 ns: the path exists even where the estimate of the merge's
   // share swallows it (a measured 0 would read as "free").
-  d.host_path_ns_per_row = {std::max(1.0, (busy_cpu - merge_seconds) / static_cast<double>(rows) * 1e9),
+  d.host_path_ns_per_row = {std::max(1.0, (t.busy_cpu - merge_seconds) / static_cast<double>(t.rows) * 1e9),
                             fmt::format("the memory rank's thread CPU consuming, merging and publishing ({:.4f} s, "
                                         "report busy_cpu_seconds) less its merges priced by the cached sum preset "
                                         "({:.4f} s), over the {} row deltas it merged, one run of: {}",
-                                        busy_cpu, merge_seconds, rows, run)};
+                                        t.busy_cpu, merge_seconds, t.rows, run)};
   return d;
 }
 

@@ -343,24 +343,21 @@ VirtualTime TimingTransport::IssueOneWay(std::uint64_t bytes) {
 
 VirtualTime TimingTransport::IssueRoundTrip(Rank peer, VirtualDuration cost) {
   std::lock_guard lock(clock_mutex_);
-  const VirtualTime done = now_ + cost;
-  const VirtualDuration overhead = model_.link.overhead();
-  now_ += overhead;
-  breakdown_.transfer += overhead;
-  if (peer.value >= 0 && peer.value < static_cast<int>(acked_.size())) {
-    acked_[peer.value] = std::max(acked_[peer.value], done);
-  }
-  return done;
+  return IssueLocked(peer, now_ + cost);
 }
 
 VirtualTime TimingTransport::IssueServedGet(Rank peer, std::uint64_t bytes) {
   std::lock_guard lock(clock_mutex_);
-  const VirtualDuration overhead = model_.link.overhead();
   const VirtualDuration wire = model_.link.Serialization(bytes);
   // The request reaches the owner after the overhead and a latency; the
   // reply leaves once the owner's link is free. Alone: RoundTrip(bytes).
-  const VirtualTime start = serving_links_->Reserve(peer.value, now_ + overhead + model_.link.latency(), wire);
-  const VirtualTime done = start + wire + model_.link.latency();
+  const VirtualTime start =
+      serving_links_->Reserve(peer.value, now_ + model_.link.overhead() + model_.link.latency(), wire);
+  return IssueLocked(peer, start + wire + model_.link.latency());
+}
+
+VirtualTime TimingTransport::IssueLocked(Rank peer, VirtualTime done) {
+  const VirtualDuration overhead = model_.link.overhead();
   now_ += overhead;
   breakdown_.transfer += overhead;
   if (peer.value >= 0 && peer.value < static_cast<int>(acked_.size())) {

@@ -144,6 +144,9 @@ class TimingTransport final : public transport::Transport,
   VirtualTime IssueRoundTrip(transport::Rank peer, VirtualDuration cost);
   // A get of `bytes` whose reply leaves over `peer`'s shared link (serving_links.h).
   VirtualTime IssueServedGet(transport::Rank peer, std::uint64_t bytes);
+  // The issuing of a request to `peer` completing at `done`: the overhead
+  // charged, the peer's ack noted. Holds clock_mutex_.
+  VirtualTime IssueLocked(transport::Rank peer, VirtualTime done);
   // The origin learns at `acked` that an operation to `peer` completed.
   void NoteAck(transport::Rank peer, VirtualTime acked);
   // Wraps an inner request so that completing it advances the clock to `done`.

@@ -24,10 +24,10 @@ RingPoller::RingPoller(const model::ModelLayout& layout, model::MemoryIndex me, 
 bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   if (!failure_.ok()) return false;
   RingState& ring = rings_[c.value];
+  if (!Committed(ring)) return false;
   const std::uint64_t sequence = ring.next_sequence;
   const int slot = ring_geometry_.SlotOf(sequence);
   const std::byte* base = ring.region->data();
-  if (transport::LoadAcquire64(base + ring_geometry_.commit_word_offset(slot)) != sequence) return false;
 
   // Copy first, validate the copy: what is checked is what is merged.
   const std::byte* slot_bytes = base + ring_geometry_.slot_offset(slot);
@@ -106,15 +106,13 @@ int RingPoller::PollOnce() {
   return consumed;
 }
 
+bool RingPoller::Committed(const RingState& ring) const {
+  const int slot = ring_geometry_.SlotOf(ring.next_sequence);
+  return transport::LoadAcquire64(ring.region->data() + ring_geometry_.commit_word_offset(slot)) == ring.next_sequence;
+}
+
 bool RingPoller::AnyCommitted() const {
-  for (const RingState& ring : rings_) {
-    if (ring.dead) continue;
-    const int slot = ring_geometry_.SlotOf(ring.next_sequence);
-    if (transport::LoadAcquire64(ring.region->data() + ring_geometry_.commit_word_offset(slot)) == ring.next_sequence) {
-      return true;
-    }
-  }
-  return false;
+  return std::ranges::any_of(rings_, [this](const RingState& ring) { return !ring.dead && Committed(ring); });
 }
 
 std::uint64_t RingPoller::slowest_merged_clock() const {

@@ -119,6 +119,8 @@ class RingPoller {
     std::uint64_t merged_clock = 0;
     bool dead = false;
   };
+  // Whether `ring`'s next batch is committed (its slot's commit word).
+  bool Committed(const RingState& ring) const;
   // Consumes the batch in `ring`'s next slot if committed; true if it did.
   bool ConsumeNext(model::ComputeIndex c);
 
