@@ -9,12 +9,12 @@
 
 namespace stalelearn::runtime {
 
-ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
+ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode, const SampleSchedule& schedule)
     : env_(env),
       facets_(env.facets),
       info_(info),
       mode_(mode),
-      schedule_(ScheduleOf(env.app, env.config, info.compute_ranks, info.rank.value)),
+      schedule_(schedule),
       straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
       state_(facets_.CreateLocalState(info, schedule_.samples())),
       clock_offset_(facets_.initializes_from_data() ? 1 : 0) {
@@ -22,7 +22,7 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode)
   if (threads > 1 && facets_.kernel_runs_in_chunks()) parallel_ = std::make_unique<ParallelKernel>(env.app, threads);
   const proto::TrainingConfig& training = env.config.training();
   if (training.locality() != "none") {
-    plan_ = LocalityPlan::Make(env.app, schedule_.samples(), training.scratchpad_bytes(), training.samples_per_clock(),
+    plan_ = LocalityPlan::Make(env.app, schedule_.ascending(), training.scratchpad_bytes(), training.samples_per_clock(),
                                Strata{StrataOf(env.config, info.compute_ranks), info.rank.value});
   }
 }

@@ -12,8 +12,8 @@
 // A stop (stop_agreement.h) ends the loop at the top of the agreed clock C,
 // the same on every rank; Finish(C) and the final read follow as at the end.
 //
-// Not thread-safe: the compute rank's main thread. The environment, mode and
-// evaluator must outlive it.
+// Not thread-safe: the compute rank's main thread. The environment, mode,
+// schedule and evaluator must outlive it.
 #pragma once
 
 #include <chrono>
@@ -36,7 +36,8 @@ class ClockLoop {
  public:
   // `evaluator`: null unless this rank evaluates (the whole model on compute
   // rank 0, or every compute rank when the app evaluates in parts).
-  ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode);
+  // `schedule`: the rank's samples (ScheduleOf), owned by the caller.
+  ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode, const SampleSchedule& schedule);
 
   // Creates the rank's local state; call before Run (the evaluator may need it).
   const LocalState* local_state() const { return state_.get(); }
@@ -81,7 +82,7 @@ class ClockLoop {
   AppFacets facets_;  // the app's, found once
   RankInfo info_;
   ConsistencyMode& mode_;
-  SampleSchedule schedule_;
+  const SampleSchedule& schedule_;
   LocalityPlan plan_;
   LocalityPlan::Focus focus_;  // the stripe the mode was last told about (stratified)  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
   Straggler straggler_;

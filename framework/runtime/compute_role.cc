@@ -54,8 +54,10 @@ class ComputeRole {
     }
     STALELEARN_RETURN_IF_ERROR(lifecycle_.Start());
     start_ = std::chrono::steady_clock::now();
+    // One deal for the mode (its working set) and the loop (its clocks and plan).
+    schedule_.emplace(ScheduleOf(env_.app, env_.config, info_.compute_ranks, me_.value));
     STALELEARN_ASSIGN_OR_RETURN(mode_, MakeMode(endpoints));
-    ClockLoop loop(env_, info_, *mode_);
+    ClockLoop loop(env_, info_, *mode_, *schedule_);
     if (checkpointing_ != nullptr) STALELEARN_RETURN_IF_ERROR(PrepareCheckpointing(loop));
     // The whole model is evaluated on compute rank 0 (a survivor takes over
     // the final evaluation if it died: TakeOverIfRankZeroDies); parts on
@@ -103,7 +105,7 @@ class ComputeRole {
   // The configured mode; in a checkpointed run inside the checkpointing
   // wrapper, and when the run survives deaths inside the dead-rank-aware one.
   Result<std::unique_ptr<ConsistencyMode>> MakeMode(std::optional<ComputeEndpoints>& endpoints) {
-    ModeContext context{env_, me_, endpoints ? &*endpoints : nullptr, geometry_};
+    ModeContext context{env_, me_, *schedule_, endpoints ? &*endpoints : nullptr, geometry_};
     STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<ConsistencyMode> mode, lifecycle_.mode().create(context));
     if (checkpointer_.checkpointed()) {
       auto wrapped = std::make_unique<CheckpointingMode>(lifecycle_, me_, std::move(mode));
@@ -230,6 +232,7 @@ class ComputeRole {
   const model::ComputeIndex me_;
   const RankInfo info_;
   std::chrono::steady_clock::time_point start_;
+  std::optional<SampleSchedule> schedule_;  // this rank's samples, dealt at the start; outlives mode and loop
   // This compute rank's rings and the published regions (owned by the mode).
   std::vector<const transport::RemoteRegion*> rings_;
   std::vector<const transport::RemoteRegion*> published_;

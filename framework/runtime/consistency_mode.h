@@ -29,6 +29,7 @@
 #include "framework/model/replica.h"
 #include "framework/runtime/data_plane.h"
 #include "framework/runtime/rank_env.h"
+#include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
 
@@ -71,9 +72,11 @@ class ConsistencyMode {
 
 // What a mode is built from on one compute rank. `endpoints` and `geometry`
 // are set only for modes that use memory ranks (the mode takes the endpoints).
+// `schedule`: the rank's samples (its clock loop's; outlives the mode).
 struct ModeContext {
   const RankEnv& env;
   model::ComputeIndex me;
+  const SampleSchedule& schedule;
   ComputeEndpoints* endpoints = nullptr;
   const DataPlaneGeometry* geometry = nullptr;
 };

@@ -133,8 +133,13 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
                                 std::int64_t samples_per_clock, Strata strata) {
   // Every pass reads the app's samples in address order (the plan is a
   // function of the set of samples, not of the deal's order).
-  const std::vector<std::int64_t> ascending = AscendingSamples(dealt);
-  const std::span<const std::int64_t> samples(ascending);
+  // (A schedule's samples come sorted: SampleSchedule::ascending.)
+  std::vector<std::int64_t> ascending;
+  std::span<const std::int64_t> samples = dealt;
+  if (std::ranges::adjacent_find(dealt, std::greater_equal<>()) != dealt.end()) {
+    ascending = AscendingSamples(dealt);
+    samples = ascending;
+  }
   LocalityPlan plan;
   LocalityPlanStats& st = plan.stats_;
   st.scratchpad_bytes = scratchpad_bytes;
@@ -152,13 +157,29 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   const int parts = Parts();
   std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts), keyed);
   ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
-    std::vector<char>& verdict = keyed_in_part[static_cast<std::size_t>(part)];
-    std::vector<RowRef> rows;
+    // The part's verdicts as NarrowKeyed would give them, without its
+    // per-sample pass over every table (the hot spot of this pass): a
+    // table named twice by a sample is dropped there; one some sample does
+    // not name at all, at the end (its count of samples naming it once
+    // falls short). The part's scratch lives on its own thread.
+    std::vector<char> verdict = keyed_in_part[static_cast<std::size_t>(part)];
+    std::vector<std::int64_t> named_once(n, 0);
     std::vector<int> named(n, 0);
+    std::vector<RowRef> rows;
     for (std::size_t i = begin; i < end; ++i) {
       rows.clear();
       app.RowsOf(samples[i], rows);
-      NarrowKeyed(rows, verdict, named);
+      for (const RowRef& r : rows) ++named[r.table.value];
+      for (const RowRef& r : rows) {
+        const auto t = static_cast<std::size_t>(r.table.value);
+        if (named[t] == 0) continue;  // a later row of a table seen twice
+        if (named[t] == 1) {
+          ++named_once[t];
+        } else {
+          verdict[t] = 0;
+        }
+        named[t] = 0;
+      }
       for (const RowRef& r : rows) {
         const auto t = static_cast<std::size_t>(r.table.value);
         if (verdict[t] == 0) continue;
@@ -167,6 +188,10 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
         if (mark.load(std::memory_order_relaxed) == 0) mark.store(1, std::memory_order_relaxed);
       }
     }
+    for (std::size_t t = 0; t < n; ++t) {
+      if (named_once[t] != static_cast<std::int64_t>(end - begin)) verdict[t] = 0;
+    }
+    keyed_in_part[static_cast<std::size_t>(part)] = std::move(verdict);
   });
   for (const std::vector<char>& verdict : keyed_in_part) {
     for (std::size_t t = 0; t < n; ++t) keyed[t] = static_cast<char>(keyed[t] & verdict[t]);
@@ -259,8 +284,11 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   }
   // (reused row, index in `samples`) at each place: sorting a cell's keys
   // orders it by that row, ties in address order. Data grouped by that row
-  // already (a deal by user) is left as it is.
-  std::vector<std::uint64_t> keys(samples.size());
+  // already (a deal by user) is left as it is. The keys are built in the
+  // plan's own array and replaced by their samples in place (one array of a
+  // 20 M-sample rank's 160 MB, not two).
+  plan.by_cell_.resize(samples.size());
+  const std::span<std::uint64_t> keys(reinterpret_cast<std::uint64_t*>(plan.by_cell_.data()), plan.by_cell_.size());
   ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
     std::vector<std::int64_t>& at = next[static_cast<std::size_t>(part)];
     std::vector<RowRef> rows;
@@ -271,14 +299,14 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     }
   });
   next = {};
-  plan.by_cell_.resize(samples.size());
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, cells), [&](const tbb::blocked_range<std::int64_t>& range) {
     for (std::int64_t c = range.begin(); c < range.end(); ++c) {
       const auto begin = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
       const auto end = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
       if (!std::is_sorted(keys.begin() + begin, keys.begin() + end)) std::sort(keys.begin() + begin, keys.begin() + end);
       for (std::ptrdiff_t i = begin; i < end; ++i) {
-        plan.by_cell_[static_cast<std::size_t>(i)] = samples[keys[static_cast<std::size_t>(i)] & 0xffffffffu];
+        plan.by_cell_[static_cast<std::size_t>(i)] =
+            samples[static_cast<std::size_t>(keys[static_cast<std::size_t>(i)] & 0xffffffffu)];
       }
     }
   });
@@ -321,7 +349,7 @@ void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tab
   LocalityPlanStats& st = stats_;
   // The first kCostClocks clocks of the cells in stored order (an epoch's
   // order but for the seeded shuffles of blocks): a sample of the plan.
-  constexpr std::int64_t kCostClocks = 256;
+  constexpr std::int64_t kCostClocks = 64;
   const auto measured = std::min<std::size_t>(by_cell_.size(), static_cast<std::size_t>(kCostClocks * samples_per_clock));
   std::vector<RowRef> rows;
   std::vector<std::pair<std::int64_t, std::int64_t>> clock_rows;  // (table << 40 | row, row bytes)

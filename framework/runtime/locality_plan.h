@@ -20,7 +20,7 @@
 // (so small runs keep their published orders and checksums).
 //
 // The cost model (rows named, distinct rows and bytes per clock and per
-// sub-batch, over the plan's first 256 clocks) is in stats() and in the report.
+// sub-batch, over the plan's first 64 clocks) is in stats() and in the report.
 //
 // Make runs its passes on all cores (oneTBB; App::RowsOf is called
 // concurrently, as the app contract allows); the plan does not depend on
@@ -73,7 +73,7 @@ struct LocalityPlanStats {
   std::int64_t rows_per_block_a = 0;
   std::int64_t rows_per_block_b = 0;
   std::int64_t cells = 0;       // non-empty cells
-  // Over the plan's first 256 clocks (samples_per_clock each): the rows the samples
+  // Over the plan's first 64 clocks (samples_per_clock each): the rows the samples
   // name, the distinct rows among them, their bytes; and the largest
   // sub-batch's (one cell's run within a clock) distinct-row bytes.
   double rows_named_per_clock = 0;

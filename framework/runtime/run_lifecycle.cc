@@ -20,10 +20,9 @@ RunLifecycle::RunLifecycle(const RankEnv& env, const ModeDefinition& mode, metri
     : env_(env),
       mode_(mode),
       counting_(counting),
-      // Compute rank 0's schedule sets the clocks of an epoch on every rank
-      // (clock_loop.h); made once: a schedule copies the rank's samples.
-      clocks_per_epoch_(
-          ScheduleOf(env.app, env.config, std::max(1, env.roles.compute_ranks()), 0).clocks_per_epoch()),
+      // The clocks of an epoch, the same on every rank (clock_loop.h),
+      // without dealing the samples (a schedule copies a rank's samples).
+      clocks_per_epoch_(ClocksPerEpochOf(env.app, env.config, std::max(1, env.roles.compute_ranks()))),
       clock_offset_(env.facets.initializes_from_data() ? 1 : 0) {}
 
 Result<std::unique_ptr<RunLifecycle>> RunLifecycle::Make(const RankEnv& env, const ModeDefinition& mode,

@@ -83,8 +83,52 @@ SampleSchedule::SampleSchedule(std::int64_t total_samples, int compute_ranks, in
   std::int64_t begin = 0;
   for (int c = 0; c < compute_index; ++c) begin += share_of(c);
   mine_.assign(all.begin() + begin, all.begin() + begin + share_of(compute_index));
+  ascending_ = AscendingSamples(mine_);
   SetClocks(share_of(0));
 }
+
+namespace {
+
+// Deals whole groups of samples (the GroupsSamples facet): a seeded
+// permutation of the groups, cut where the running sample count crosses each
+// rank's even share. Returns every rank's share; fills `mine` (reserved to
+// its size: no regrowth of a 20 M-sample vector) with rank `index`'s samples
+// in dealing order when it is not null.
+std::vector<std::int64_t> DealGroups(const App& app, const AppFacets& facets, std::int64_t groups,
+                                     int compute_ranks, std::uint64_t seed, int index,
+                                     std::vector<std::int64_t>* mine) {
+  const std::int64_t total = app.TrainingSamples();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(groups));
+  std::iota(order.begin(), order.end(), 0);
+  Shuffle(order, seed ^ 0xD1B54A32D192ED03ull);
+  std::vector<std::int64_t> shares(static_cast<std::size_t>(compute_ranks), 0);
+  std::vector<std::int32_t> owners(order.size());
+  std::int64_t dealt = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const SampleRange range = facets.GroupSamples(order[i]);
+    // The rank whose even share holds this group's first sample.
+    const auto owner = static_cast<int>(std::min<std::int64_t>(compute_ranks - 1, dealt * compute_ranks / total));
+    owners[i] = owner;
+    shares[static_cast<std::size_t>(owner)] += range.end - range.begin;
+    dealt += range.end - range.begin;
+  }
+  if (mine != nullptr) {
+    mine->reserve(static_cast<std::size_t>(shares[static_cast<std::size_t>(index)]));
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (owners[i] != index) continue;
+      const SampleRange range = facets.GroupSamples(order[i]);
+      for (std::int64_t s = range.begin; s < range.end; ++s) mine->push_back(s);
+    }
+  }
+  return shares;
+}
+
+std::int64_t ClocksFor(std::int64_t largest_share, std::int64_t samples_per_clock, int strata) {
+  const std::int64_t clocks = std::max<std::int64_t>(1, (largest_share + samples_per_clock - 1) / samples_per_clock);
+  return (clocks + strata - 1) / strata * strata;
+}
+
+}  // namespace
 
 SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_index, std::int64_t samples_per_clock,
                                std::uint64_t seed, int strata)
@@ -95,29 +139,16 @@ SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_in
   if (groups == total) {  // every sample its own group: the plain deal
     *this = SampleSchedule(total, compute_ranks, compute_index, samples_per_clock, seed);
     if (strata > 1) SetClocks(clocks_per_epoch_ * samples_per_clock, strata);
-    return;
+  } else {
+    const std::vector<std::int64_t> shares =
+        DealGroups(app, facets, groups, compute_ranks, seed, compute_index, &mine_);
+    SetClocks(*std::ranges::max_element(shares), strata);
+    ascending_ = AscendingSamples(mine_);
   }
-  std::vector<std::int64_t> order(static_cast<std::size_t>(groups));
-  std::iota(order.begin(), order.end(), 0);
-  Shuffle(order, seed ^ 0xD1B54A32D192ED03ull);
-  std::vector<std::int64_t> shares(static_cast<std::size_t>(compute_ranks), 0);
-  std::int64_t dealt = 0;
-  for (std::int64_t g : order) {
-    const SampleRange range = facets.GroupSamples(g);
-    // The rank whose even share holds this group's first sample.
-    const auto owner = static_cast<int>(std::min<std::int64_t>(compute_ranks - 1, dealt * compute_ranks / total));
-    shares[static_cast<std::size_t>(owner)] += range.end - range.begin;
-    if (owner == compute_index) {
-      for (std::int64_t s = range.begin; s < range.end; ++s) mine_.push_back(s);
-    }
-    dealt += range.end - range.begin;
-  }
-  SetClocks(*std::ranges::max_element(shares), strata);
 }
 
 void SampleSchedule::SetClocks(std::int64_t largest_share, int strata) {
-  clocks_per_epoch_ = std::max<std::int64_t>(1, (largest_share + samples_per_clock_ - 1) / samples_per_clock_);
-  clocks_per_epoch_ = (clocks_per_epoch_ + strata - 1) / strata * strata;
+  clocks_per_epoch_ = ClocksFor(largest_share, samples_per_clock_, strata);
 }
 
 int StrataOf(const proto::Config& config, int compute_ranks) {
@@ -130,6 +161,21 @@ std::int64_t SamplesPerClock(const proto::TrainingConfig& training, int compute_
   // Planted defect (self-tests only): every rank takes the whole global batch.
   const std::int64_t ranks = DefectPlanted(PlantedDefect::kSamplesPerClockNotDerived) ? 1 : std::max(1, compute_ranks);
   return std::max<std::int64_t>(1, (global + ranks - 1) / ranks);
+}
+
+std::int64_t ClocksPerEpochOf(const App& app, const proto::Config& config, int compute_ranks) {
+  const std::int64_t total = app.TrainingSamples();
+  const std::int64_t spc = SamplesPerClock(config.training(), compute_ranks);
+  const int strata = StrataOf(config, compute_ranks);
+  const AppFacets facets = AppFacets::Of(app);
+  const std::int64_t groups = facets.SampleGroups(app);
+  if (groups == total) {
+    const std::int64_t largest = total / compute_ranks + (total % compute_ranks != 0 ? 1 : 0);
+    // As the plain deal: its clocks, then rounded to the strata.
+    return ClocksFor(ClocksFor(largest, spc, 1) * spc, spc, strata);
+  }
+  const std::vector<std::int64_t> shares = DealGroups(app, facets, groups, compute_ranks, config.seed(), 0, nullptr);
+  return ClocksFor(*std::ranges::max_element(shares), spc, strata);
 }
 
 SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index) {

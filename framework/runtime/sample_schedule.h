@@ -29,6 +29,9 @@ class SampleSchedule {
                  std::uint64_t seed, int strata = 1);
   // This rank's samples (in dealing order).
   std::span<const std::int64_t> samples() const { return mine_; }
+  // The same samples in increasing order (AscendingSamples), made once: the
+  // working set and the locality plan both pass over them.
+  std::span<const std::int64_t> ascending() const { return ascending_; }
 
   std::int64_t clocks_per_epoch() const { return clocks_per_epoch_; }
   std::int64_t share() const { return static_cast<std::int64_t>(mine_.size()); }
@@ -44,6 +47,7 @@ class SampleSchedule {
   void SetClocks(std::int64_t largest_share, int strata = 1);
 
   std::vector<std::int64_t> mine_;
+  std::vector<std::int64_t> ascending_;  // mine_, sorted
   std::int64_t samples_per_clock_;
   std::int64_t clocks_per_epoch_;
   std::uint64_t seed_;
@@ -57,6 +61,8 @@ std::int64_t SamplesPerClock(const proto::TrainingConfig& training, int compute_
 // The schedule of compute rank `compute_index` under `config` (its samples
 // per clock, seed and locality: stratified rounds the clocks).
 SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index);
+// Its clocks per epoch (the same on every rank), without dealing the samples.
+std::int64_t ClocksPerEpochOf(const App& app, const proto::Config& config, int compute_ranks);
 // The strata of training.locality: compute_ranks when "stratified", else 1.
 int StrataOf(const proto::Config& config, int compute_ranks);
 

@@ -24,7 +24,7 @@ class DirectConsistency final : public ConsistencyMode {
       : env_(context.env),
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/false),
-        scratch_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)) {
+        scratch_(context.env.layout.tables(), WorkingSetOf(context.env, context.schedule)) {
     for (std::size_t m = 0; m < links_.endpoints.published.size(); ++m) {
       readers_.push_back(std::make_unique<sync::SnapshotReader>(
           env_.transport, *links_.endpoints.published[m], context.geometry->published[m], env_.wait));

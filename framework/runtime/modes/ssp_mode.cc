@@ -50,7 +50,7 @@ class SspConsistency final : public ConsistencyMode {
         me_(context.me),
         links_(context.env, std::move(*context.endpoints), *context.geometry, /*keep_pending=*/true),
         bound_(bound),
-        replica_(context.env.layout.tables(), WorkingSetOfRank(context.env, context.me)),
+        replica_(context.env.layout.tables(), WorkingSetOf(context.env, context.schedule)),
         counts_own_clocks_(CountsOwnClocks(context.env)),
         eager_(eager) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
