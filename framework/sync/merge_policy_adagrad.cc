@@ -8,11 +8,28 @@
 
 #include <fmt/format.h>
 
+#include "framework/core/target_clones.h"
 #include "framework/sync/merge_policy.h"
 #include "framework/sync/merge_policy_adagrad.pb.h"
 
 namespace stalelearn::sync {
 namespace {
+
+// One row's step, `width` elements; the pointers never overlap (master row,
+// its accumulators, the batch's delta), so the loop vectorises, AVX2 where
+// the CPU has it. No FMA, and division and square root round each lane as
+// the scalar instruction does: every clone computes the same bits.
+STALELEARN_TARGET_CLONES_AVX2 void AdagradRow(float* __restrict row, float* __restrict accumulator,
+                                              const std::byte* __restrict delta, std::int32_t width,
+                                              float learning_rate, float epsilon) {
+  for (std::int32_t i = 0; i < width; ++i) {
+    float d;
+    std::memcpy(&d, delta + i * model::kElementBytes, sizeof d);
+    const float g = -d;
+    accumulator[i] += g * g;
+    row[i] -= (learning_rate * g) / (std::sqrt(accumulator[i]) + epsilon);
+  }
+}
 
 class AdagradPolicy final : public MergePolicy {
  public:
@@ -36,13 +53,7 @@ class AdagradPolicy final : public MergePolicy {
   void Apply(model::RowBlock& master, std::int64_t local_row, const std::byte* delta) override {
     std::span<float> row = master.FloatRow(local_row);
     float* accumulator = accumulator_.data() + static_cast<std::size_t>(local_row) * static_cast<std::size_t>(width_);
-    for (std::int32_t i = 0; i < width_; ++i) {
-      float d;
-      std::memcpy(&d, delta + i * model::kElementBytes, sizeof d);
-      const float g = -d;
-      accumulator[i] += g * g;
-      row[i] -= (learning_rate_ * g) / (std::sqrt(accumulator[i]) + epsilon_);
-    }
+    AdagradRow(row.data(), accumulator, delta, width_, learning_rate_, epsilon_);
   }
   metrics::WorkCounters ApplyWork() const override { return work_; }
   std::size_t state_bytes() const override { return accumulator_.size() * sizeof(float); }

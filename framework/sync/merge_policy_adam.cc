@@ -21,11 +21,35 @@
 
 #include <fmt/format.h>
 
+#include "framework/core/target_clones.h"
 #include "framework/sync/merge_policy.h"
 #include "framework/sync/merge_policy_adam.pb.h"
 
 namespace stalelearn::sync {
 namespace {
+
+struct AdamConstants {
+  float beta1, beta2, learning_rate, epsilon, c1, c2;
+};
+
+// One row's step, `width` elements. The pointers never overlap (master row,
+// its moments, the batch's delta), so the loop vectorises: AVX2 where the
+// CPU has it, 8 lanes of the divisions and the root that made the scalar
+// loop compute-bound (a 64-rank clock of a 1.6 MB network spent most of its
+// merge there). No FMA, and IEEE division and square root round each lane
+// as the scalar instruction does, so every clone computes the same bits.
+STALELEARN_TARGET_CLONES_AVX2 void AdamRow(float* __restrict row, float* __restrict m, float* __restrict v,
+                                           const std::byte* __restrict delta, std::int32_t width,
+                                           const AdamConstants k) {
+  for (std::int32_t i = 0; i < width; ++i) {
+    float d;
+    std::memcpy(&d, delta + i * model::kElementBytes, sizeof d);
+    const float g = -d;
+    m[i] = k.beta1 * m[i] + (1.0f - k.beta1) * g;
+    v[i] = k.beta2 * v[i] + (1.0f - k.beta2) * g * g;
+    row[i] -= (k.learning_rate * (m[i] / k.c1)) / (std::sqrt(v[i] / k.c2) + k.epsilon);
+  }
+}
 
 class AdamPolicy final : public MergePolicy {
  public:
@@ -55,15 +79,7 @@ class AdamPolicy final : public MergePolicy {
     const auto [c1, c2] = CorrectionsAt(++steps_[static_cast<std::size_t>(local_row)]);
     std::span<float> row = master.FloatRow(local_row);
     float* m = moments_.data() + 2 * static_cast<std::size_t>(local_row) * static_cast<std::size_t>(width_);
-    float* v = m + width_;
-    for (std::int32_t i = 0; i < width_; ++i) {
-      float d;
-      std::memcpy(&d, delta + i * model::kElementBytes, sizeof d);
-      const float g = -d;
-      m[i] = beta1_ * m[i] + (1.0f - beta1_) * g;
-      v[i] = beta2_ * v[i] + (1.0f - beta2_) * g * g;
-      row[i] -= (learning_rate_ * (m[i] / c1)) / (std::sqrt(v[i] / c2) + epsilon_);
-    }
+    AdamRow(row.data(), m, m + width_, delta, width_, {beta1_, beta2_, learning_rate_, epsilon_, c1, c2});
   }
   metrics::WorkCounters ApplyWork() const override { return work_; }
   std::size_t state_bytes() const override {
