@@ -1,9 +1,11 @@
-// The links ranks serve reads over, when each rank's host has one link to
-// the network (a star, as in the namespace box: backend.timing.shared_ports).
-// Without it a get is priced as if its reader had a path of its own to the
-// data; with it, the bytes every reader gets from rank m leave m one after
-// another over m's link, so two compute ranks refreshing from one memory
-// rank share its bandwidth.
+// The links of ranks whose hosts each have one link to the network (a star,
+// as in the namespace box: backend.timing.shared_ports). Without it a
+// transfer is priced as if it had a path of its own; with it, rank m's link
+// carries, one after another,
+//   out: the bytes every reader gets from m (two compute ranks refreshing
+//        from one memory rank share its bandwidth);
+//   in:  the bytes every writer puts to m (their batches queue at m's port),
+//        and a get's request to m waits behind what is queued there.
 //
 // Thread-safe (one mutex): every TimingTransport of an in-process job holds
 // the same instance (the in-process group's shared objects). Reservations
@@ -21,7 +23,8 @@ namespace stalelearn::backends::timing {
 
 class ServingLinks {
  public:
-  explicit ServingLinks(int world_size) : free_at_(static_cast<std::size_t>(world_size)) {}
+  explicit ServingLinks(int world_size)
+      : free_at_(static_cast<std::size_t>(world_size)), in_free_at_(static_cast<std::size_t>(world_size)) {}
 
   // Rank `server` sends `serialization` worth of bytes whose request reached
   // it at `earliest`: when they start leaving (after whatever it sends
@@ -36,9 +39,32 @@ class ServingLinks {
     return start;
   }
 
+  // A put's bytes to `target`, whose first byte reaches its port at
+  // `first_at`: when the last is in (they pass behind what is queued there;
+  // alone: first_at + serialization). Arrive reserves the port until then,
+  // ArrivalAt only asks (a writer's stamp, just before its put).
+  transport::VirtualTime Arrive(int target, transport::VirtualTime first_at, transport::VirtualDuration serialization) {
+    if (target < 0 || target >= static_cast<int>(in_free_at_.size())) return first_at + serialization;
+    std::lock_guard lock(mutex_);
+    transport::VirtualTime& free_at = in_free_at_[static_cast<std::size_t>(target)];
+    free_at = std::max(first_at, free_at) + serialization;
+    return free_at;
+  }
+  transport::VirtualTime ArrivalAt(int target, transport::VirtualTime first_at,
+                                   transport::VirtualDuration serialization) const {
+    return std::max(first_at, InFreeAt(target)) + serialization;
+  }
+  // When what is queued at `target`'s port has gone in (the epoch if nothing).
+  transport::VirtualTime InFreeAt(int target) const {
+    if (target < 0 || target >= static_cast<int>(in_free_at_.size())) return {};
+    std::lock_guard lock(mutex_);
+    return in_free_at_[static_cast<std::size_t>(target)];
+  }
+
  private:
-  std::mutex mutex_;
-  std::vector<transport::VirtualTime> free_at_;
+  mutable std::mutex mutex_;
+  std::vector<transport::VirtualTime> free_at_;     // out of each rank's port
+  std::vector<transport::VirtualTime> in_free_at_;  // into each rank's port
 };
 
 }  // namespace stalelearn::backends::timing

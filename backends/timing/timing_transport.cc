@@ -110,7 +110,12 @@ Result<RequestPtr> TimingTransport::Put(const void* src, std::size_t bytes, cons
                                         std::uint64_t offset) {
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Put(src, bytes, TimedRemoteRegion::Inner(dst), offset));
   const VirtualTime left = IssueOneWay(bytes);
-  NoteAck(dst.owner(), left + 2 * model_.link.latency());
+  VirtualTime in = left + model_.link.latency();
+  if (serving_links_) {  // the bytes queue at the target's port behind others'
+    const VirtualDuration wire = model_.link.Serialization(bytes);
+    in = serving_links_->Arrive(dst.owner().value, left - wire + model_.link.latency(), wire);
+  }
+  NoteAck(dst.owner(), in + model_.link.latency());
   NoteWrote(dst.owner());
   STALELEARN_RETURN_IF_ERROR(SchedulingPoint());
   return Timed(std::move(request), left);
@@ -241,9 +246,12 @@ Status TimingTransport::AdvanceTo(VirtualTime t) {
   return Status::Ok();
 }
 
-VirtualTime TimingTransport::PutVisibleAt(std::uint64_t bytes) const {
+VirtualTime TimingTransport::PutVisibleAt(std::uint64_t bytes, transport::Rank target) const {
   std::lock_guard lock(clock_mutex_);
   const VirtualTime start = std::max(now_ + model_.link.overhead(), nic_free_);
+  if (serving_links_) {  // as Put will reserve it (no scheduling point between)
+    return serving_links_->ArrivalAt(target.value, start + model_.link.latency(), model_.link.Serialization(bytes));
+  }
   return start + model_.link.Serialization(bytes) + model_.link.latency();
 }
 
@@ -349,10 +357,12 @@ VirtualTime TimingTransport::IssueRoundTrip(Rank peer, VirtualDuration cost) {
 VirtualTime TimingTransport::IssueServedGet(Rank peer, std::uint64_t bytes) {
   std::lock_guard lock(clock_mutex_);
   const VirtualDuration wire = model_.link.Serialization(bytes);
-  // The request reaches the owner after the overhead and a latency; the
-  // reply leaves once the owner's link is free. Alone: RoundTrip(bytes).
-  const VirtualTime start =
-      serving_links_->Reserve(peer.value, now_ + model_.link.overhead() + model_.link.latency(), wire);
+  // The request leaves behind this rank's own puts, reaches the owner's port
+  // a latency later and goes in behind what is queued there; the reply
+  // leaves once the owner's link is free. Alone: RoundTrip(bytes).
+  const VirtualTime sent = std::max(now_ + model_.link.overhead(), nic_free_);
+  const VirtualTime arrived = std::max(sent + model_.link.latency(), serving_links_->InFreeAt(peer.value));
+  const VirtualTime start = serving_links_->Reserve(peer.value, arrived, wire);
   return IssueLocked(peer, start + wire + model_.link.latency());
 }
 

@@ -17,7 +17,7 @@
 //                 operation to peer completed)                       (transfer)
 //   Fence, Progress, Register, Import: free.
 // Visibility in virtual time is enforced by stamps (virtual_time.h): the
-// writer puts PutVisibleAt(bytes) in the batch header, the reader calls
+// writer puts PutVisibleAt(bytes, target) in the batch header, the reader calls
 // AdvanceTo(stamp) before using the batch, so its clock never runs behind the
 // data it consumes. Under the virtual-time scheduler each clock advance is
 // also a scheduling point, so real-time order follows virtual-time order,
@@ -107,7 +107,7 @@ class TimingTransport final : public transport::Transport,
   Status ChargeComputeWork(const transport::ComputeWork& work) override;
   Status ChargeMergeWork(const transport::MergeWork& work) override;
   Status AdvanceTo(VirtualTime t) override;
-  VirtualTime PutVisibleAt(std::uint64_t bytes) const override;
+  VirtualTime PutVisibleAt(std::uint64_t bytes, transport::Rank target) const override;
   VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const override;
   VirtualDuration AllReduceCost(std::uint64_t bytes, int ranks) const override {
     return model_.link.AllReduce(bytes, ranks);

@@ -53,7 +53,7 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   const int slot = ring_geometry_.SlotOf(sequence);
   // The stamp is due right before the put. A sealed batch already reads 0,
   // real time's stamp: only a later one needs the stamped copy.
-  if (const transport::VirtualTime visible_at = wait_.time->PutVisibleAt(batch.size());
+  if (const transport::VirtualTime visible_at = wait_.time->PutVisibleAt(batch.size(), peer());
       visible_at != transport::VirtualTime{}) {
     batch = Stamped(slot, batch, visible_at);
   }

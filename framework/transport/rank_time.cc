@@ -15,7 +15,7 @@ class VirtualRankTime final : public RankTime {
   VirtualRankTime(SimulatedTime& sim, Bootstrap& bootstrap) : sim_(sim), bootstrap_(bootstrap) {}
 
   VirtualTime Now() const override { return sim_.Now(); }
-  VirtualTime PutVisibleAt(std::uint64_t bytes) const override { return sim_.PutVisibleAt(bytes); }
+  VirtualTime PutVisibleAt(std::uint64_t bytes, Rank target) const override { return sim_.PutVisibleAt(bytes, target); }
   VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const override {
     return sim_.GetVisibleAt(published_at, bytes);
   }

@@ -16,7 +16,7 @@
 //   ThrowIfError(time->StartSchedule());            // after setup (keys imported)
 //   ... per clock on a compute rank:
 //   STALELEARN_RETURN_IF_ERROR(time->ChargeCompute({.flops = f, .bytes = b, .random_accesses = r}));
-//   header.visible_at_ps = time->PutVisibleAt(batch_bytes).time_since_epoch().count();
+//   header.visible_at_ps = time->PutVisibleAt(batch_bytes, target).time_since_epoch().count();
 //   ... on a memory rank, per batch consumed:
 //   STALELEARN_RETURN_IF_ERROR(time->AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)));
 //   merge ...; STALELEARN_RETURN_IF_ERROR(time->ChargeMerge({bytes, ops}));
@@ -61,9 +61,9 @@ class RankTime {
   // ---- Reading the clock (real time: the epoch, 0) ----
   // This rank's clock.
   virtual VirtualTime Now() const = 0;
-  // When a Put of `bytes` issued now becomes visible at its target: the stamp
+  // When a Put of `bytes` issued now becomes visible at `target`: the stamp
   // a writer puts in a header (SimulatedTime::PutVisibleAt).
-  virtual VirtualTime PutVisibleAt(std::uint64_t bytes) const = 0;
+  virtual VirtualTime PutVisibleAt(std::uint64_t bytes, Rank target) const = 0;
   // When data its owner published at `published_at`, fetched with a Get of
   // `bytes`, can have reached this rank (SimulatedTime::GetVisibleAt).
   virtual VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const = 0;
@@ -125,7 +125,7 @@ class RealTime final : public RankTime {
   static RealTime& Instance();
 
   VirtualTime Now() const override { return {}; }
-  VirtualTime PutVisibleAt(std::uint64_t) const override { return {}; }
+  VirtualTime PutVisibleAt(std::uint64_t, Rank) const override { return {}; }
   VirtualTime GetVisibleAt(VirtualTime, std::uint64_t) const override { return {}; }
   std::optional<SimulatedSummary> Summary() const override { return std::nullopt; }
   bool survives_rank_loss() const override { return true; }

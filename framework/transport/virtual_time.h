@@ -10,7 +10,7 @@
 //   ThrowIfError(sim.StartSchedule());                  // after setup (keys imported)
 //   ... per clock on a compute rank:
 //   STALELEARN_RETURN_IF_ERROR(sim.ChargeComputeWork({.flops = f, .bytes = b, .random_accesses = r}));
-//   header.visible_at_ps = sim.PutVisibleAt(batch_bytes).time_since_epoch().count();
+//   header.visible_at_ps = sim.PutVisibleAt(batch_bytes, target).time_since_epoch().count();
 //   ... on a memory rank, per batch consumed:
 //   STALELEARN_RETURN_IF_ERROR(sim.AdvanceTo(VirtualTimeFromPs(header.visible_at_ps)));
 //   merge ...; STALELEARN_RETURN_IF_ERROR(sim.ChargeMergeWork({bytes, ops}));
@@ -115,10 +115,11 @@ class SimulatedTime {
   virtual Status AdvanceTo(VirtualTime t) = 0;
 
   // Stamp for a header: the virtual time at which a Put of `bytes` issued now
-  // by this rank becomes visible at its target (clock + overhead + queueing
-  // behind earlier transfers + latency + bytes / bandwidth). Does not advance
-  // the clock.
-  virtual VirtualTime PutVisibleAt(std::uint64_t bytes) const = 0;
+  // by this rank becomes visible at `target` (clock + overhead + queueing
+  // behind earlier transfers + latency + bytes / bandwidth, and where links
+  // are shared, behind what is queued at the target's port). Does not
+  // advance the clock.
+  virtual VirtualTime PutVisibleAt(std::uint64_t bytes, Rank target) const = 0;
   // When data published by its owner at `published_at` and fetched with a Get
   // of `bytes` can have reached this rank: published_at + latency + bytes /
   // bandwidth. Pass the result to AdvanceTo after the Get.

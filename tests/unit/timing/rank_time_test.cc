@@ -36,7 +36,7 @@ TEST(RankTime, RealTimeChargesNothingStampsZeroAndSleepsAStragglersDelay) {
     ThrowIfError(time->ChargeCompute({.flops = 1e9, .bytes = 1e9}));
     ThrowIfError(time->AdvanceTo(VirtualTimeFromPs(5000)));
     EXPECT_EQ(time->Now(), VirtualTime{});
-    EXPECT_EQ(time->PutVisibleAt(1 << 20), VirtualTime{});
+    EXPECT_EQ(time->PutVisibleAt(1 << 20, Rank{0}), VirtualTime{});
     EXPECT_FALSE(time->Summary().has_value());
     EXPECT_TRUE(time->survives_rank_loss());
     // No exchange: one rank alone may ask.

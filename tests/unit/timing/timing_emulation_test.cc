@@ -59,7 +59,7 @@ void Produce(TimingTransport& t, const transport::RemoteRegion& consumer, int me
     Jitter();
     ThrowIfError(t.ChargeComputeWork({.flops = 1e5 * (1 + (me + i) % 3), .bytes = 1e4, .random_accesses = 10}));
     const std::uint64_t message[2] = {
-        static_cast<std::uint64_t>(t.PutVisibleAt(kSlotBytes).time_since_epoch().count()),
+        static_cast<std::uint64_t>(t.PutVisibleAt(kSlotBytes, Rank{kConsumer}).time_since_epoch().count()),
         static_cast<std::uint64_t>(me * 1000 + i)};
     ThrowIfError(transport::PutBlocking(t, message, kSlotBytes, consumer, SlotOffset(me, i), 1s));
     ThrowIfError(t.Fence(Rank{kConsumer}));

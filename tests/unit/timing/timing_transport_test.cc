@@ -63,7 +63,7 @@ TEST(TimingTransport, PutCostsOverheadThenBytesOverBandwidthThenLatency) {
     const LinkModel& link = t.model().link;
     constexpr std::uint64_t kBytes = 65'536;
     std::vector<std::byte> payload(kBytes, std::byte{7});
-    const VirtualTime visible = t.PutVisibleAt(kBytes);
+    const VirtualTime visible = t.PutVisibleAt(kBytes, remote.owner());
     EXPECT_EQ(visible.time_since_epoch(), link.Transfer(kBytes));  // O + L + S(B) from an idle start
 
     auto put = ValueOrThrow(t.Put(payload.data(), kBytes, remote, 0));
@@ -86,7 +86,7 @@ TEST(TimingTransport, BackToBackPutsQueueBehindEachOther) {
     // The second transfer starts when the first has left (S(1 MiB) >> overhead).
     const VirtualTime expected = VirtualTimeFromPs(0) + link.overhead() + 2 * link.Serialization(payload.size()) +
                                  link.latency();
-    EXPECT_EQ(t.PutVisibleAt(payload.size()), expected);
+    EXPECT_EQ(t.PutVisibleAt(payload.size(), remote.owner()), expected);
     auto second = ValueOrThrow(t.Put(payload.data(), payload.size(), remote, 0));
     ThrowIfError(t.FlushAll(1s));
     EXPECT_EQ(t.Now(), expected + link.latency());
@@ -135,6 +135,62 @@ TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
     ASSERT_FALSE(made.ok());
     EXPECT_NE(made.status().message().find("shared_ports needs ranks as threads"), std::string::npos);
   });
+}
+
+// shared_ports: two ranks' puts to a third go into its one link one after
+// the other (a star network's port), and a get's request to it waits behind
+// them; without it every transfer has a path of its own.
+TEST(TimingTransport, SharedPortsQueueThePutsOneRankReceives) {
+  for (const bool shared : {false, true}) {
+    Options options = kIbUpmem;
+    if (shared) options["shared_ports"] = "true";
+    const auto registry = Registry();
+    constexpr std::size_t kBytes = 1 << 20;
+    transport::RunRanks(3, [&](Bootstrap& bootstrap) {
+      auto timing = MakeTiming(registry, bootstrap, options);
+      const LinkModel& link = timing->model().link;
+      auto region = ValueOrThrow(timing->Register(kBytes, Access::kAll));
+      std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+      std::int64_t acked_ps = 0;
+      std::int64_t read_ps = 0;
+      if (bootstrap.rank().value < 2) {  // both write rank 2's region, then one reads it
+        auto target = ValueOrThrow(timing->Import(Rank{2}, keys[2]));
+        std::vector<std::byte> payload(kBytes);
+        ThrowIfError(transport::PutBlocking(*timing, payload.data(), kBytes, *target, 0, 1s));
+        ThrowIfError(timing->FlushAll(1s));
+        acked_ps = timing->Now().time_since_epoch().count();
+        ThrowIfError(bootstrap.Barrier());
+        if (bootstrap.rank().value == 0) {
+          std::uint64_t word = 0;
+          const VirtualTime before = timing->Now();
+          ThrowIfError(transport::GetBlocking(*timing, &word, sizeof word, *target, 0, 1s));
+          read_ps = (timing->Now() - before).count();
+        }
+      } else {
+        ThrowIfError(bootstrap.Barrier());
+      }
+      std::vector<Bytes> acked = ValueOrThrow(bootstrap.AllGather("acked", std::as_bytes(std::span(&acked_ps, 1))));
+      std::vector<Bytes> read = ValueOrThrow(bootstrap.AllGather("read", std::as_bytes(std::span(&read_ps, 1))));
+      if (bootstrap.rank().value != 0) return;
+      std::int64_t first = 0;
+      std::int64_t second = 0;
+      std::memcpy(&first, acked[0].data(), sizeof first);
+      std::memcpy(&second, acked[1].data(), sizeof second);
+      // Alone each is acked at O + S + 2L; queued, the later one S after.
+      const VirtualDuration alone = link.overhead() + link.Serialization(kBytes) + 2 * link.latency();
+      EXPECT_EQ(VirtualDuration(std::min(first, second)), alone) << shared;
+      EXPECT_EQ(VirtualDuration(std::max(first, second)), shared ? alone + link.Serialization(kBytes) : alone)
+          << shared;
+      std::memcpy(&read_ps, read[0].data(), sizeof read_ps);
+      // Rank 0's read after its ack: the port is empty by then unless rank 1's
+      // bytes were still going in (shared, and rank 0 was first).
+      const VirtualDuration round_trip = link.RoundTrip(sizeof(std::uint64_t));  // O + 2L + S(8)
+      EXPECT_GE(VirtualDuration(read_ps), round_trip) << shared;
+      if (!shared) {
+        EXPECT_EQ(VirtualDuration(read_ps), round_trip);
+      }
+    });
+  }
 }
 
 TEST(TimingTransport, ChargesComputeAndMergeByThePresets) {
