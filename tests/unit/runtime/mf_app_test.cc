@@ -140,5 +140,31 @@ TEST(MfApp, DealtByUserEveryUserTrainsOnOneRank) {
   EXPECT_GT(held_by_rating, 60u);
 }
 
+// Every rank (memory ranks too) takes the clocks of an epoch from
+// ClocksPerEpochOf, which deals no samples; the compute ranks loop over
+// their schedule's. They must agree, dealt by user (groups) or by rating,
+// with and without strata, at every rank count.
+TEST(MfApp, ClocksPerEpochWithoutDealingAgreeWithEveryRanksSchedule) {
+  const std::vector<Rating> train = InterleavedRatings();
+  for (const bool deal_by_user : {false, true}) {
+    MfParams params{2, 0.1f, 0.05f, 0.1f, 11};
+    params.deal_by_user = deal_by_user;
+    const MfApp app("tiny", 40, 13, train, {}, params);
+    for (const char* locality : {"grid", "stratified"}) {
+      for (int ranks = 1; ranks <= 7; ++ranks) {
+        proto::Config config;
+        config.set_seed(5);
+        config.mutable_training()->set_samples_per_clock(3);
+        config.mutable_training()->set_locality(locality);
+        const std::int64_t clocks = runtime::ClocksPerEpochOf(app, config, ranks);
+        for (int c = 0; c < ranks; ++c) {
+          EXPECT_EQ(runtime::ScheduleOf(app, config, ranks, c).clocks_per_epoch(), clocks)
+              << "by user " << deal_by_user << ", " << locality << ", rank " << c << " of " << ranks;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stalelearn::apps::mf
