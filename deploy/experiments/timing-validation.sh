@@ -85,44 +85,13 @@ box_row() {
   trap './deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
   ./deploy/cluster/box.sh up 3 --rate 50mbit >/dev/null
   ./deploy/cluster/box.sh hostfile >"$OUT/box-hosts"
-  # The capped link as it is, measured as `calibrate` measures a link (its
-  # method, link_calibration.cc) with `bench rma` between a compute host and
-  # the memory host over UCX tcp: per-op overhead (windowed 8-B puts),
-  # latency ((8-B get round trip - overhead) / 2) and bandwidth (windowed
-  # 1 MiB puts). Written as the preset link/calibrated-box-tcp.
-  local box_env net agent hosts
-  box_env=$(./deploy/cluster/box.sh env)
-  hosts=$(sed -n 's/^STALELEARN_BOX_HOSTS=//p' <<<"$box_env")
-  net=$(sed -n 's/^STALELEARN_BOX_NET=//p' <<<"$box_env")
-  agent=$(sed -n 's/^STALELEARN_BOX_AGENT=//p' <<<"$box_env")
-  box_bench() {  # OUT-file, bench rma arguments...
-    local out=$1
-    shift
-    UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 UCX_WARN_UNUSED_ENV_VARS=n "${MPIRUN[@]}" -q -np 2 \
-      --host "${hosts%%,*},${hosts##*,}" --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include "$net" \
-      --mca btl_tcp_if_include "$net" -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS \
-      "$BIN" bench rma "$@" --backend ucx --json >"$OUT/$out"
-  }
-  box_bench box-link-overhead.json --op put --size 8 --iters 2000 --warmup 200 --window 16
-  box_bench box-link-latency.json --op get --size 8 --iters 500 --warmup 50 --window 1
-  box_bench box-link-bandwidth.json --op put --size 1048576 --iters 20 --warmup 2 --window 4
-  python3 - "$OUT" "$PRESETS/link/calibrated-box-tcp.pbtxt" "$(date +%F)" <<'PY' >&2
-import json, sys
-out, path, day = sys.argv[1:]
-o, l, b = (json.load(open(f"{out}/box-link-{k}.json")) for k in ("overhead", "latency", "bandwidth"))
-overhead = o["seconds"] / o["iters"] * 1e9
-latency = max(1.0, (l["latency_us"] * 1e3 - overhead) / 2)
-gb = b["bandwidth_mb_s"] / 1e3
-src = f"timing-validation.sh in a namespace box capped at 50 Mbit/s by tbf, {day}: stalelearn bench rma over UCX tcp between two box hosts"
-q = lambda v, how: f'{{\n  value: {v:.4g}\n  tag: MEASURED\n  source: "{src}, {how}"\n}}'
-open(path, "w").write(
-    'name: "calibrated-box-tcp"\ndescription: "UCX over tcp across a tbf-capped namespace link, measured"\n'
-    f'latency_ns {q(latency, "median 8-B get round trip (window 1) minus the overhead, halved")}\n'
-    f'bandwidth_gb_per_s {q(gb, "windowed 1 MiB puts (window 4), 1 GB = 1e9 B")}\n'
-    f'per_op_overhead_ns {q(overhead, "origin time per operation of windowed 8-B puts (window 16)")}\n')
-print(f"timing-validation: the capped link: overhead {overhead:.0f} ns, latency {latency:.0f} ns, {gb * 1e3:.2f} MB/s "
-      "(link/calibrated-box-tcp)")
-PY
+  # The capped link as it is, measured as `calibrate` measures a link, with
+  # `bench rma` between a compute host and the memory host over UCX tcp
+  # (deploy/cluster/calibrate-link.sh, on this box): the preset
+  # link/calibrated-box-tcp.
+  local hosts
+  hosts=$(./deploy/cluster/box.sh env | sed -n 's/^STALELEARN_BOX_HOSTS=//p')
+  ./deploy/cluster/calibrate-link.sh --out "$PRESETS" --rate 50mbit --bin "$BIN"
   ./deploy/run.sh --hostfile "$OUT/box-hosts" -np 3 --box --memory-hosts "${hosts##*,}" --timeout 300 --bin "$BIN" -- \
     --config apps/mf/movielens.pbtxt --set output.quiet=true --set training.epochs=3 \
     --report "$OUT/$name.measured.1.json" >/dev/null
