@@ -27,15 +27,17 @@ class ServingLinks {
       : free_at_(static_cast<std::size_t>(world_size)), in_free_at_(static_cast<std::size_t>(world_size)) {}
 
   // Rank `server` sends `serialization` worth of bytes whose request reached
-  // it at `earliest`: when they start leaving (after whatever it sends
-  // already). A server outside the world: `earliest`, nothing reserved.
+  // its port at `earliest`: when they start leaving. The request goes in
+  // behind what is queued at the port, the reply out after whatever the
+  // server sends already. A server outside the world: `earliest`, nothing
+  // reserved.
   transport::VirtualTime Reserve(int server, transport::VirtualTime earliest,
                                  transport::VirtualDuration serialization) {
     if (server < 0 || server >= static_cast<int>(free_at_.size())) return earliest;
     std::lock_guard lock(mutex_);
-    transport::VirtualTime& free_at = free_at_[static_cast<std::size_t>(server)];
-    const transport::VirtualTime start = std::max(earliest, free_at);
-    free_at = start + serialization;
+    const auto s = static_cast<std::size_t>(server);
+    const transport::VirtualTime start = std::max({earliest, in_free_at_[s], free_at_[s]});
+    free_at_[s] = start + serialization;
     return start;
   }
 
@@ -52,13 +54,9 @@ class ServingLinks {
   }
   transport::VirtualTime ArrivalAt(int target, transport::VirtualTime first_at,
                                    transport::VirtualDuration serialization) const {
-    return std::max(first_at, InFreeAt(target)) + serialization;
-  }
-  // When what is queued at `target`'s port has gone in (the epoch if nothing).
-  transport::VirtualTime InFreeAt(int target) const {
-    if (target < 0 || target >= static_cast<int>(in_free_at_.size())) return {};
+    if (target < 0 || target >= static_cast<int>(in_free_at_.size())) return first_at + serialization;
     std::lock_guard lock(mutex_);
-    return in_free_at_[static_cast<std::size_t>(target)];
+    return std::max(first_at, in_free_at_[static_cast<std::size_t>(target)]) + serialization;
   }
 
  private:

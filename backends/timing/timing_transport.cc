@@ -248,7 +248,7 @@ Status TimingTransport::AdvanceTo(VirtualTime t) {
 
 VirtualTime TimingTransport::PutVisibleAt(std::uint64_t bytes, transport::Rank target) const {
   std::lock_guard lock(clock_mutex_);
-  const VirtualTime start = std::max(now_ + model_.link.overhead(), nic_free_);
+  const VirtualTime start = DepartureLocked();
   if (serving_links_) {  // as Put will reserve it (no scheduling point between)
     return serving_links_->ArrivalAt(target.value, start + model_.link.latency(), model_.link.Serialization(bytes));
   }
@@ -357,12 +357,10 @@ VirtualTime TimingTransport::IssueRoundTrip(Rank peer, VirtualDuration cost) {
 VirtualTime TimingTransport::IssueServedGet(Rank peer, std::uint64_t bytes) {
   std::lock_guard lock(clock_mutex_);
   const VirtualDuration wire = model_.link.Serialization(bytes);
-  // The request leaves behind this rank's own puts, reaches the owner's port
-  // a latency later and goes in behind what is queued there; the reply
-  // leaves once the owner's link is free. Alone: RoundTrip(bytes).
-  const VirtualTime sent = std::max(now_ + model_.link.overhead(), nic_free_);
-  const VirtualTime arrived = std::max(sent + model_.link.latency(), serving_links_->InFreeAt(peer.value));
-  const VirtualTime start = serving_links_->Reserve(peer.value, arrived, wire);
+  // The request leaves behind this rank's own puts and reaches the owner's
+  // port a latency later; the owner's link takes it from there. Alone:
+  // RoundTrip(bytes).
+  const VirtualTime start = serving_links_->Reserve(peer.value, DepartureLocked() + model_.link.latency(), wire);
   return IssueLocked(peer, start + wire + model_.link.latency());
 }
 

@@ -139,6 +139,9 @@ class TimingTransport final : public transport::Transport,
   // Books a one-way transfer of `bytes` issued now (overhead, then the
   // injection queue); returns when it has left this rank. Takes clock_mutex_.
   VirtualTime IssueOneWay(std::uint64_t bytes);
+  // When a transfer issued now starts leaving: after the overhead and this
+  // rank's earlier transfers (the injection queue). clock_mutex_ held.
+  VirtualTime DepartureLocked() const { return std::max(now_ + model_.link.overhead(), nic_free_); }
   // Books an operation that completes at the origin after `cost` (which
   // includes the overhead, charged now); returns the completion time.
   VirtualTime IssueRoundTrip(transport::Rank peer, VirtualDuration cost);

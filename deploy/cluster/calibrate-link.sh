@@ -41,17 +41,16 @@ done
 BIN=$(realpath "$BIN")
 
 made_box=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"; [ "$made_box" -eq 0 ] || ./deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
 if ! box_env=$(./deploy/cluster/box.sh env 2>/dev/null); then
-  trap './deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
-  ./deploy/cluster/box.sh up 2 --rate "$RATE" >/dev/null
   made_box=1
+  ./deploy/cluster/box.sh up 2 --rate "$RATE" >/dev/null
   box_env=$(./deploy/cluster/box.sh env)
 fi
 hosts=$(sed -n 's/^STALELEARN_BOX_HOSTS=//p' <<<"$box_env")
 net=$(sed -n 's/^STALELEARN_BOX_NET=//p' <<<"$box_env")
 agent=$(sed -n 's/^STALELEARN_BOX_AGENT=//p' <<<"$box_env")
-work=$(mktemp -d)
-trap 'rm -rf "$work"; [ "$made_box" -eq 0 ] || ./deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
 
 bench() {  # NAME, bench rma arguments...: one JSON result into $work/NAME.json
   local out=$1

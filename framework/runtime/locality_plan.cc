@@ -35,21 +35,45 @@ void ForEachPart(int parts, std::size_t n, const Fn& fn) {
 }
 
 // Keyed tables: sparse tables of more than one row of which every sample
-// names exactly one row. KeyedCandidates starts the verdicts (1: may be
-// keyed); NarrowKeyed clears those of tables one sample's `rows` do not name
-// exactly once (`named`: scratch, one count per table).
-std::vector<char> KeyedCandidates(const std::vector<TableSpec>& tables) {
-  std::vector<char> keyed(tables.size());
-  for (std::size_t t = 0; t < tables.size(); ++t) keyed[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
-  return keyed;
-}
-void NarrowKeyed(std::span<const RowRef> rows, std::vector<char>& keyed, std::vector<int>& named) {
-  std::ranges::fill(named, 0);
-  for (const RowRef& r : rows) ++named[r.table.value];
-  for (std::size_t t = 0; t < keyed.size(); ++t) {
-    if (named[t] != 1) keyed[t] = 0;
+// names exactly one row. Note each sample's rows, then keyed() (1: keyed).
+// A sample costs only the tables it names (a pass over every table per
+// sample was the planner's hot spot): a table named twice by a sample drops
+// out there, one some sample does not name at all at the end (fewer samples
+// named it once than were noted). One thread.
+class KeyedVerdicts {
+ public:
+  explicit KeyedVerdicts(const std::vector<TableSpec>& tables)
+      : verdict_(tables.size()), named_(tables.size(), 0), named_once_(tables.size(), 0) {
+    for (std::size_t t = 0; t < tables.size(); ++t) verdict_[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
   }
-}
+  void Note(std::span<const RowRef> rows) {
+    for (const RowRef& r : rows) ++named_[r.table.value];
+    for (const RowRef& r : rows) {
+      int& named = named_[r.table.value];
+      if (named == 0) continue;  // a later row of a table named twice
+      if (named == 1) {
+        ++named_once_[r.table.value];
+      } else {
+        verdict_[r.table.value] = 0;
+      }
+      named = 0;
+    }
+    ++samples_;
+  }
+  // Not yet ruled out by a sample naming table `t` twice.
+  bool may_be_keyed(std::size_t t) const { return verdict_[t] != 0; }
+  std::vector<char> keyed() const {
+    std::vector<char> keyed(verdict_.size());
+    for (std::size_t t = 0; t < keyed.size(); ++t) keyed[t] = verdict_[t] != 0 && named_once_[t] == samples_ ? 1 : 0;
+    return keyed;
+  }
+
+ private:
+  std::vector<char> verdict_;
+  std::vector<int> named_;                // scratch of Note, zero between samples
+  std::vector<std::int64_t> named_once_;  // samples that named the table once
+  std::int64_t samples_ = 0;
+};
 
 // The row sample `s` names in tables a and b (keyed: exactly one each).
 std::pair<std::int64_t, std::int64_t> KeyRows(const App& app, std::int64_t s, int a, int b,
@@ -106,15 +130,15 @@ std::string ResolvedLocality(const App& app, const proto::Config& config, int co
   if (compute_ranks <= 1) return "grid";
   const std::vector<TableSpec> tables = app.Tables();
   // Keyed: named exactly once by each of the first samples.
-  std::vector<char> keyed = KeyedCandidates(tables);
+  KeyedVerdicts verdicts(tables);
   std::vector<RowRef> rows;
-  std::vector<int> named(tables.size());
   const std::int64_t first = std::min<std::int64_t>(app.TrainingSamples(), 4096);
   for (std::int64_t s = 0; s < first; ++s) {
     rows.clear();
     app.RowsOf(s, rows);
-    NarrowKeyed(rows, keyed, named);
+    verdicts.Note(rows);
   }
+  const std::vector<char> keyed = verdicts.keyed();
   std::vector<std::int64_t> bytes;
   for (std::size_t t = 0; t < tables.size(); ++t) {
     if (keyed[t] != 0) bytes.push_back(tables[t].rows * static_cast<std::int64_t>(tables[t].row_bytes()));
@@ -149,49 +173,29 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // Pass 1: which sparse tables every sample names exactly once, and the
   // rows touched; on all cores, over fixed parts of the samples (each part
   // its own verdicts; a touched row is marked by whichever part sees it).
-  std::vector<char> keyed = KeyedCandidates(tables);
+  std::vector<char> keyed = KeyedVerdicts(tables).keyed();  // the candidates
   std::vector<std::vector<std::uint8_t>> touched(n);
   for (std::size_t t = 0; t < n; ++t) {
     if (keyed[t] != 0) touched[t].assign(static_cast<std::size_t>(tables[t].rows), 0);
   }
   const int parts = Parts();
-  std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts), keyed);
+  std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts));
   ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
-    // The part's verdicts as NarrowKeyed would give them, without its
-    // per-sample pass over every table (the hot spot of this pass): a
-    // table named twice by a sample is dropped there; one some sample does
-    // not name at all, at the end (its count of samples naming it once
-    // falls short). The part's scratch lives on its own thread.
-    std::vector<char> verdict = keyed_in_part[static_cast<std::size_t>(part)];
-    std::vector<std::int64_t> named_once(n, 0);
-    std::vector<int> named(n, 0);
+    KeyedVerdicts verdicts(tables);  // the part's own, on its own thread
     std::vector<RowRef> rows;
     for (std::size_t i = begin; i < end; ++i) {
       rows.clear();
       app.RowsOf(samples[i], rows);
-      for (const RowRef& r : rows) ++named[r.table.value];
+      verdicts.Note(rows);
       for (const RowRef& r : rows) {
         const auto t = static_cast<std::size_t>(r.table.value);
-        if (named[t] == 0) continue;  // a later row of a table seen twice
-        if (named[t] == 1) {
-          ++named_once[t];
-        } else {
-          verdict[t] = 0;
-        }
-        named[t] = 0;
-      }
-      for (const RowRef& r : rows) {
-        const auto t = static_cast<std::size_t>(r.table.value);
-        if (verdict[t] == 0) continue;
+        if (!verdicts.may_be_keyed(t)) continue;
         // Read first: a row named again (most are) leaves its cache line shared.
         std::atomic_ref<std::uint8_t> mark(touched[t][static_cast<std::size_t>(r.row.value)]);
         if (mark.load(std::memory_order_relaxed) == 0) mark.store(1, std::memory_order_relaxed);
       }
     }
-    for (std::size_t t = 0; t < n; ++t) {
-      if (named_once[t] != static_cast<std::int64_t>(end - begin)) verdict[t] = 0;
-    }
-    keyed_in_part[static_cast<std::size_t>(part)] = std::move(verdict);
+    keyed_in_part[static_cast<std::size_t>(part)] = verdicts.keyed();
   });
   for (const std::vector<char>& verdict : keyed_in_part) {
     for (std::size_t t = 0; t < n; ++t) keyed[t] = static_cast<char>(keyed[t] & verdict[t]);
