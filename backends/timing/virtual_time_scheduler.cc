@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <algorithm>
+#include <utility>
 
 namespace stalelearn::backends::timing {
 
@@ -87,6 +88,7 @@ Status VirtualTimeScheduler::ExitForCollective(int rank) {
   SetRunningLocked(-1);
   NoteProgressLocked(rank);
   ScheduleLocked();
+  NotifyUnlocked(lock);
   return Status::Ok();
 }
 
@@ -105,7 +107,7 @@ Status VirtualTimeScheduler::Rejoin(int rank, VirtualTime now) {
 
 void VirtualTimeScheduler::Leave(int rank) {
   if (!CheckRank(rank).ok()) return;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   RankState& me = ranks_[rank];
   if (me.state == State::kLeft) return;
   if (me.state == State::kAbsent) ++arrived_;
@@ -115,19 +117,24 @@ void VirtualTimeScheduler::Leave(int rank) {
   }
   me.state = State::kLeft;
   ScheduleLocked();
+  NotifyUnlocked(lock);
 }
 
 void VirtualTimeScheduler::NoteProgressLocked(int rank, RankSet wrote) {
   ++progress_count_;
   const VirtualTime since = ranks_[rank].granted_at;
+  // The ranks written, listed once: an idle rank's check is then a lookup per
+  // written rank, not a scan of the world (a 64:8 run ends ~10^5 segments).
+  wrote_list_.clear();
+  for (std::size_t i = 0; i < wrote.size(); ++i) {
+    if (wrote[i] != 0) wrote_list_.push_back(static_cast<int>(i));
+  }
   // Whether `reads` (empty: all) and `wrote` (empty: all) share a rank.
-  const auto overlaps = [&wrote](const std::vector<char>& reads) {
+  const auto overlaps = [&](const std::vector<char>& reads) {
     if (reads.empty() || wrote.empty()) return true;
-    const std::size_t n = std::min(reads.size(), wrote.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      if (reads[i] != 0 && wrote[i] != 0) return true;
-    }
-    return false;
+    return std::ranges::any_of(wrote_list_, [&](int w) {
+      return static_cast<std::size_t>(w) < reads.size() && reads[static_cast<std::size_t>(w)] != 0;
+    });
   };
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankState& other = ranks_[r];
@@ -223,7 +230,16 @@ void VirtualTimeScheduler::ScheduleLocked() {
   ranks_[next].granted_at = ranks_[next].time;
   ++turns_;
   if (tracing_) grants_.push_back({next, ranks_[next].time});
-  ranks_[next].turn.notify_all();  // only the rank whose turn it is wakes up
+  to_notify_ = next;  // woken once the lock is released (NotifyUnlocked)
+}
+
+void VirtualTimeScheduler::NotifyUnlocked(std::unique_lock<std::mutex>& lock) {
+  const int rank = std::exchange(to_notify_, -1);
+  if (rank == -1) return;
+  // Outside the lock: a rank woken under it would wake only to block on it.
+  lock.unlock();
+  ranks_[static_cast<std::size_t>(rank)].turn.notify_one();
+  lock.lock();
 }
 
 Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank) {
@@ -237,8 +253,12 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
   // Not WaitFor (framework/core/wait.h): after the bounded poll this blocks on
   // a condition variable under the scheduler's lock, woken by the hand-off,
   // and its deadline restarts whenever any rank got a turn meanwhile.
+  // The turn this call's ScheduleLocked handed to another rank is notified
+  // once the lock is released (NotifyUnlocked).
+  const int handed_to = std::exchange(to_notify_, -1);
   if (running_ != rank && failure_.empty()) {
     lock.unlock();
+    if (handed_to != -1) ranks_[static_cast<std::size_t>(handed_to)].turn.notify_one();
     if (polling_.fetch_add(1, std::memory_order_relaxed) < max_pollers_) {
       for (int i = 0; i < kPollsBeforeBlocking && running_hint_.load(std::memory_order_acquire) != rank; ++i) {
         std::this_thread::yield();
@@ -246,6 +266,9 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
     }
     polling_.fetch_sub(1, std::memory_order_relaxed);
     lock.lock();
+  } else if (handed_to != -1 && handed_to != rank) {
+    to_notify_ = handed_to;
+    NotifyUnlocked(lock);
   }
   while (true) {
     const std::uint64_t turns_before = turns_;

@@ -170,8 +170,11 @@ class VirtualTimeScheduler {
   std::int64_t OrderKey(VirtualTime time) const;
   // The runnable rank with the smallest (OrderKey(time), rank) allowed to run, or -1.
   int NextRankLocked() const;
-  // Hands out the turn if nobody holds it; detects deadlock.
+  // Hands out the turn if nobody holds it (the rank to wake goes to
+  // to_notify_); detects deadlock.
   void ScheduleLocked();
+  // Wakes the rank in to_notify_, if any, with the lock released meanwhile.
+  void NotifyUnlocked(std::unique_lock<std::mutex>& lock);
   // running_ = rank, mirrored in running_hint_ for WaitForTurnLocked's poll.
   void SetRunningLocked(int rank);
   Status WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank);
@@ -190,6 +193,8 @@ class VirtualTimeScheduler {
   // 90% of the CPU from the rank holding the turn.
   std::atomic<int> polling_{0};
   const int max_pollers_;
+  int to_notify_ = -1;      // granted the turn, not yet woken (NotifyUnlocked)
+  std::vector<int> wrote_list_;  // NoteProgressLocked's scratch: the ranks written
   std::uint64_t turns_ = 0;  // turns handed out so far
   std::uint64_t progress_count_ = 0;  // segments that ended with progress
   // progress_count_ when every rank was idle and all were woken once; ~0: never.
