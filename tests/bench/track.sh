@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Throughput tracked (ctest label `bench`): runs the merge, codec, MF-kernel
-# and LDA-kernel Google Benchmarks briefly and MF on MovieLens at --ranks 1:1
+# Throughput tracked (ctest label `bench`): runs the merge, codec, MF-kernel,
+# LDA-kernel and scheduler Google Benchmarks briefly and MF on MovieLens at --ranks 1:1
 # (SGD updates per training second), writes every figure to
 # $STALELEARN_BENCH_DIR/latest.csv (default: bench-history beside the
 # binaries) and compares each with the previous run's file, kept as
@@ -9,14 +9,14 @@
 # load on a shared one. Fails only when a benchmark does not run.
 #   track.sh BENCH_BIN_DIR STALELEARN_BIN SOURCE_DIR
 # CSV columns: name, metric, value, unit. Rates (*_per_second) and merge_bench's
-# vs_triad are compared (higher is better); other counters are recorded only.
+# vs_triad and scheduler_bench's vs_handoff are compared (higher is better); other counters are recorded only.
 set -euo pipefail
 bench_dir=$1 bin=$2 source_dir=$3
 history=${STALELEARN_BENCH_DIR:-$(dirname "$bin")/bench-history}
 mkdir -p "$history"
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-track.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-for bench in merge codec mf_kernel lda_kernel; do
+for bench in merge codec mf_kernel lda_kernel scheduler; do
   "$bench_dir/${bench}_bench" --benchmark_min_time=0.05 --benchmark_format=json \
     --benchmark_out="$work/$bench.json" --benchmark_out_format=json >/dev/null
 done
@@ -72,7 +72,7 @@ with open(latest, "w", newline="") as f:
 slower = 0
 for name, metric, value, unit in rows:
     old = before.get((name, metric))
-    rate = metric.endswith("_per_second") or metric == "vs_triad"  # higher is better
+    rate = metric.endswith("_per_second") or metric in ("vs_triad", "vs_handoff")  # higher is better
     if rate and old and value < 0.75 * old:
         slower += 1
         print(f"WARNING: {name} {metric} {value:.4g} {unit}, {value / old:.2f}x the previous run's {old:.4g}")
