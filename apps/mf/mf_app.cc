@@ -171,8 +171,9 @@ void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVie
   const int trained = DefectPlanted(kKernelSkipsFactors) ? 0 : params_.rank;
   // Planted defect: the item factors only decay, never follow the error.
   const float item_step = DefectPlanted(kItemFactorsNotTrained) ? 0.0f : 1.0f;
-  SgdSteps(samples, train_.data(), model, user_table_, item_table_, mean_, params_.learning_rate,
-           params_.regularization, params_.rank, trained, item_step);
+  const float step = params_.learning_rate / (1.0f + params_.learning_rate_decay * static_cast<float>(ctx.epoch));
+  SgdSteps(samples, train_.data(), model, user_table_, item_table_, mean_, step, params_.regularization,
+           params_.rank, trained, item_step);
   ctx.work += WorkOf(samples.size());
 }
 
@@ -201,8 +202,9 @@ Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std:
   // A config built in code (tests, tools) may carry no resolved section.
   proto::Config scratch;
   STALELEARN_RETURN_IF_ERROR(ResolveConfig(mf, scratch));
-  const MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed(),
-                        mf.deal() == "user"};
+  MfParams params{mf.rank(), mf.learning_rate(), mf.regularization(), mf.init_scale(), config.seed(),
+                  mf.deal() == "user"};
+  params.learning_rate_decay = mf.learning_rate_decay();
   const std::string dataset = config.data().name().empty() ? "movielens" : config.data().name();
   return std::make_unique<MfApp>(dataset, table.num_users(), table.num_items(), std::move(split.train),
                                  std::move(split.test), params);

@@ -26,6 +26,7 @@ struct MfParams {
   float init_scale = 0.1f;
   std::uint64_t seed = 1;
   bool deal_by_user = false;  // MfConfig.deal == "user"
+  float learning_rate_decay = 0.0f;  // epoch e steps by learning_rate / (1 + decay * e)
 };
 
 // Facets: sample groups (dealt by user), a kernel that runs in chunks.

@@ -73,6 +73,30 @@ TEST(MfApp, UpdateIsOneBiasedSgdStep) {
   EXPECT_EQ(replica.touched_rows(), 2u);
 }
 
+// learning_rate_decay: epoch e steps by learning_rate / (1 + decay * e); the
+// same bias step as above, taken at epoch 0 and at epoch 3 with decay 0.5.
+TEST(MfApp, StepDecaysWithTheEpoch) {
+  std::vector<Rating> train = {{UserIndex{0}, ItemIndex{1}, 4.0f, 0}, {UserIndex{1}, ItemIndex{0}, 2.0f, 0}};
+  MfParams params{2, 0.1f, 0.05f, 0.1f, 11};
+  params.learning_rate_decay = 0.5f;
+  const MfApp app("tiny", 2, 3, train, {}, params);
+  const auto bias_after_one_step = [&](int epoch) {
+    model::Replica replica(app.Tables());
+    auto& t = replica.mutable_tables();
+    const float p[3] = {1, 2, 0.5f}, q[3] = {0.5f, -1, 0.25f};
+    std::copy(p, p + 3, t[0].FloatRow(0).begin());
+    std::copy(q, q + 3, t[1].FloatRow(1).begin());
+    runtime::WorkCounters work;
+    runtime::RandomStream random(1);
+    runtime::KernelContext ctx{runtime::RankInfo{}, epoch, 0, random, nullptr, work};
+    app.Update(0, replica, ctx);
+    return t[0].FloatRow(0)[2];
+  };
+  const float e = 4.0f - 2.25f, lambda = 0.05f;
+  EXPECT_FLOAT_EQ(bias_after_one_step(0), 0.5f + 0.1f * (e - lambda * 0.5f));
+  EXPECT_FLOAT_EQ(bias_after_one_step(3), 0.5f + 0.1f / (1 + 0.5f * 3) * (e - lambda * 0.5f));
+}
+
 TEST(MfApp, EvaluateIsClippedTestRmse) {
   const MfApp app = TinyApp(1);
   model::TableSet model = model::MakeTableSet(app.Tables());
