@@ -49,14 +49,20 @@ TEST(MfApp, InitialisationIsAPureFunctionOfTheRow) {
   for (int f = 0; f < 8; ++f) EXPECT_LE(std::abs(a[f]), std::sqrt(3.0f) * 0.1f);
 }
 
-TEST(MfApp, UpdateIsOneBiasedSgdStep) {
-  const MfApp app = TinyApp(2);
+// A rank-2 replica with p_0 = (1, 2), b_u = 0.5 and q_1 = (0.5, -1), b_i = 0.25.
+model::Replica ReplicaOfUserZeroAndItemOne(const MfApp& app) {
   model::Replica replica(app.Tables());
   auto& t = replica.mutable_tables();
-  // p_0 = (1, 2), b_u = 0.5; q_1 = (0.5, -1), b_i = 0.25.
   const float p[3] = {1, 2, 0.5f}, q[3] = {0.5f, -1, 0.25f};
   std::copy(p, p + 3, t[0].FloatRow(0).begin());
   std::copy(q, q + 3, t[1].FloatRow(1).begin());
+  return replica;
+}
+
+TEST(MfApp, UpdateIsOneBiasedSgdStep) {
+  const MfApp app = TinyApp(2);
+  model::Replica replica = ReplicaOfUserZeroAndItemOne(app);
+  auto& t = replica.mutable_tables();
   runtime::WorkCounters work;
   runtime::RandomStream random(1);
   runtime::KernelContext ctx{runtime::RankInfo{}, 0, 0, random, nullptr, work};
@@ -81,16 +87,12 @@ TEST(MfApp, StepDecaysWithTheEpoch) {
   params.learning_rate_decay = 0.5f;
   const MfApp app("tiny", 2, 3, train, {}, params);
   const auto bias_after_one_step = [&](int epoch) {
-    model::Replica replica(app.Tables());
-    auto& t = replica.mutable_tables();
-    const float p[3] = {1, 2, 0.5f}, q[3] = {0.5f, -1, 0.25f};
-    std::copy(p, p + 3, t[0].FloatRow(0).begin());
-    std::copy(q, q + 3, t[1].FloatRow(1).begin());
+    model::Replica replica = ReplicaOfUserZeroAndItemOne(app);
     runtime::WorkCounters work;
     runtime::RandomStream random(1);
     runtime::KernelContext ctx{runtime::RankInfo{}, epoch, 0, random, nullptr, work};
     app.Update(0, replica, ctx);
-    return t[0].FloatRow(0)[2];
+    return replica.tables()[0].FloatRow(0)[2];
   };
   const float e = 4.0f - 2.25f, lambda = 0.05f;
   EXPECT_FLOAT_EQ(bias_after_one_step(0), 0.5f + 0.1f * (e - lambda * 0.5f));
