@@ -7,8 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -218,6 +220,40 @@ Measured MergeBandwidth(const std::string& policy, std::int64_t master_bytes, bo
                                      rates.size(), policy, batch_bytes >> 10, rows * kWidth * 4 >> 10)};
 }
 
+// A thread switch: two threads pass a token back and forth through a
+// condition variable each, so every pass wakes one and blocks the other (as
+// ranks sharing cores do at each wait); the median of 5 runs, per pass.
+Measured HandOff(bool quick) {
+  const int passes = quick ? 2000 : 20000;
+  std::vector<double> each;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::mutex mutex;
+    std::condition_variable turn[2];
+    int holder = 0, passed = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const auto player = [&](int me) {
+      std::unique_lock lock(mutex);
+      while (passed < passes) {
+        turn[me].wait(lock, [&] { return holder == me || passed >= passes; });
+        if (passed >= passes) break;
+        holder = 1 - me;
+        ++passed;
+        lock.unlock();
+        turn[1 - me].notify_one();
+        lock.lock();
+      }
+      turn[1 - me].notify_one();
+    };
+    std::thread other(player, 1);
+    player(0);
+    other.join();
+    each.push_back(SecondsSince(start) * 1e9 / passes);
+  }
+  return {Median(each), fmt::format("median of 5 runs of {} passes of a token between two threads through a condition "
+                                    "variable each (one wakes, one blocks), per pass",
+                                    passes)};
+}
+
 // The back-off's idle rounds (core/wait.h): a spin round (a poll of an
 // acquire load that finds nothing), a yield, and how much longer than asked
 // a sleep lasts (timer slack and wake-up; the back-off asks for 5-500 us).
@@ -253,6 +289,7 @@ void MeasureIdle(HostCalibration& host, bool quick) {
   host.sleep_overshoot_ns = {Median(over), fmt::format("median excess of {} std::this_thread::sleep_for calls of 5, 40 "
                                                        "and 320 us over what they asked",
                                                        over.size())};
+  host.switch_ns = HandOff(quick);
 }
 
 }  // namespace
@@ -300,6 +337,7 @@ proto::ComputePreset ComputePresetOf(const HostCalibration& host, const std::str
   *p.mutable_idle()->mutable_poll_ns() = QuantityOf(host.poll_ns, source_prefix);
   *p.mutable_idle()->mutable_yield_ns() = QuantityOf(host.yield_ns, source_prefix);
   *p.mutable_idle()->mutable_sleep_overshoot_ns() = QuantityOf(host.sleep_overshoot_ns, source_prefix);
+  *p.mutable_idle()->mutable_switch_ns() = QuantityOf(host.switch_ns, source_prefix);
   return p;
 }
 

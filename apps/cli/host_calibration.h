@@ -50,10 +50,12 @@ struct HostCalibration {
   Measured outstanding;
   Measured atomic_rmw_ns;
   // How an idle wait behaves (framework/core/wait.h's Backoff): one spin
-  // round, one yield, a sleep's excess over what it asked for.
+  // round, one yield, a sleep's excess over what it asked for; and what a
+  // thread switch costs.
   Measured poll_ns;
   Measured yield_ns;
   Measured sleep_overshoot_ns;
+  Measured switch_ns;  // one hand-off of the core between two threads
   std::vector<MergeCalibration> merges;
 };
 

@@ -97,6 +97,7 @@ ComputeModel::ComputeModel(const proto::ComputePreset& preset) : name_(preset.na
   if (preset.has_idle()) {
     idle_ = IdleCosts{Nanoseconds(preset.idle().poll_ns().value()), Nanoseconds(preset.idle().yield_ns().value()),
                       Nanoseconds(preset.idle().sleep_overshoot_ns().value())};
+    if (preset.idle().has_switch_ns()) idle_->handoff = Nanoseconds(preset.idle().switch_ns().value());
   }
 }
 

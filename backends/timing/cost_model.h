@@ -122,6 +122,7 @@ class ComputeModel {
     VirtualDuration poll;       // one spin round
     VirtualDuration yield;      // one yield round, its poll left out
     VirtualDuration overshoot;  // a sleep's excess over what it asked for
+    VirtualDuration handoff{0};  // a thread switch (0: not measured)
   };
   const std::optional<IdleCosts>& idle() const { return idle_; }
   // When a rank idle since `since` under the back-off `policy` polls next at

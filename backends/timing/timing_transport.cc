@@ -238,6 +238,9 @@ Status TimingTransport::ChargeMergeWork(const transport::MergeWork& work) {
 
 VirtualDuration TimingTransport::OnSharedCore(VirtualDuration work) {
   if (model_.shared_cores <= 0 || scheduler_ == nullptr) return work;
+  // More ranks than cores: the OS switches a thread in for each piece of
+  // work, on a core the others share (cost_model.h, IdleCosts::handoff).
+  if (scheduler_->world_size() > model_.shared_cores && model_.compute.idle()) work += model_.compute.idle()->handoff;
   return scheduler_->WorkOnSharedCores(rank().value, Now(), work, model_.shared_cores);
 }
 

@@ -117,7 +117,8 @@ class TimingTransport final : public transport::Transport,
   VirtualTime NextPoll(VirtualTime since, const Backoff::Policy& policy) const override;
   // `work` of a core starting now, stretched by how many ranks work on the
   // machine's cores now (HardwareModel::shared_cores), and noted as this
-  // rank's; `work` itself without sharing.
+  // rank's; `work` itself without sharing. With more ranks than cores, a
+  // thread switch (the compute preset's idle.switch_ns) is added first.
   VirtualDuration OnSharedCore(VirtualDuration work);
   void WaitOnlyFor(const transport::RemoteRegion& region, std::uint64_t offset, const void* seen,
                    std::size_t bytes) override;

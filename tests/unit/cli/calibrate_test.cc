@@ -188,6 +188,29 @@ TEST(CalibrateCommand, WritesADirectoryTheTimingBackendRunsWith) {
   EXPECT_NEAR(sum_of(refreshing, "compute_seconds") - sum_of(base, "compute_seconds"), rows_refreshed * 1e-6,
               rows_refreshed * 1e-7);
   EXPECT_NEAR(sum_of(serving, "merge_seconds") - sum_of(base, "merge_seconds"), rows_merged * 1e-6, rows_merged * 1e-7);
+
+  // A thread switch per piece of work, only with more ranks than cores: 3:1
+  // (4 ranks) on 2 cores computes longer with the measured switch than
+  // without it; on 4 cores the switch costs nothing.
+  EXPECT_GT(compute.idle().switch_ns().value(), 0);
+  EXPECT_NE(compute.idle().switch_ns().source().find("passes of a token between two threads"), std::string::npos);
+  proto::ComputePreset no_switch = compute;
+  no_switch.set_name("no-switch");
+  no_switch.mutable_idle()->clear_switch_ns();
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(no_switch, &text));
+  std::ofstream(dir / "compute/no-switch.pbtxt") << text;
+  const auto busy_seconds = [&](const std::string& compute_preset, int cores) {
+    const CommandRun run = Stalelearn(
+        "train --config '" STALELEARN_SOURCE_DIR "/apps/mf/movielens.pbtxt' --ranks 3:1 --quiet --set training.epochs=1 "
+        "--set backend.name=timing --set backend.timing.preset_dir='" + dir.string() + "' --set backend.timing.compute=" +
+        compute_preset + " --set backend.timing.memory=calibrated-host-cached --set backend.timing.link=calibrated-local "
+        "--set backend.timing.cores=" + std::to_string(cores) + " --report '" + report.string() + "'");
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const std::string json = testing::ReadAll(report);
+    return sum_of(json, "compute_seconds") + sum_of(json, "merge_seconds");
+  };
+  EXPECT_GT(busy_seconds("calibrated-cpu-mf-movielens", 2), busy_seconds("no-switch", 2));
+  EXPECT_EQ(busy_seconds("calibrated-cpu-mf-movielens", 4), busy_seconds("no-switch", 4));
   fs::remove_all(dir);
 }
 
