@@ -88,7 +88,7 @@ Status VirtualTimeScheduler::ExitForCollective(int rank) {
   SetRunningLocked(-1);
   NoteProgressLocked(rank);
   ScheduleLocked();
-  NotifyUnlocked(lock);
+  NotifyUnlocked(lock, std::exchange(to_notify_, -1));
   return Status::Ok();
 }
 
@@ -117,7 +117,7 @@ void VirtualTimeScheduler::Leave(int rank) {
   }
   me.state = State::kLeft;
   ScheduleLocked();
-  NotifyUnlocked(lock);
+  NotifyUnlocked(lock, std::exchange(to_notify_, -1));
 }
 
 void VirtualTimeScheduler::NoteProgressLocked(int rank, RankSet wrote) {
@@ -230,13 +230,11 @@ void VirtualTimeScheduler::ScheduleLocked() {
   ranks_[next].granted_at = ranks_[next].time;
   ++turns_;
   if (tracing_) grants_.push_back({next, ranks_[next].time});
-  to_notify_ = next;  // woken once the lock is released (NotifyUnlocked)
+  to_notify_ = next;  // woken by the caller once the lock is released
 }
 
-void VirtualTimeScheduler::NotifyUnlocked(std::unique_lock<std::mutex>& lock) {
-  const int rank = std::exchange(to_notify_, -1);
+void VirtualTimeScheduler::NotifyUnlocked(std::unique_lock<std::mutex>& lock, int rank) {
   if (rank == -1) return;
-  // Outside the lock: a rank woken under it would wake only to block on it.
   lock.unlock();
   ranks_[static_cast<std::size_t>(rank)].turn.notify_one();
   lock.lock();
@@ -253,8 +251,8 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
   // Not WaitFor (framework/core/wait.h): after the bounded poll this blocks on
   // a condition variable under the scheduler's lock, woken by the hand-off,
   // and its deadline restarts whenever any rank got a turn meanwhile.
-  // The turn this call's ScheduleLocked handed to another rank is notified
-  // once the lock is released (NotifyUnlocked).
+  // The turn this call's ScheduleLocked handed to another rank (to_notify_)
+  // is notified once the lock is released.
   const int handed_to = std::exchange(to_notify_, -1);
   if (running_ != rank && failure_.empty()) {
     lock.unlock();
@@ -266,9 +264,8 @@ Status VirtualTimeScheduler::WaitForTurnLocked(std::unique_lock<std::mutex>& loc
     }
     polling_.fetch_sub(1, std::memory_order_relaxed);
     lock.lock();
-  } else if (handed_to != -1 && handed_to != rank) {
-    to_notify_ = handed_to;
-    NotifyUnlocked(lock);
+  } else if (handed_to != rank) {
+    NotifyUnlocked(lock, handed_to);
   }
   while (true) {
     const std::uint64_t turns_before = turns_;

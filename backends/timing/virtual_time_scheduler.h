@@ -173,8 +173,9 @@ class VirtualTimeScheduler {
   // Hands out the turn if nobody holds it (the rank to wake goes to
   // to_notify_); detects deadlock.
   void ScheduleLocked();
-  // Wakes the rank in to_notify_, if any, with the lock released meanwhile.
-  void NotifyUnlocked(std::unique_lock<std::mutex>& lock);
+  // Wakes `rank` (-1: none) with the lock released meanwhile: woken under
+  // it, the rank would only block on it.
+  void NotifyUnlocked(std::unique_lock<std::mutex>& lock, int rank);
   // running_ = rank, mirrored in running_hint_ for WaitForTurnLocked's poll.
   void SetRunningLocked(int rank);
   Status WaitForTurnLocked(std::unique_lock<std::mutex>& lock, int rank);
@@ -193,7 +194,7 @@ class VirtualTimeScheduler {
   // 90% of the CPU from the rank holding the turn.
   std::atomic<int> polling_{0};
   const int max_pollers_;
-  int to_notify_ = -1;      // granted the turn, not yet woken (NotifyUnlocked)
+  int to_notify_ = -1;      // granted the turn by ScheduleLocked, not yet woken
   std::vector<int> wrote_list_;  // NoteProgressLocked's scratch: the ranks written
   std::uint64_t turns_ = 0;  // turns handed out so far
   std::uint64_t progress_count_ = 0;  // segments that ended with progress
