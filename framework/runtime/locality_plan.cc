@@ -4,35 +4,18 @@
 
 #include <algorithm>
 #include <numeric>
-#include <atomic>
 #include <utility>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include "framework/core/planted_defect.h"
+#include "framework/runtime/row_marks.h"
+#include "framework/runtime/sample_parts.h"
 #include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
 namespace {
-
-// The passes over a rank's samples run on all cores, one contiguous part of
-// the samples each. Every pass's result is independent of the number of
-// parts (verdicts are and-ed, marks or-ed, counts summed, and a part's
-// samples go after the parts' before it), so the plan does not depend on
-// the thread count.
-int Parts() { return std::max(1, tbb::this_task_arena::max_concurrency()); }
-
-// fn(part, begin, end) for the `parts` contiguous parts of [0, n), in parallel.
-template <class Fn>
-void ForEachPart(int parts, std::size_t n, const Fn& fn) {
-  tbb::parallel_for(0, parts, [&](int part) {
-    const auto p = static_cast<std::size_t>(part);
-    const auto count = static_cast<std::size_t>(parts);
-    fn(part, n * p / count, n * (p + 1) / count);
-  });
-}
 
 // Keyed tables: sparse tables of more than one row of which every sample
 // names exactly one row. Note each sample's rows, then keyed() (1: keyed).
@@ -94,17 +77,16 @@ std::pair<std::int64_t, std::int64_t> KeyRows(const App& app, std::int64_t s, in
 // stripe's first row (stripes: `strata` equal ranges of global rows);
 // `first_rows` gets each block's first global row, `stripe_of_block` its
 // stripe. Returns the block count.
-std::int64_t CutBlocks(const std::vector<std::uint8_t>& touched, std::int64_t rows_per_block, int strata,
+std::int64_t CutBlocks(const RowMarks& touched, std::int64_t rows_per_block, int strata,
                        std::vector<std::int32_t>& block_of_row, std::vector<std::int64_t>& first_rows,
                        std::vector<std::int32_t>& stripe_of_block) {
-  block_of_row.assign(touched.size(), -1);
+  block_of_row.assign(static_cast<std::size_t>(touched.rows()), -1);
   first_rows.clear();
   stripe_of_block.clear();
-  const auto rows = static_cast<std::int64_t>(touched.size());
+  const std::int64_t rows = touched.rows();
   std::int64_t in_block = 0;
   int stripe = -1;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    if (touched[static_cast<std::size_t>(r)] == 0) continue;
+  touched.ForEachMarked([&](std::int64_t r) {
     const int stripe_of_row = StripeOf(r, rows, strata);
     if (stripe_of_row != stripe || in_block == rows_per_block) {
       first_rows.push_back(r);
@@ -114,7 +96,7 @@ std::int64_t CutBlocks(const std::vector<std::uint8_t>& touched, std::int64_t ro
     }
     block_of_row[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(first_rows.size() - 1);
     ++in_block;
-  }
+  });
   if (first_rows.empty()) {
     first_rows.push_back(0);
     stripe_of_block.push_back(0);
@@ -174,14 +156,16 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // rows touched; on all cores, over fixed parts of the samples (each part
   // its own verdicts; a touched row is marked by whichever part sees it).
   std::vector<char> keyed = KeyedVerdicts(tables).keyed();  // the candidates
-  std::vector<std::vector<std::uint8_t>> touched(n);
-  for (std::size_t t = 0; t < n; ++t) {
-    if (keyed[t] != 0) touched[t].assign(static_cast<std::size_t>(tables[t].rows), 0);
-  }
-  const int parts = Parts();
+  const int parts = SampleParts();
+  std::vector<std::vector<RowMarks>> touched_in_part(static_cast<std::size_t>(parts));
   std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts));
-  ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
-    KeyedVerdicts verdicts(tables);  // the part's own, on its own thread
+  ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+    KeyedVerdicts verdicts(tables);  // the part's own, on its own thread, and its own marks
+    std::vector<RowMarks>& touched = touched_in_part[static_cast<std::size_t>(part)];
+    touched.resize(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      if (keyed[t] != 0) touched[t] = RowMarks(tables[t].rows);
+    }
     std::vector<RowRef> rows;
     for (std::size_t i = begin; i < end; ++i) {
       rows.clear();
@@ -189,10 +173,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
       verdicts.Note(rows);
       for (const RowRef& r : rows) {
         const auto t = static_cast<std::size_t>(r.table.value);
-        if (!verdicts.may_be_keyed(t)) continue;
-        // Read first: a row named again (most are) leaves its cache line shared.
-        std::atomic_ref<std::uint8_t> mark(touched[t][static_cast<std::size_t>(r.row.value)]);
-        if (mark.load(std::memory_order_relaxed) == 0) mark.store(1, std::memory_order_relaxed);
+        if (verdicts.may_be_keyed(t)) touched[t].Mark(r.row.value);
       }
     }
     keyed_in_part[static_cast<std::size_t>(part)] = verdicts.keyed();
@@ -200,12 +181,19 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   for (const std::vector<char>& verdict : keyed_in_part) {
     for (std::size_t t = 0; t < n; ++t) keyed[t] = static_cast<char>(keyed[t] & verdict[t]);
   }
+  std::vector<RowMarks> touched = std::move(touched_in_part[0]);
+  for (std::size_t p = 1; p < touched_in_part.size(); ++p) {
+    for (std::size_t t = 0; t < n; ++t) {
+      if (keyed[t] != 0) touched[t].OrWith(touched_in_part[p][t]);
+    }
+  }
+  touched_in_part.clear();
   // The two keyed tables of most touched bytes; A is the smaller of them.
   std::vector<std::pair<std::int64_t, int>> candidates;  // (touched bytes, table)
   std::vector<std::int64_t> touched_rows(n, 0);
   for (std::size_t t = 0; t < n; ++t) {
     if (keyed[t] == 0) continue;
-    touched_rows[t] = std::count(touched[t].begin(), touched[t].end(), std::uint8_t{1});
+    touched_rows[t] = touched[t].count();
     candidates.emplace_back(touched_rows[t] * static_cast<std::int64_t>(tables[t].row_bytes()), static_cast<int>(t));
   }
   std::ranges::sort(candidates, std::greater<>());
@@ -268,7 +256,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
                                     block_b[static_cast<std::size_t>(rb)]);
   };
   std::vector<std::vector<std::int64_t>> next(static_cast<std::size_t>(parts), std::vector<std::int64_t>(static_cast<std::size_t>(cells), 0));
-  ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+  ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
     std::vector<std::int64_t>& count = next[static_cast<std::size_t>(part)];
     std::vector<RowRef> rows;
     for (std::size_t i = begin; i < end; ++i) {
@@ -293,7 +281,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // 20 M-sample rank's 160 MB, not two).
   plan.by_cell_.resize(samples.size());
   const std::span<std::uint64_t> keys(reinterpret_cast<std::uint64_t*>(plan.by_cell_.data()), plan.by_cell_.size());
-  ForEachPart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+  ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
     std::vector<std::int64_t>& at = next[static_cast<std::size_t>(part)];
     std::vector<RowRef> rows;
     for (std::size_t i = begin; i < end; ++i) {

@@ -1,12 +1,10 @@
 #include "framework/runtime/working_set.h"
 
-#include <atomic>
 #include <cstdint>
 #include <vector>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
+#include "framework/runtime/row_marks.h"
+#include "framework/runtime/sample_parts.h"
 #include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
@@ -15,32 +13,35 @@ model::WorkingSet FindWorkingSet(const App& app, std::span<const std::int64_t> s
   const std::vector<TableSpec> tables = app.Tables();
   model::WorkingSet set(tables.size());
   if (full_replicas) return set;
-  std::vector<std::vector<std::uint8_t>> named(tables.size());
-  for (std::size_t t = 0; t < tables.size(); ++t) {
-    if (!tables[t].dense) named[t].assign(static_cast<std::size_t>(tables[t].rows), 0);
+  // On all cores, each part marking the rows its samples name in marks of
+  // its own; the parts' marks are or-ed.
+  const int parts = SampleParts();
+  std::vector<std::vector<RowMarks>> named_in_part(static_cast<std::size_t>(parts));
+  ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+    std::vector<RowMarks>& marks = named_in_part[static_cast<std::size_t>(part)];
+    marks.resize(tables.size());
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      if (!tables[t].dense) marks[t] = RowMarks(tables[t].rows);
+    }
+    std::vector<RowRef> rows;
+    for (std::size_t i = begin; i < end; ++i) {
+      rows.clear();
+      app.RowsOf(samples[i], rows);
+      for (const RowRef& r : rows) {
+        RowMarks& table = marks[r.table.value];
+        if (!table.empty()) table.Mark(r.row.value);
+      }
+    }
+  });
+  std::vector<RowMarks> named = std::move(named_in_part[0]);
+  for (std::size_t p = 1; p < named_in_part.size(); ++p) {
+    for (std::size_t t = 0; t < tables.size(); ++t) named[t].OrWith(named_in_part[p][t]);
   }
-  // On all cores; a mark is a byte set by whichever thread sees the row first
-  // (read first: most rows are named again, and a read leaves the line shared).
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, samples.size(), 1 << 16),
-                    [&](const tbb::blocked_range<std::size_t>& range) {
-                      std::vector<RowRef> rows;
-                      for (std::size_t i = range.begin(); i < range.end(); ++i) {
-                        rows.clear();
-                        app.RowsOf(samples[i], rows);
-                        for (const RowRef& r : rows) {
-                          std::vector<std::uint8_t>& marks = named[r.table.value];
-                          if (marks.empty()) continue;
-                          std::atomic_ref<std::uint8_t> mark(marks[static_cast<std::size_t>(r.row.value)]);
-                          if (mark.load(std::memory_order_relaxed) == 0) mark.store(1, std::memory_order_relaxed);
-                        }
-                      }
-                    });
   for (std::size_t t = 0; t < tables.size(); ++t) {
     if (tables[t].dense) continue;
     std::vector<std::int64_t>& held = set[t].emplace();
-    for (std::size_t r = 0; r < named[t].size(); ++r) {
-      if (named[t][r] != 0) held.push_back(static_cast<std::int64_t>(r));
-    }
+    held.reserve(static_cast<std::size_t>(named[t].count()));
+    named[t].ForEachMarked([&](std::int64_t row) { held.push_back(row); });
   }
   return set;
 }

@@ -2,6 +2,10 @@
 // (memory follows data, not the model), and ring slots are sized so that a
 // memory rank's ring memory stays bounded as compute ranks grow.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <numeric>
+#include <set>
 
 #include "framework/core/error.h"
 #include "framework/model/replica.h"
@@ -55,6 +59,42 @@ TEST(PartialReplica, HoldsOnlyTheRowsItsSamplesTouch) {
     EXPECT_NE(std::string(e.what()).find("working set"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(FindWorkingSet(app, samples, /*full_replicas=*/true).at(0).has_value());
+}
+
+// Sample s touches a scattered row of a 100,000-row table (a multiplicative hash).
+class ScatteredRowApp final : public App {
+ public:
+  static constexpr std::int64_t kRows = 100000;
+  std::string name() const override { return "scattered"; }
+  std::string dataset() const override { return "synthetic"; }
+  std::vector<TableSpec> Tables() const override { return {{"rows", ElementType::kFloat32, kRows, 1}}; }
+  std::int64_t TrainingSamples() const override { return 50000; }
+  void RowsOf(std::int64_t s, std::vector<RowRef>& rows) const override {
+    rows.push_back({TableId{0}, RowId{static_cast<std::int64_t>((static_cast<std::uint64_t>(s) * 2654435761u) % kRows)}});
+  }
+  void UpdateBatch(std::span<const std::int64_t>, ModelView&, KernelContext&) const override {}
+};
+
+TEST(PartialReplica, WorkingSetFoundOnManyCoresIsEveryRowAnySampleNames) {
+  // Each core marks the rows of its own part of the samples; a part's marks
+  // left out of the result would drop rows only that part names.
+  const ScatteredRowApp app;
+  std::vector<std::int64_t> samples(static_cast<std::size_t>(app.TrainingSamples()));
+  std::iota(samples.begin(), samples.end(), 0);
+  std::set<std::int64_t> expected;
+  std::vector<RowRef> rows;
+  for (const std::int64_t s : samples) {
+    rows.clear();
+    app.RowsOf(s, rows);
+    expected.insert(rows[0].row.value);
+  }
+  for (const int cores : {1, 3, 4}) {
+    tbb::task_arena arena(cores);
+    model::WorkingSet set;
+    arena.execute([&] { set = FindWorkingSet(app, samples, /*full_replicas=*/false); });
+    ASSERT_TRUE(set.at(0).has_value());
+    EXPECT_EQ(*set[0], std::vector<std::int64_t>(expected.begin(), expected.end())) << cores << " cores";
+  }
 }
 
 TEST(RingSlots, RingMemoryPerMemoryRankStaysBoundedAsComputeRanksGrow) {
