@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Does the timing backend predict real runs? (docs/guide/timing-backend.md "Is the model right?")
-# 1. `stalelearn calibrate` measures this machine: OUT/presets.
+# 1. `stalelearn calibrate` measures this machine: OUT/presets. Each app's
+#    compute step is measured again right before that app's rows run
+#    (calibrate --config, into OUT/presets-<config name>, its compute preset
+#    copied into OUT/presets): this kind of VM drifts by a fifth to a half
+#    within minutes, and a step measured minutes before the runs it prices
+#    carried that drift into every row (all rows +22% to +55% once).
 # 2. Each configuration below runs for real (local backend with ranks as
 #    threads, or mpirun over UCX), then on the timing backend priced by the
 #    calibrated presets, with the ranks sharing this machine's cores
@@ -14,7 +19,7 @@
 #    worst ratio.
 #
 #   deploy/experiments/timing-validation.sh [--out DIR]
-# About 2.5 minutes on 2 cores. Wall-clock measurements: rerun on a quiet machine.
+# About 2 minutes on 2 cores. Wall-clock measurements: rerun on a quiet machine.
 source "$(dirname "$0")/lib.sh"
 experiment_init timing-validation "$@"
 command -v python3 >/dev/null || { echo "timing-validation.sh: needs python3 to read the reports" >&2; exit 1; }
@@ -22,34 +27,48 @@ command -v python3 >/dev/null || { echo "timing-validation.sh: needs python3 to 
 CORES=$(nproc)
 PRESETS=$OUT/presets
 echo "timing-validation: calibrating into $PRESETS" >&2
-"$BIN" calibrate --out "$PRESETS" --config apps/mf/movielens.pbtxt --config apps/lr/spam.pbtxt \
-  --config apps/lda/brown.pbtxt > "$OUT/calibration.txt"
+"$BIN" calibrate --out "$PRESETS" > "$OUT/calibration.txt"
 cat "$OUT/calibration.txt" >&2
+
+# calibrate_step CONFIG: measures CONFIG's compute step now, into
+# $PRESETS/compute/calibrated-cpu-<its name>.pbtxt.
+calibrate_step() {
+  local config=$1 name
+  name=$(sed -n 's/^name: "\(.*\)"/\1/p' "$config")
+  echo "timing-validation: measuring the step of $name" >&2
+  "$BIN" calibrate --out "$OUT/presets-$name" --links local --config "$config" >> "$OUT/calibration.txt"
+  cp "$OUT/presets-$name/compute/calibrated-cpu-$name.pbtxt" "$PRESETS/compute/"
+}
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --timeout 600)
 REPEATS=3  # real runs per configuration (this kind of VM swings by a third between runs)
 
 # name | launcher (threads C:M, or mpi NP) | config | memory preset | link preset | --set ...
 # The compute preset is calibrated-cpu-<the config's name>: its step measured at 1:1. The
 # memory presets are the cached ones: every model here is about 1 MiB or less.
-ROWS=(
+ROWS=(  # grouped by app: its step is measured before its first row
   "mf-1x1-ssp|threads 1:1|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=20"
   "mf-3x1-ssp|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=20"
   "mf-3x1-bsp|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=20 consistency.mode=BSP"
   "mf-3x1-asp|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=20 consistency.mode=ASP"
   "mf-2x2-ssp|threads 2:2|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=20 cluster.memory_ranks=2"
   "mf-3x1-adam|threads 3:1|apps/mf/movielens.pbtxt|calibrated-host-cached-adam|calibrated-local|training.epochs=20 merge.*.policy=adam"
-  "lr-1x1-ssp|threads 1:1|apps/lr/spam.pbtxt|calibrated-host-cached-adagrad|calibrated-local|"
-  "lr-3x1-ssp|threads 3:1|apps/lr/spam.pbtxt|calibrated-host-cached-adagrad|calibrated-local|"
-  "lda-1x1-ssp|threads 1:1|apps/lda/brown.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=3 training.eval_every_epochs=3"
-  "lda-3x1-ssp|threads 3:1|apps/lda/brown.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=3 training.eval_every_epochs=3"
   "mf-mpirun4-ssp|mpi 4|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-ucx-shm|training.epochs=20"
   "mf-mpirun2-ssp|mpi 2|apps/mf/movielens.pbtxt|calibrated-host-cached|calibrated-ucx-shm|training.epochs=20"
+  "lr-1x1-ssp|threads 1:1|apps/lr/spam.pbtxt|calibrated-host-cached-adagrad|calibrated-local|"
+  "lr-3x1-ssp|threads 3:1|apps/lr/spam.pbtxt|calibrated-host-cached-adagrad|calibrated-local|"
   "lr-mpirun2-ssp|mpi 2|apps/lr/spam.pbtxt|calibrated-host-cached-adagrad|calibrated-ucx-shm|"
+  "lda-1x1-ssp|threads 1:1|apps/lda/brown.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=3 training.eval_every_epochs=3"
+  "lda-3x1-ssp|threads 3:1|apps/lda/brown.pbtxt|calibrated-host-cached|calibrated-local|training.epochs=3 training.eval_every_epochs=3"
   "lda-mpirun2-ssp|mpi 2|apps/lda/brown.pbtxt|calibrated-host-cached|calibrated-ucx-shm|training.epochs=3 training.eval_every_epochs=3"
 )
 
+stepped=""
 for row in "${ROWS[@]}"; do
   IFS='|' read -r name launcher config memory link sets <<<"$row"
+  if [ "$config" != "$stepped" ]; then
+    calibrate_step "$config"
+    stepped=$config
+  fi
   compute=calibrated-cpu-$(sed -n 's/^name: "\(.*\)"/\1/p' "$config")
   read -r how ranks <<<"$launcher"
   set_args=(--set output.quiet=true)
@@ -81,6 +100,7 @@ box_row() {
   for tool in ip tc unshare nsenter mpirun; do
     command -v "$tool" >/dev/null || { echo "timing-validation: skipping $name: no $tool (install-deps.sh --cluster)" >&2; return; }
   done
+  calibrate_step apps/mf/movielens.pbtxt  # now, as for the rows above
   echo "timing-validation: $name" >&2
   trap './deploy/cluster/box.sh down >/dev/null 2>&1 || true' EXIT
   ./deploy/cluster/box.sh up 3 --rate 50mbit >/dev/null
