@@ -196,7 +196,8 @@ runtime::Evaluation MfApp::Evaluate(const runtime::TableSet& model) const {
 Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std::filesystem::path& ratings_file) {
   STALELEARN_ASSIGN_OR_RETURN(data::RatingsTable table, data::ReadRatingsTsv(ratings_file));
   STALELEARN_ASSIGN_OR_RETURN(data::RatingsSplit split,
-                              data::SplitRatings(table, config.data().test_fraction(), config.data().split_seed()));
+                              data::SplitRatings(std::move(table.ratings), config.data().test_fraction(),
+                                                 config.data().split_seed()));
   if (split.train.empty()) return InvalidArgument(fmt::format("{}: no training ratings", ratings_file.string()));
   STALELEARN_ASSIGN_OR_RETURN(MfConfig mf, config::UnpackAppParams<MfConfig>(config));
   // A config built in code (tests, tools) may carry no resolved section.

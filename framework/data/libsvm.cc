@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "framework/data/mapped_file.h"
 #include "framework/data/text_lines.h"
 
 namespace stalelearn::data {
@@ -70,8 +71,8 @@ Result<SparseDataset> ParseLibsvm(std::string_view text, std::string_view source
 }
 
 Result<SparseDataset> ReadLibsvm(const std::filesystem::path& file) {
-  STALELEARN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(file));
-  return ParseLibsvm(text, file.string());
+  STALELEARN_ASSIGN_OR_RETURN(const MappedFile text, MappedFile::Open(file));
+  return ParseLibsvm(text.text(), file.string());
 }
 
 }  // namespace stalelearn::data

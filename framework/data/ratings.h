@@ -72,5 +72,8 @@ struct RatingsSplit {
 // the first k shuffled indices form the test set. The same table, fraction and
 // seed always give the same split.
 Result<RatingsSplit> SplitRatings(const RatingsTable& table, double test_fraction, std::uint64_t seed);
+// The same split, taking the table's ratings: the training part stays in
+// their array, compacted in place (no second copy of 18 M ratings).
+Result<RatingsSplit> SplitRatings(std::vector<Rating>&& ratings, double test_fraction, std::uint64_t seed);
 
 }  // namespace stalelearn::data

@@ -1,0 +1,69 @@
+#include "framework/data/mapped_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "framework/data/text_lines.h"
+
+namespace stalelearn::data {
+
+Result<MappedFile> MappedFile::Open(const std::filesystem::path& file) {
+  MappedFile mapped;
+  std::error_code ec;
+  // Not a regular file (or an empty one, which cannot be mapped): read it.
+  if (!std::filesystem::is_regular_file(file, ec) || std::filesystem::file_size(file, ec) == 0 || ec) {
+    STALELEARN_ASSIGN_OR_RETURN(mapped.read_, ReadWholeFile(file));
+    return mapped;
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Unavailable(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+    ::close(fd);
+    STALELEARN_ASSIGN_OR_RETURN(mapped.read_, ReadWholeFile(file));  // emptied meanwhile
+    return mapped;
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_error = errno;
+  ::close(fd);  // the mapping keeps the file
+  if (at == MAP_FAILED) {
+    return Unavailable(fmt::format("{}: cannot map: {}", file.string(), std::strerror(map_error)));
+  }
+  // The readers cut it into one piece per core and read each front to back.
+  ::madvise(at, size, MADV_WILLNEED);
+  mapped.mapped_ = static_cast<const char*>(at);
+  mapped.size_ = size;
+  return mapped;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : mapped_(std::exchange(other.mapped_, nullptr)), size_(std::exchange(other.size_, 0)),
+      read_(std::move(other.read_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    Unmap();
+    mapped_ = std::exchange(other.mapped_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    read_ = std::move(other.read_);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { Unmap(); }
+
+void MappedFile::Unmap() {
+  if (mapped_ != nullptr) ::munmap(const_cast<char*>(mapped_), size_);
+  mapped_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace stalelearn::data
