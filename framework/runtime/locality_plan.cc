@@ -154,7 +154,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   const auto n = tables.size();
   // Pass 1: which sparse tables every sample names exactly once, and the
   // rows touched; on all cores, over fixed parts of the samples (each part
-  // its own verdicts; a touched row is marked by whichever part sees it).
+  // its own verdicts and row marks, or-ed when the parts are done).
   std::vector<char> keyed = KeyedVerdicts(tables).keyed();  // the candidates
   const int parts = SampleParts();
   std::vector<std::vector<RowMarks>> touched_in_part(static_cast<std::size_t>(parts));
