@@ -16,18 +16,13 @@ namespace stalelearn::data {
 
 Result<MappedFile> MappedFile::Open(const std::filesystem::path& file) {
   MappedFile mapped;
-  std::error_code ec;
-  // Not a regular file (or an empty one, which cannot be mapped): read it.
-  if (!std::filesystem::is_regular_file(file, ec) || std::filesystem::file_size(file, ec) == 0 || ec) {
-    STALELEARN_ASSIGN_OR_RETURN(mapped.read_, ReadWholeFile(file));
-    return mapped;
-  }
+  // Not a regular file (a pipe, a directory, an empty file, which cannot be
+  // mapped) or not openable: ReadWholeFile reads it or names the error.
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Unavailable(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
-    ::close(fd);
-    STALELEARN_ASSIGN_OR_RETURN(mapped.read_, ReadWholeFile(file));  // emptied meanwhile
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    if (fd >= 0) ::close(fd);
+    STALELEARN_ASSIGN_OR_RETURN(mapped.read_, ReadWholeFile(file));
     return mapped;
   }
   const auto size = static_cast<std::size_t>(st.st_size);
