@@ -142,7 +142,8 @@ void SnnApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
   auto& scratch = *static_cast<RankScratch*>(ctx.state);
   const SnnShape& shape = params_.shape;
   const std::vector<runtime::TableSpec>& tables = tables_.list.specs();
-  // Copy the weights out of the view (whole rows: the tables are dense).
+  // Copy the weights out of the view, reading (the rows this batch does not
+  // change are then neither copied nor diffed by the replica).
   const auto for_each_matrix = [&](auto&& visit) {
     std::uint32_t table = 0;
     for (int l = 0; l < shape.layers(); ++l) visit(table++, scratch.weights.feed[l], scratch.grad.feed[l]);
@@ -153,11 +154,12 @@ void SnnApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
   for_each_matrix([&](std::uint32_t table, std::vector<float>& w, std::vector<float>&) {
     const auto width = static_cast<std::size_t>(tables[table].width);
     for (std::int64_t r = 0; r < tables[table].rows; ++r) {
-      const std::span<float> row = model.Row(tables_.matrices[table], runtime::RowId{r});
+      const std::span<const float> row = model.ReadRow(tables_.matrices[table], runtime::RowId{r});
       std::copy(row.begin(), row.end(), w.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * width));
     }
   });
-  scratch.grad.SetZero();
+  // scratch.grad is all zeros here: it starts so, and the step below zeroes
+  // each row it applies (a few rows of a large matrix change per batch).
   double multiply_adds = 0, gathered_rows = 0;
   for (std::int64_t sample : samples) {
     EncodeTrain(sample, ctx.random, scratch.input);
@@ -168,15 +170,16 @@ void SnnApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVi
     gathered_rows += params_.propagation == Propagation::kSparse ? 2 * (stats.input_spikes + stats.hidden_spikes) : 0;
   }
   // SGD on the mean gradient; rows with a zero gradient are left untouched
-  // (and so never shipped).
+  // (and so never shipped); the applied rows of the gradient go back to zero.
   const float step = params_.learning_rate / static_cast<float>(samples.size());
   for_each_matrix([&](std::uint32_t table, std::vector<float>&, std::vector<float>& g) {
     const auto width = static_cast<std::size_t>(tables[table].width);
     for (std::int64_t r = 0; r < tables[table].rows; ++r) {
-      const float* grow = g.data() + static_cast<std::size_t>(r) * width;
+      float* grow = g.data() + static_cast<std::size_t>(r) * width;
       if (std::all_of(grow, grow + width, [](float x) { return x == 0.0f; })) continue;
       const std::span<float> row = model.Row(tables_.matrices[table], runtime::RowId{r});
       for (std::size_t j = 0; j < width; ++j) row[j] -= step * grow[j];
+      std::fill(grow, grow + width, 0.0f);
     }
   });
   const double parameters = static_cast<double>(scratch.weights.size());

@@ -4,10 +4,11 @@
 //
 // Tables: per layer l, "w<l>" with one row per input neuron plus the bias row
 // (fan_in + 1 rows, width = the layer's width), and per recurrent hidden
-// layer "r<l>" (width x width). All are dense tables (TableSpec::dense): every
-// clock's delta is diffed against the replica's copy, and only rows that
-// changed are shipped, so the rows of inputs that did not spike in any sample
-// of the clock (zero gradient) are not sent. The mini-batch kernel (one
+// layer "r<l>" (width x width). All are dense tables (TableSpec::dense): the
+// kernel reads the weights without touching them (ModelView::ReadRow) and
+// asks for a row only to write it, so the replica diffs and ships only rows
+// whose gradient is non-zero; the rows of inputs that did not spike in any
+// sample of the clock are neither sent nor diffed. The mini-batch kernel (one
 // clock's samples) runs forward and backward per sample, sums the gradient
 // and takes a compute-side SGD step of learning_rate on the mean gradient,
 // row by row, writing only rows whose gradient is non-zero. The memory ranks

@@ -44,7 +44,7 @@ CELLS=(
   "mf|movielens|<=0.885|apps/mf/movielens.pbtxt|apps/mf/movielens-pim.pbtxt"
   "lr|spam|>=0.985|apps/lr/spam.pbtxt|apps/lr/spam.pbtxt backend.name=timing"
   "lda|brown|<=4400|apps/lda/brown.pbtxt training.epochs=20 training.eval_every_epochs=5|apps/lda/brown-pim.pbtxt"
-  "snn|mnist|>=0.95|apps/snn/mnist.pbtxt training.epochs=2|apps/snn/mnist.pbtxt training.epochs=2 backend.name=timing"
+  "snn|mnist|>=0.95|apps/snn/mnist.pbtxt training.epochs=2|apps/snn/mnist.pbtxt training.epochs=2 backend.name=timing backend.timing.quantum_ns=10000"
 )
 
 TABLE=$OUT/table.csv

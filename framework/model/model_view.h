@@ -35,11 +35,20 @@ class ModelView {
     for (std::size_t i = 0; i < rows.size(); ++i) out[i] = FloatRow(table, rows[i]).data();
   }
 
+  // Row `row` for reading only: not recorded as touched, so a row a kernel
+  // only reads is neither copied at first touch nor diffed at the drain (a
+  // kernel that reads a whole dense matrix and writes a few of its rows).
+  // To write a row, ask for it with FloatRow/IntRow. The default touches.
+  virtual std::span<const float> ReadFloatRow(TableId table, RowId row) { return FloatRow(table, row); }
+  virtual std::span<const std::int32_t> ReadIntRow(TableId table, RowId row) { return IntRow(table, row); }
+
   // Typed forms (not virtual): Row(users_, row) is a std::span<float> for a
   // FloatTable and a std::span<std::int32_t> for an IntTable.
   std::span<float> Row(FloatTable table, RowId row) { return FloatRow(table.id, row); }
   std::span<std::int32_t> Row(IntTable table, RowId row) { return IntRow(table.id, row); }
   void Rows(FloatTable table, std::span<const RowId> rows, float** out) { FloatRows(table.id, rows, out); }
+  std::span<const float> ReadRow(FloatTable table, RowId row) { return ReadFloatRow(table.id, row); }
+  std::span<const std::int32_t> ReadRow(IntTable table, RowId row) { return ReadIntRow(table.id, row); }
 };
 
 }  // namespace stalelearn::model

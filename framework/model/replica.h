@@ -4,8 +4,10 @@
 // Kernels read and write it through ModelView by global row; the first touch
 // of a row in a clock saves the row's value, so the clock's delta is (value
 // now - value at first touch) for touched rows only. Dense tables
-// (TableSpec::dense) are held whole and skip the touch log: their delta is
-// (value now - the copy taken at the last Rebase or drain), row by row.
+// (TableSpec::dense) are held whole and skip the touch log: a touch sets the
+// row's bit, and the delta of each such row is (value now - the table's copy
+// as of the last Rebase or drain), so a clock's drain costs what it touched,
+// not the table. Rows read through ReadFloatRow/ReadIntRow are not touched.
 //
 //   Replica replica(tables, working_set);          // or Replica(tables): all rows
 //   kernel(sample, replica);                      // touches rows
@@ -26,6 +28,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "framework/model/model_view.h"
@@ -46,6 +49,13 @@ class Replica final : public ModelView {
   std::span<std::int32_t> IntRow(TableId table, RowId row) override;
   // One call per block of rows: the lookup and first-touch copy inline.
   void FloatRows(TableId table, std::span<const RowId> rows, float** out) override;
+  // Reads without touching (no first-touch copy, no delta).
+  std::span<const float> ReadFloatRow(TableId table, RowId row) override {
+    return std::as_const(values_[table.value]).FloatRow(CheckedSlot(table, row));
+  }
+  std::span<const std::int32_t> ReadIntRow(TableId table, RowId row) override {
+    return std::as_const(values_[table.value]).IntRow(CheckedSlot(table, row));
+  }
 
   // Where global row `row` lives in tables()[table] (its slot), or -1 when
   // the replica does not hold it.
@@ -75,6 +85,15 @@ class Replica final : public ModelView {
   TableSet& mutable_tables() { return values_; }
   // The current values of dense tables become what their deltas are taken against.
   void Rebase();
+  // Rebase for the dense rows written through mutable_tables() and named by
+  // NoteWritten since the last rebase only (a refresh installs the rows that
+  // changed: copying the whole table after each was a per-clock cost that
+  // followed the model, not the changes). The other rows must equal their
+  // copy already (no touched rows: drained, or never written).
+  void NoteWritten(TableId table, std::int64_t slot) {
+    if (dense_[table.value]) SetBit(dense_written_[table.value], slot);
+  }
+  void RebaseWritten();
   // Copies the held rows into a full-size table set (tests, hooks); rows not
   // held are left as they are.
   void CopyHeldRowsTo(TableSet& full) const;
@@ -140,8 +159,14 @@ class Replica final : public ModelView {
     log.slots[log.touched++] = slot;
     log.touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
   }
+  static void SetBit(std::vector<std::uint64_t>& bits, std::int64_t slot) {
+    bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
+  }
   void Touch(TableId table, std::int64_t slot) {
-    if (dense_[table.value]) return;
+    if (dense_[table.value]) {
+      SetBit(dense_touched_[table.value], slot);
+      return;
+    }
     TouchLog& log = touch_[table.value];
     std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
     if (touched >= 0) return;
@@ -154,7 +179,9 @@ class Replica final : public ModelView {
   std::vector<std::vector<std::int64_t>> held_;         // [table][slot]: global row; empty: whole
   std::vector<TouchLog> touch_;                     // [table]; empty for dense tables
   std::vector<std::uint8_t> dense_;                 // [table]: 1 = dense
-  std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase
+  std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase or drain
+  std::vector<std::vector<std::uint64_t>> dense_touched_;  // [table]: a bit per row touched since
+  std::vector<std::vector<std::uint64_t>> dense_written_;  // [table]: a bit per row NoteWritten since
   std::vector<std::byte> delta_;                    // DrainDeltas' scratch
 };
 
@@ -166,14 +193,17 @@ void Replica::DrainDeltasInto(Writer& writer) {
     const RowBlock& block = values_[t];
     const TableId id{static_cast<std::uint32_t>(t)};
     const std::size_t row_bytes = block.row_bytes();
-    if (dense_[t]) {
-      std::vector<std::byte>& base = dense_base_[t];
-      for (std::int64_t row = 0; row < block.rows(); ++row) {
-        std::byte* before = base.data() + static_cast<std::size_t>(row) * row_bytes;
-        writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
+    if (dense_[t]) {  // the touched rows, in increasing order
+      std::byte* const base = dense_base_[t].data();
+      std::vector<std::uint64_t>& bits = dense_touched_[t];
+      for (std::size_t w = 0; w < bits.size(); ++w) {
+        for (std::uint64_t word = std::exchange(bits[w], 0); word != 0; word &= word - 1) {
+          const auto row = static_cast<std::int64_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
+          std::byte* before = base + static_cast<std::size_t>(row) * row_bytes;
+          writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
+          std::memcpy(before, block.RowBytes(row), row_bytes);
+        }
       }
-      const std::span<const std::byte> now = block.bytes();
-      std::copy(now.begin(), now.end(), base.begin());
       continue;
     }
     // Rows go out in increasing slot (= global row) order: the memory rank

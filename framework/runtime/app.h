@@ -27,7 +27,9 @@
 //   - RunsKernelInChunks: the kernel may run on disjoint chunks of a clock's
 //     samples on several threads (training.threads_per_rank).
 // Tables are reached through typed handles (framework/model/table_handle.h):
-// model.Row(counts_, row) is a span of the table's element type. Kernels
+// model.Row(counts_, row) is a span of the table's element type, and the row
+// is then touched (its changes are shipped as a delta); model.ReadRow(counts_,
+// row) reads without touching, for rows a kernel only reads. Kernels
 // also get a context: rank, epoch, clock and a deterministic random stream
 // per (seed, rank, clock), so emulation stays bit-reproducible.
 //

@@ -72,6 +72,7 @@ void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::sp
 void ReplicaRefresher::InstallRow(model::TableId table, std::int64_t slot, std::span<const std::byte> row,
                                   model::Replica& replica) {
   std::memcpy(replica.mutable_tables()[table.value].RowBytes(slot), row.data(), row.size());
+  replica.NoteWritten(table, slot);  // ReplayPending writes only installed rows too
   installed_in_[table.value][static_cast<std::size_t>(slot)] = refresh_number_;
   ++counters_.rows_installed;
   counters_.bytes_installed += row.size();

@@ -59,7 +59,8 @@ class ReplicaRefresher {
   // plus own pending deltas, into `replica` (which must have no touched
   // rows). Returns the merged clock of the slowest other compute rank over
   // installed snapshots (of the slowest compute rank, this one included,
-  // after set_counts_own_clocks(true)).
+  // after set_counts_own_clocks(true)). Every row it writes is noted
+  // (Replica::NoteWritten): call replica.RebaseWritten() after it.
   Result<std::uint64_t> Refresh(model::Replica& replica);
   const RefreshCounters& counters() const { return counters_; }
   // Whether Refresh's merged clock counts this rank's own clocks (a merge

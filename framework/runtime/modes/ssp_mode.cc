@@ -150,7 +150,7 @@ class SspConsistency final : public ConsistencyMode {
               STALELEARN_ASSIGN_OR_RETURN(min_merged, links_.refresher.Refresh(replica_));
               refresh_cpu += ThreadCpuTime() - cpu_start;
               refreshing += std::chrono::steady_clock::now() - refresh_start;
-              replica_.Rebase();
+              replica_.RebaseWritten();  // the rows the refresh installed (it notes them)
               installed_ = true;
               installed_min_merged_ = min_merged;
               return bound.Allows(t, min_merged);

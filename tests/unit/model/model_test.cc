@@ -171,8 +171,9 @@ TEST(Replica, FloatRowsServesAndTouchesEachRowAsFloatRowDoes) {
   EXPECT_THROW(replica.FloatRows(TableId{0}, outside, out), Error);
 }
 
-// A dense table keeps no touch log: every changed row is drained (value now
-// minus the copy at the last Rebase or drain), and Rebase makes values
+// A dense table keeps no touch log: every changed row asked for since the
+// last drain is drained (value now minus the copy at the last Rebase or
+// drain), and Rebase makes values
 // written around the view (an installed snapshot) the new base.
 TEST(Replica, DenseTableDrainsItsFullDeltaAndRebaseResetsIt) {
   constexpr std::int64_t kRows = 5;
@@ -203,14 +204,18 @@ TEST(Replica, DenseTableDrainsItsFullDeltaAndRebaseResetsIt) {
   EXPECT_EQ(deltas.count(Key(1, 1)), 1u);
   EXPECT_TRUE(drain().empty()) << "a drain makes the current values the base";
 
-  // Writes through a kept span after a drain (as a kernel writing a whole
-  // matrix would) count: the delta is taken from the values, not from touches.
-  const std::span<float> row3 = replica.FloatRow(TableId{0}, RowId{3});
-  (void)drain();
-  row3[1] = 7.0f;
+  // Only rows asked for since the drain are diffed: a row read through
+  // ReadFloatRow is no delta, one asked for with FloatRow(s) is.
+  EXPECT_EQ(replica.ReadFloatRow(TableId{0}, RowId{2})[0], 3.0f);
+  replica.FloatRow(TableId{0}, RowId{3})[1] = 7.0f;
+  float* rows[1];
+  const RowId four[] = {RowId{4}};
+  replica.FloatRows(TableId{0}, four, rows);
+  rows[0][0] += 1.0f;
   deltas = drain();
-  ASSERT_EQ(deltas.size(), 1u);
+  ASSERT_EQ(deltas.size(), 2u);
   EXPECT_EQ(deltas[Key(0, 3)], (std::vector<float>{0.0f, 7.5f}));
+  EXPECT_EQ(deltas[Key(0, 4)], (std::vector<float>{1.0f, 0.0f}));
 
   // An installed snapshot is not a delta once rebased...
   for (std::int64_t r = 0; r < kRows; ++r) replica.mutable_tables()[0].FloatRow(r)[0] = 100.0f;
@@ -221,6 +226,31 @@ TEST(Replica, DenseTableDrainsItsFullDeltaAndRebaseResetsIt) {
   deltas = drain();
   ASSERT_EQ(deltas.size(), 1u);
   EXPECT_EQ(deltas[Key(0, 2)], (std::vector<float>{1.0f, 0.0f}));
+}
+
+// A refresh installs a few rows of a dense table and rebases only those
+// (NoteWritten, RebaseWritten): an installed value is no delta, and the next
+// clock's delta of an installed row is taken against the installed value.
+TEST(Replica, RebaseWrittenMakesTheNotedRowsTheBase) {
+  constexpr std::int64_t kRows = 130;  // three words of bits
+  Replica replica({{"dense", ElementType::kFloat32, kRows, 1, /*dense=*/true}});
+  const auto drained_rows = [&] {
+    std::map<std::int64_t, float> deltas;
+    replica.DrainDeltas([&](TableId, RowId r, std::span<const std::byte> d) {
+      std::memcpy(&deltas[r.value], d.data(), sizeof(float));
+    });
+    return deltas;
+  };
+  for (const std::int64_t r : {0, 64, 129}) {
+    replica.mutable_tables()[0].FloatRow(r)[0] = 50.0f;  // installed
+    replica.NoteWritten(TableId{0}, r);
+  }
+  replica.RebaseWritten();
+  for (const std::int64_t r : {0, 1, 64, 129}) replica.FloatRow(TableId{0}, RowId{r})[0] += 2.0f;
+  const std::map<std::int64_t, float> deltas = drained_rows();
+  EXPECT_EQ(deltas, (std::map<std::int64_t, float>{{0, 2.0f}, {1, 2.0f}, {64, 2.0f}, {129, 2.0f}}))
+      << "an installed row was not rebased: its install went out as a delta";
+  EXPECT_TRUE(drained_rows().empty());
 }
 
 TEST(RowBlock, IntegerDeltasWrapExactly) {
