@@ -180,8 +180,8 @@ class Replica final : public ModelView {
   std::vector<TouchLog> touch_;                     // [table]; empty for dense tables
   std::vector<std::uint8_t> dense_;                 // [table]: 1 = dense
   std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase or drain
-  std::vector<std::vector<std::uint64_t>> dense_touched_;  // [table]: a bit per row touched since
-  std::vector<std::vector<std::uint64_t>> dense_written_;  // [table]: a bit per row NoteWritten since
+  std::vector<std::vector<std::uint64_t>> dense_touched_;  // [table]: a bit per row touched since the last drain
+  std::vector<std::vector<std::uint64_t>> dense_written_;  // [table]: a bit per row noted since the last rebase
   std::vector<std::byte> delta_;                    // DrainDeltas' scratch
 };
 
