@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cstring>
 #include <limits>
@@ -59,8 +58,6 @@ Replica::Replica(const std::vector<TableSpec>& tables) : Replica(tables, Working
 Replica::Replica(const std::vector<TableSpec>& tables, const WorkingSet& rows) {
   touch_.resize(tables.size());
   dense_base_.resize(tables.size());
-  dense_touched_.resize(tables.size());
-  dense_written_.resize(tables.size());
   slot_of_row_.resize(tables.size());
   held_.resize(tables.size());
   for (std::size_t t = 0; t < tables.size(); ++t) {
@@ -81,10 +78,9 @@ Replica::Replica(const std::vector<TableSpec>& tables, const WorkingSet& rows) {
       }
     }
     values_.emplace_back(spec.type, held, spec.width);
-    if (spec.dense) {
-      dense_touched_[t].assign((static_cast<std::size_t>(held) + 63) / 64, 0);
-      dense_written_[t].assign((static_cast<std::size_t>(held) + 63) / 64, 0);
-    } else {
+    dense_touched_.emplace_back(spec.dense ? held : 0);
+    dense_written_.emplace_back(spec.dense ? held : 0);
+    if (!spec.dense) {
       touch_[t].touch_of_slot.assign(static_cast<std::size_t>(held), -1);
       touch_[t].touched_bits.assign((static_cast<std::size_t>(held) + 63) / 64, 0);
     }
@@ -103,8 +99,8 @@ void Replica::Rebase() {
     if (!dense_[t]) continue;
     const std::span<const std::byte> bytes = std::as_const(values_[t]).bytes();
     dense_base_[t].assign(bytes.begin(), bytes.end());
-    std::ranges::fill(dense_touched_[t], 0);
-    std::ranges::fill(dense_written_[t], 0);
+    dense_touched_[t].Clear();
+    dense_written_[t].Clear();
   }
 }
 
@@ -113,13 +109,9 @@ void Replica::RebaseWritten() {
     if (!dense_[t]) continue;
     const RowBlock& block = values_[t];
     const std::size_t row_bytes = block.row_bytes();
-    std::vector<std::uint64_t>& bits = dense_written_[t];
-    for (std::size_t w = 0; w < bits.size(); ++w) {
-      for (std::uint64_t word = std::exchange(bits[w], 0); word != 0; word &= word - 1) {
-        const std::size_t row = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
-        std::memcpy(dense_base_[t].data() + row * row_bytes, block.RowBytes(static_cast<std::int64_t>(row)), row_bytes);
-      }
-    }
+    dense_written_[t].TakeEachMarked([&](std::int64_t row) {
+      std::memcpy(dense_base_[t].data() + static_cast<std::size_t>(row) * row_bytes, block.RowBytes(row), row_bytes);
+    });
   }
 }
 
@@ -168,7 +160,7 @@ void Replica::FloatRows(TableId table, std::span<const RowId> rows, float** out)
   if (dense_[table.value]) {  // no touch log: a bit per row
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const std::int64_t slot = whole ? rows[i].value : CheckedSlot(table, rows[i]);
-      SetBit(dense_touched_[table.value], slot);
+      dense_touched_[table.value].Mark(slot);
       out[i] = base + slot * width;
     }
     return;

@@ -33,6 +33,7 @@
 
 #include "framework/model/model_view.h"
 #include "framework/model/row_block.h"
+#include "framework/model/row_marks.h"
 
 namespace stalelearn::model {
 
@@ -91,7 +92,7 @@ class Replica final : public ModelView {
   // followed the model, not the changes). The other rows must equal their
   // copy already (no touched rows: drained, or never written).
   void NoteWritten(TableId table, std::int64_t slot) {
-    if (dense_[table.value]) SetBit(dense_written_[table.value], slot);
+    if (dense_[table.value]) dense_written_[table.value].Mark(slot);
   }
   void RebaseWritten();
   // Copies the held rows into a full-size table set (tests, hooks); rows not
@@ -159,12 +160,9 @@ class Replica final : public ModelView {
     log.slots[log.touched++] = slot;
     log.touched_bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
   }
-  static void SetBit(std::vector<std::uint64_t>& bits, std::int64_t slot) {
-    bits[static_cast<std::size_t>(slot) / 64] |= std::uint64_t{1} << (slot % 64);
-  }
   void Touch(TableId table, std::int64_t slot) {
     if (dense_[table.value]) {
-      SetBit(dense_touched_[table.value], slot);
+      dense_touched_[table.value].Mark(slot);
       return;
     }
     TouchLog& log = touch_[table.value];
@@ -180,8 +178,8 @@ class Replica final : public ModelView {
   std::vector<TouchLog> touch_;                     // [table]; empty for dense tables
   std::vector<std::uint8_t> dense_;                 // [table]: 1 = dense
   std::vector<std::vector<std::byte>> dense_base_;  // [table]: values at the last rebase or drain
-  std::vector<std::vector<std::uint64_t>> dense_touched_;  // [table]: a bit per row touched since the last drain
-  std::vector<std::vector<std::uint64_t>> dense_written_;  // [table]: a bit per row noted since the last rebase
+  std::vector<RowMarks> dense_touched_;             // [table]: rows touched since the last drain
+  std::vector<RowMarks> dense_written_;             // [table]: rows noted since the last rebase
   std::vector<std::byte> delta_;                    // DrainDeltas' scratch
 };
 
@@ -195,15 +193,11 @@ void Replica::DrainDeltasInto(Writer& writer) {
     const std::size_t row_bytes = block.row_bytes();
     if (dense_[t]) {  // the touched rows, in increasing order
       std::byte* const base = dense_base_[t].data();
-      std::vector<std::uint64_t>& bits = dense_touched_[t];
-      for (std::size_t w = 0; w < bits.size(); ++w) {
-        for (std::uint64_t word = std::exchange(bits[w], 0); word != 0; word &= word - 1) {
-          const auto row = static_cast<std::int64_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(word)));
-          std::byte* before = base + static_cast<std::size_t>(row) * row_bytes;
-          writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
-          std::memcpy(before, block.RowBytes(row), row_bytes);
-        }
-      }
+      dense_touched_[t].TakeEachMarked([&](std::int64_t row) {
+        std::byte* before = base + static_cast<std::size_t>(row) * row_bytes;
+        writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
+        std::memcpy(before, block.RowBytes(row), row_bytes);
+      });
       continue;
     }
     // Rows go out in increasing slot (= global row) order: the memory rank

@@ -10,11 +10,12 @@
 #include <tbb/parallel_for.h>
 
 #include "framework/core/planted_defect.h"
-#include "framework/runtime/row_marks.h"
+#include "framework/model/row_marks.h"
 #include "framework/runtime/sample_parts.h"
 #include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
+using model::RowMarks;
 namespace {
 
 // Keyed tables: sparse tables of more than one row of which every sample

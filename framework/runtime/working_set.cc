@@ -3,11 +3,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "framework/runtime/row_marks.h"
+#include "framework/model/row_marks.h"
 #include "framework/runtime/sample_parts.h"
 #include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
+using model::RowMarks;
 
 model::WorkingSet FindWorkingSet(const App& app, std::span<const std::int64_t> samples, bool full_replicas) {
   const std::vector<TableSpec> tables = app.Tables();

@@ -1,4 +1,5 @@
-// One bit per row of a table: which rows some sample names. The start-up
+// One bit per row of a table: which rows some sample names, or which rows of
+// a replica's dense table a kernel touched or a refresh wrote. The start-up
 // passes over a rank's samples (its working set, the locality planner's
 // touched rows) mark every row each sample names: tens of millions of
 // marks at random rows. A bit per row keeps a million-row table's marks in
@@ -10,11 +11,13 @@
 // core, and a million rows have only 2,000 lines of bits.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
-namespace stalelearn::runtime {
+namespace stalelearn::model {
 
 class RowMarks {
  public:
@@ -46,10 +49,21 @@ class RowMarks {
       }
     }
   }
+  // ForEachMarked, unmarking each word as it goes (a per-clock set: the
+  // next clock starts empty without a pass of its own).
+  template <class Fn>
+  void TakeEachMarked(const Fn& fn) {
+    for (std::size_t i = 0; i < words_.size(); ++i) {
+      for (std::uint64_t w = std::exchange(words_[i], 0); w != 0; w &= w - 1) {
+        fn(static_cast<std::int64_t>(i * 64) + std::countr_zero(w));
+      }
+    }
+  }
+  void Clear() { std::fill(words_.begin(), words_.end(), 0); }
 
  private:
   std::int64_t rows_ = 0;
   std::vector<std::uint64_t> words_;
 };
 
-}  // namespace stalelearn::runtime
+}  // namespace stalelearn::model
