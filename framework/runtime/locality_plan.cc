@@ -18,6 +18,10 @@ namespace stalelearn::runtime {
 using model::RowMarks;
 namespace {
 
+// Where blocks may outgrow the scratchpad: the samples each row of the more
+// reused table should have in a cell (LocalityPlan::Make).
+constexpr double kSamplesPerRowPerCell = 4;
+
 // Keyed tables: sparse tables of more than one row of which every sample
 // names exactly one row. Note each sample's rows, then keyed() (1: keyed).
 // A sample costs only the tables it names (a pass over every table per
@@ -27,11 +31,19 @@ namespace {
 class KeyedVerdicts {
  public:
   explicit KeyedVerdicts(const std::vector<TableSpec>& tables)
-      : verdict_(tables.size()), named_(tables.size(), 0), named_once_(tables.size(), 0) {
-    for (std::size_t t = 0; t < tables.size(); ++t) verdict_[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
+      : verdict_(tables.size()), named_(tables.size(), 0), named_once_(tables.size(), 0), row_bytes_(tables.size()) {
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      verdict_[t] = !tables[t].dense && tables[t].rows > 1 ? 1 : 0;
+      row_bytes_[t] = static_cast<std::int64_t>(tables[t].row_bytes());
+    }
   }
   void Note(std::span<const RowRef> rows) {
-    for (const RowRef& r : rows) ++named_[r.table.value];
+    std::int64_t bytes = 0;
+    for (const RowRef& r : rows) {
+      ++named_[r.table.value];
+      bytes += row_bytes_[r.table.value];
+    }
+    max_bytes_named_ = std::max(max_bytes_named_, bytes);
     for (const RowRef& r : rows) {
       int& named = named_[r.table.value];
       if (named == 0) continue;  // a later row of a table named twice
@@ -46,6 +58,8 @@ class KeyedVerdicts {
   }
   // Not yet ruled out by a sample naming table `t` twice.
   bool may_be_keyed(std::size_t t) const { return verdict_[t] != 0; }
+  // The most bytes of rows one sample named (a row named twice counts twice).
+  std::int64_t max_bytes_named() const { return max_bytes_named_; }
   std::vector<char> keyed() const {
     std::vector<char> keyed(verdict_.size());
     for (std::size_t t = 0; t < keyed.size(); ++t) keyed[t] = verdict_[t] != 0 && named_once_[t] == samples_ ? 1 : 0;
@@ -56,7 +70,9 @@ class KeyedVerdicts {
   std::vector<char> verdict_;
   std::vector<int> named_;                // scratch of Note, zero between samples
   std::vector<std::int64_t> named_once_;  // samples that named the table once
+  std::vector<std::int64_t> row_bytes_;   // [table]
   std::int64_t samples_ = 0;
+  std::int64_t max_bytes_named_ = 0;
 };
 
 // The row sample `s` names in tables a and b (keyed: exactly one each).
@@ -160,6 +176,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   const int parts = SampleParts();
   std::vector<std::vector<RowMarks>> touched_in_part(static_cast<std::size_t>(parts));
   std::vector<std::vector<char>> keyed_in_part(static_cast<std::size_t>(parts));
+  std::vector<std::int64_t> max_bytes_in_part(static_cast<std::size_t>(parts), 0);
   ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
     KeyedVerdicts verdicts(tables);  // the part's own, on its own thread, and its own marks
     std::vector<RowMarks>& touched = touched_in_part[static_cast<std::size_t>(part)];
@@ -178,7 +195,9 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
       }
     }
     keyed_in_part[static_cast<std::size_t>(part)] = verdicts.keyed();
+    max_bytes_in_part[static_cast<std::size_t>(part)] = verdicts.max_bytes_named();
   });
+  const std::int64_t max_bytes_per_sample = std::ranges::max(max_bytes_in_part);
   for (const std::vector<char>& verdict : keyed_in_part) {
     for (std::size_t t = 0; t < n; ++t) keyed[t] = static_cast<char>(keyed[t] & verdict[t]);
   }
@@ -221,14 +240,39 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
                             tables[b].name, bytes_a + bytes_b, scratchpad_bytes);
     return plan;
   }
-  // Budgets: a table that fits half the scratchpad takes what it needs, the other the rest.
-  const std::int64_t half = scratchpad_bytes / 2;
-  std::int64_t budget_a = half;
-  std::int64_t budget_b = scratchpad_bytes - half;
-  if (bytes_a <= half) {
-    budget_a = bytes_a;
-    budget_b = scratchpad_bytes - bytes_a;
+  // Budgets: a table that fits half the blocks' bytes takes what it needs, the other the rest.
+  std::int64_t budget_a = 0;
+  std::int64_t budget_b = 0;
+  const auto split = [&](std::int64_t block_bytes) {
+    const std::int64_t half = block_bytes / 2;
+    budget_a = bytes_a <= half ? bytes_a : half;
+    budget_b = block_bytes - budget_a;
+  };
+  // The blocks fit the scratchpad, so any run of samples in one cell does.
+  // Where a clock's rows fit it whatever the blocks (a clock's samples name
+  // at most samples_per_clock * max_bytes_per_sample), the blocks grow
+  // instead until each row of the more reused table R (cells run by its
+  // rows) has kSamplesPerRowPerCell samples in a cell on average: a clock's
+  // consecutive samples then share R's rows, and every row a clock touches
+  // is drained, sent and merged once (measured on the 20 M-rating synthetic
+  // set at 1:1: 3311 distinct rows per clock instead of 4322, 10% less
+  // training time; blocks 4x larger again gained nothing).
+  std::int64_t block_bytes = scratchpad_bytes;
+  split(block_bytes);
+  const bool clock_fits = samples_per_clock * max_bytes_per_sample <= scratchpad_bytes;
+  if (clock_fits && strata.count == 1) {
+    const bool r_is_a = touched_rows[static_cast<std::size_t>(a)] < touched_rows[static_cast<std::size_t>(b)];
+    const std::int64_t rows_r = std::max<std::int64_t>(1, touched_rows[static_cast<std::size_t>(r_is_a ? a : b)]);
+    const std::int64_t bytes_o = r_is_a ? bytes_b : bytes_a;
+    // R's samples per row in a cell: (samples / rows_r) / (bytes_o / budget_o) >= k.
+    const auto reused = [&] {
+      const std::int64_t budget_o = r_is_a ? budget_b : budget_a;
+      return static_cast<double>(std::ssize(samples)) * static_cast<double>(budget_o) >=
+             kSamplesPerRowPerCell * static_cast<double>(rows_r) * static_cast<double>(bytes_o);
+    };
+    while (block_bytes < bytes_a + bytes_b && !reused()) split(block_bytes *= 2);
   }
+  st.block_bytes = block_bytes;
   if (DefectPlanted(PlantedDefect::kPlannerIgnoresScratchpad)) {
     budget_a *= 4;
     budget_b *= 4;
@@ -316,6 +360,11 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   st.reason = fmt::format("grid of {} x {} blocks of '{}' ({} rows) x '{}' ({} rows) for a {} B scratchpad",
                           st.blocks_a, st.blocks_b, tables[a].name, st.rows_per_block_a, tables[b].name,
                           st.rows_per_block_b, scratchpad_bytes);
+  if (block_bytes > scratchpad_bytes) {
+    st.reason += fmt::format(" (blocks of {} B: a clock's rows fit it whatever the blocks; larger ones share rows "
+                             "within a clock)",
+                             block_bytes);
+  }
   if (strata.count > 1) {
     st.reason = fmt::format("stratified over {} stripes of '{}' (compute rank {} starts at stripe {}), {}",
                             strata.count, tables[b].name, strata.index, strata.index, st.reason);

@@ -66,6 +66,9 @@ struct LocalityPlanStats {
   bool planned = false;
   std::string reason;           // why this plan (or none)
   std::int64_t scratchpad_bytes = 0;
+  // What the blocks are sized for: the scratchpad, or more where a clock's
+  // rows fit the scratchpad whatever the blocks (LocalityPlan::Make).
+  std::int64_t block_bytes = 0;
   int table_a = -1;             // the block held across cells
   int table_b = -1;             // the block streamed within a cell
   std::int64_t blocks_a = 1;

@@ -33,6 +33,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     plan->set_planned(p.planned);
     plan->set_reason(p.reason);
     plan->set_scratchpad_bytes(p.scratchpad_bytes);
+    plan->set_block_bytes(p.block_bytes);
     plan->set_blocks_a(p.blocks_a);
     plan->set_blocks_b(p.blocks_b);
     plan->set_cells(p.cells);

@@ -31,13 +31,12 @@ void TwoTableApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows
   rows.push_back({runtime::TableId{1}, runtime::RowId{i}});
 }
 
-void CheckPlannedSubBatchesFitTheScratchpad() {
+void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock) {
   constexpr std::int64_t kScratchpad = 64 << 10;
-  constexpr std::int64_t kSamplesPerClock = 1024;
   const TwoTableApp app(3000, 8000, 60000, 5);
   std::vector<std::int64_t> all(static_cast<std::size_t>(app.TrainingSamples()));
   std::iota(all.begin(), all.end(), 0);
-  const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, all, kScratchpad, kSamplesPerClock);
+  const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, all, kScratchpad, samples_per_clock);
   ASSERT_TRUE(plan.planned()) << plan.stats().reason;
   std::vector<std::int64_t> order;
   std::vector<runtime::RowRef> rows;
@@ -49,7 +48,7 @@ void CheckPlannedSubBatchesFitTheScratchpad() {
     std::int64_t run_cell = -1;
     for (std::size_t i = 0; i < order.size(); ++i) {
       const std::int64_t cell = plan.CellOf(app, order[i]);
-      if (cell != run_cell || static_cast<std::int64_t>(i) % kSamplesPerClock == 0) {
+      if (cell != run_cell || static_cast<std::int64_t>(i) % samples_per_clock == 0) {
         run_rows.clear();
         run_cell = cell;
       }

@@ -33,9 +33,10 @@ class TwoTableApp final : public runtime::App {
 
 inline constexpr const char* kSubBatchOverflowMessage = "a planned sub-batch's rows exceed the scratchpad";
 
-// Plans all of a TwoTableApp's samples for a 64 KiB scratchpad and checks
-// every sub-batch (a clock's run of samples in one cell) of two epochs.
-void CheckPlannedSubBatchesFitTheScratchpad();
+// Plans all of a TwoTableApp's samples for a 64 KiB scratchpad and clocks
+// of `samples_per_clock`, and checks every sub-batch (a clock's run of
+// samples in one cell) of two epochs.
+void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock = 1024);
 
 inline constexpr const char* kSharedStripeMessage = "two compute ranks wrote the same row in one clock";
 

@@ -117,6 +117,30 @@ TEST(LocalityPlan, PlannedClocksNameFewerDistinctRowsThanTheShuffle) {
   EXPECT_LE(plan.stats().largest_subbatch_bytes, 64 << 10);
 }
 
+// A 256-sample clock names at most 256 * 2 * 84 B = 43 KB, within the 64 KiB
+// scratchpad whatever the blocks: they grow until each user (20 samples)
+// has 4 in a cell, and a clock's samples share more rows than with blocks
+// sized to the scratchpad. A 1024-sample clock may not fit: blocks stay.
+TEST(LocalityPlan, BlocksOutgrowTheScratchpadOnlyWhereAClockFitsIt) {
+  const TwoTableApp app(3000, 8000, 60000, 5);
+  const std::vector<std::int64_t> all = AllSamples(app);
+  const runtime::LocalityPlan grown = runtime::LocalityPlan::Make(app, all, 64 << 10, 256);
+  const runtime::LocalityPlan fitted = runtime::LocalityPlan::Make(app, all, 64 << 10, 1024);
+  ASSERT_TRUE(grown.planned() && fitted.planned());
+  EXPECT_EQ(fitted.stats().block_bytes, 64 << 10);
+  EXPECT_GT(grown.stats().block_bytes, 64 << 10) << grown.stats().reason;
+  EXPECT_GE(60000.0 / (3000.0 * static_cast<double>(grown.stats().blocks_b)), 4.0) << grown.stats().reason;
+  std::vector<std::int64_t> grown_order;
+  std::vector<std::int64_t> fitted_order;
+  grown.EpochOrderInto(0, 7, grown_order);
+  fitted.EpochOrderInto(0, 7, fitted_order);
+  const double grown_rows = DistinctRowsPerClock(app, grown_order, 256);
+  const double fitted_rows = DistinctRowsPerClock(app, fitted_order, 256);
+  EXPECT_LT(grown_rows, 0.9 * fitted_rows) << "grown blocks " << grown_rows << " vs fitted " << fitted_rows;
+  EXPECT_LE(grown.stats().largest_subbatch_bytes, 64 << 10);
+  CheckPlannedSubBatchesFitTheScratchpad(256);
+}
+
 TEST(LocalityPlan, TablesThatFitTheScratchpadKeepTheShuffle) {
   const TwoTableApp app(300, 500, 5000, 5);  // 67 KB of rows
   const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, AllSamples(app), 1 << 20, 1024);
