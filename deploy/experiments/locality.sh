@@ -10,8 +10,12 @@
 #              epochs 2-3 over (wall at epoch 3 - wall at epoch 1): no start-up
 #              (working set, replica fill, plan) in it
 #   synth 3:1  one epoch: bytes got / bytes put over the compute ranks
-# Writes OUT/locality.csv (run, samples, wall seconds, updates/s, ratio to
-# MovieLens, bytes_get/bytes_put) and prints it.
+# Writes OUT/locality.csv and prints it: per run the samples, the training
+# seconds (the report's train_seconds: the clock loop, no start-up and no
+# evaluation), updates/s
+# and their ratio to MovieLens'; the same over the whole run's wall seconds
+# (start-up, plan, replica fill, final read and evaluation included); the
+# steady rate; bytes_get/bytes_put; the final test RMSE.
 #
 #   deploy/experiments/locality.sh [--out DIR]
 # The synthetic set is generated once (stalelearn data synth, ~15 s, 367 MB).
@@ -56,19 +60,24 @@ def load_one(name):
     steady = ""
     if len(curve) >= 3:  # epochs 2..3 of an epoch-evaluated run
         steady = samples * 2 / 3 / (curve[2]["wall_seconds"] - curve[0]["wall_seconds"])
-    return samples, r["wall_seconds"], got, put, r["final"]["value"], steady
+    train = max(float(x.get("train_seconds", 0)) for x in compute)  # the slowest compute rank's loop
+    return samples, r["wall_seconds"], got, put, r["final"]["value"], steady, train
 def load(name):
-    if os.path.exists(f"{out}/{name}.json"):
+    if not os.path.exists(f"{out}/{name}.1.json"):  # a single run (a stale .json of an older run is not read)
         return load_one(name)
-    runs = sorted((load_one(f"{name}.{k}") for k in (1, 2, 3)), key=lambda x: x[1])  # by wall seconds
+    runs = sorted((load_one(f"{name}.{k}") for k in (1, 2, 3)), key=lambda x: x[6])  # by training seconds
     return runs[1]  # the median run
 base = None
-print("run,samples,wall_seconds,updates_per_second,ratio_to_movielens,steady_updates_per_second,steady_ratio,"
-      "bytes_get_over_put,test_rmse")
+wall_base = None
+print("run,samples,train_seconds,updates_per_second,ratio_to_movielens,wall_seconds,wall_updates_per_second,"
+      "wall_ratio,steady_updates_per_second,steady_ratio,bytes_get_over_put,test_rmse")
 for name in ["movielens_1x1", "synth_1x1", "synth_1x1_unplanned", "synth_1x1_steady", "synth_3x1"]:
-    samples, wall, got, put, rmse, steady = load(name)
-    rate = samples / wall
+    samples, wall, got, put, rmse, steady, train = load(name)
+    rate = samples / train
     base = base or rate
-    steady_cols = f"{steady:.0f},{steady / base:.3f}" if steady else ","
-    print(f"{name},{samples},{wall:.3f},{rate:.0f},{rate / base:.3f},{steady_cols},{got / put if put else 0:.3f},{rmse:.4f}")
+    wall_rate = samples / wall
+    wall_base = wall_base or wall_rate
+    steady_cols = f"{steady:.0f},{steady / wall_base:.3f}" if steady else ","
+    print(f"{name},{samples},{train:.3f},{rate:.0f},{rate / base:.3f},{wall:.3f},{wall_rate:.0f},"
+          f"{wall_rate / wall_base:.3f},{steady_cols},{got / put if put else 0:.3f},{rmse:.4f}")
 PY

@@ -118,7 +118,8 @@ Result<TrainerResult> ClockLoop::Run() {
   bool stopped = false;
   for (int epoch = 0; epoch < epochs && !stopped; ++epoch) {
     if (plan_.planned()) {
-      plan_.EpochOrderInto(epoch, info_.seed + 0x9E37ull * static_cast<std::uint64_t>(info_.rank.value + 1), order);
+      plan_.EpochCellsInto(epoch, info_.seed + 0x9E37ull * static_cast<std::uint64_t>(info_.rank.value + 1),
+                           epoch_cells_);
     } else {
       schedule_.EpochOrderInto(epoch, order);
     }
@@ -142,9 +143,10 @@ Result<TrainerResult> ClockLoop::Run() {
           focus_ = focus;
         }
       }
-      const std::span<const std::int64_t> samples = plan_.planned() && plan_.stratified()
-                                                        ? plan_.ClockSamples(order, k, clocks_per_epoch)
-                                                        : schedule_.ClockSamples(order, k);
+      const std::span<const std::int64_t> samples =
+          plan_.planned() ? plan_.ClockSamplesInto(epoch_cells_, k, clocks_per_epoch, schedule_.samples_per_clock(),
+                                                   clock_samples_)
+                          : schedule_.ClockSamples(order, k);
       STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
       record.staleness_epochs = static_cast<double>(record.observed_staleness) / static_cast<double>(clocks_per_epoch);
       if (env_.hooks.after_refresh && mode_.replica() != nullptr) {

@@ -84,6 +84,8 @@ class ClockLoop {
   ConsistencyMode& mode_;
   const SampleSchedule& schedule_;
   LocalityPlan plan_;
+  LocalityPlan::EpochCells epoch_cells_;      // planned: the epoch's order, as cells
+  std::vector<std::int64_t> clock_samples_;  // planned: the clock's samples (capacity reused)
   LocalityPlan::Focus focus_;  // the stripe the mode was last told about (stratified)  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
   Straggler straggler_;
   std::unique_ptr<LocalState> state_;

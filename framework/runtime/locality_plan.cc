@@ -448,9 +448,9 @@ void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tab
   st.bytes_per_clock = bytes / c;
 }
 
-void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std::int64_t>& order) const {
-  order.clear();
-  order.reserve(by_cell_.size());
+void LocalityPlan::EpochCellsInto(int epoch, std::uint64_t seed, EpochCells& epoch_cells) const {
+  epoch_cells.cell.clear();
+  epoch_cells.start.assign(1, 0);
   std::uint64_t state = seed ^ (0xA0761D6478BD642Full * static_cast<std::uint64_t>(epoch + 1));
   std::vector<std::int64_t> a_order(static_cast<std::size_t>(stats_.blocks_a));
   std::iota(a_order.begin(), a_order.end(), 0);
@@ -467,14 +467,61 @@ void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std
       Shuffle(b_order, SplitMix64(state));
       for (std::int64_t bb : b_order) {
         const auto cell = static_cast<std::size_t>(ba * stats_.blocks_b + bb);
-        order.insert(order.end(), by_cell_.begin() + cell_start_[cell], by_cell_.begin() + cell_start_[cell + 1]);
+        epoch_cells.cell.push_back(static_cast<std::int64_t>(cell));
+        epoch_cells.start.push_back(epoch_cells.start.back() + cell_start_[cell + 1] - cell_start_[cell]);
       }
     }
   }
 }
 
-std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch,
-                                                         std::int64_t clocks_per_epoch) const {
+namespace {
+
+// Samples [first, last) of the order `epoch_cells` describes, from the
+// plan's cell-major samples, into `out`.
+void CopyOrderRange(const LocalityPlan::EpochCells& epoch_cells, std::span<const std::int64_t> by_cell,
+                    std::span<const std::int64_t> cell_start, std::int64_t first, std::int64_t last,
+                    std::vector<std::int64_t>& out) {
+  out.clear();
+  if (first >= last) return;
+  // The visited cell holding `first`: the last start at or before it.
+  auto k = static_cast<std::size_t>(std::ranges::upper_bound(epoch_cells.start, first) - epoch_cells.start.begin()) - 1;
+  for (std::int64_t at = first; at < last; ++k) {
+    const auto cell = static_cast<std::size_t>(epoch_cells.cell[k]);
+    const std::int64_t from = cell_start[cell] + (at - epoch_cells.start[k]);
+    const std::int64_t n = std::min(last, epoch_cells.start[k + 1]) - at;
+    out.insert(out.end(), by_cell.begin() + from, by_cell.begin() + from + n);
+    at += n;
+  }
+}
+
+}  // namespace
+
+void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std::int64_t>& order) const {
+  EpochCells epoch_cells;
+  EpochCellsInto(epoch, seed, epoch_cells);
+  order.reserve(by_cell_.size());
+  CopyOrderRange(epoch_cells, by_cell_, cell_start_, 0, epoch_cells.start.back(), order);
+}
+
+std::span<const std::int64_t> LocalityPlan::ClockSamplesInto(const EpochCells& epoch_cells,
+                                                             std::int64_t clock_in_epoch,
+                                                             std::int64_t clocks_per_epoch,
+                                                             std::int64_t samples_per_clock,
+                                                             std::vector<std::int64_t>& buffer) const {
+  const std::int64_t size = epoch_cells.start.back();
+  std::pair<std::int64_t, std::int64_t> range;
+  if (stratified()) {
+    range = StratifiedClockRange(clock_in_epoch, clocks_per_epoch);
+  } else {  // as SampleSchedule::ClockSamples cuts an order
+    range.first = std::min(size, clock_in_epoch * samples_per_clock);
+    range.second = std::min(size, range.first + samples_per_clock);
+  }
+  CopyOrderRange(epoch_cells, by_cell_, cell_start_, range.first, range.second, buffer);
+  return buffer;
+}
+
+std::pair<std::int64_t, std::int64_t> LocalityPlan::StratifiedClockRange(std::int64_t clock_in_epoch,
+                                                                         std::int64_t clocks_per_epoch) const {
   // Sub-epoch t is clocks [t K, (t + 1) K), K = clocks_per_epoch / count;
   // its samples are cut evenly over them (a clock may hold more or fewer than
   // samples_per_clock: the stripes' sizes differ).
@@ -486,7 +533,13 @@ std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::in
   const std::int64_t n = stripe_samples_[static_cast<std::size_t>(VisitedStripe(t))];
   const std::int64_t first = begin + n * j / k;
   const std::int64_t last = j >= k ? first : begin + n * (j + 1) / k;
-  return order.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(std::max<std::int64_t>(0, last - first)));
+  return {first, std::max(first, last)};
+}
+
+std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch,
+                                                         std::int64_t clocks_per_epoch) const {
+  const auto [first, last] = StratifiedClockRange(clock_in_epoch, clocks_per_epoch);
+  return order.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(last - first));
 }
 
 LocalityPlan::Focus LocalityPlan::FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/proto/config.pb.h"
@@ -98,6 +99,21 @@ class LocalityPlan {
   // Epoch `epoch`'s visiting order (a permutation of the samples), into
   // `order` (its capacity reused). Only when planned().
   void EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std::int64_t>& order) const;
+  // The same order as its cells in visiting order, each with where it
+  // starts in the order: a clock copies its samples from them
+  // (ClockSamplesInto), so an epoch never writes the whole order (a
+  // 20 M-sample rank's 160 MB of fresh pages at its first epoch).
+  struct EpochCells {
+    std::vector<std::int64_t> cell;   // visiting order
+    std::vector<std::int64_t> start;  // cell.size() + 1 offsets into the epoch's order
+  };
+  void EpochCellsInto(int epoch, std::uint64_t seed, EpochCells& epoch_cells) const;
+  // Clock `clock_in_epoch`'s samples: a grid plan's clock k is the order's
+  // [k samples_per_clock, (k + 1) samples_per_clock), a stratified one's as
+  // ClockSamples cuts it; copied into `buffer` (its capacity reused).
+  std::span<const std::int64_t> ClockSamplesInto(const EpochCells& epoch_cells, std::int64_t clock_in_epoch,
+                                                 std::int64_t clocks_per_epoch, std::int64_t samples_per_clock,
+                                                 std::vector<std::int64_t>& buffer) const;
   // The grid cell of `sample` (0 when not planned). A clock's sub-batches
   // are its runs of consecutive samples in one cell.
   std::int64_t CellOf(const App& app, std::int64_t sample) const;
@@ -118,6 +134,9 @@ class LocalityPlan {
 
  private:
   int VisitedStripe(int sub_epoch) const;
+  // A stratified clock's [first, last) in its epoch's order.
+  std::pair<std::int64_t, std::int64_t> StratifiedClockRange(std::int64_t clock_in_epoch,
+                                                             std::int64_t clocks_per_epoch) const;
   // CellOf with the caller's scratch; leaves the sample's rows in `rows`.
   std::int64_t CellOf(const App& app, std::int64_t sample, std::vector<RowRef>& rows) const;
   void MeasureCost(const App& app, const std::vector<TableSpec>& tables, std::int64_t samples_per_clock);

@@ -34,6 +34,7 @@ class SampleSchedule {
   std::span<const std::int64_t> ascending() const { return ascending_; }
 
   std::int64_t clocks_per_epoch() const { return clocks_per_epoch_; }
+  std::int64_t samples_per_clock() const { return samples_per_clock_; }
   std::int64_t share() const { return static_cast<std::int64_t>(mine_.size()); }
   // This rank's samples in epoch `epoch`'s visiting order.
   std::vector<std::int64_t> EpochOrder(int epoch) const;

@@ -141,6 +141,46 @@ TEST(LocalityPlan, BlocksOutgrowTheScratchpadOnlyWhereAClockFitsIt) {
   CheckPlannedSubBatchesFitTheScratchpad(256);
 }
 
+// The clock loop copies each clock's samples from the epoch's cells
+// (ClockSamplesInto) instead of writing the whole order: the clocks must be
+// the whole order's, cut as a grid or a stratified plan cuts it, clocks that
+// cross cells and a short last clock included.
+TEST(LocalityPlan, ClocksCopiedFromTheCellsAreTheEpochOrdersClocks) {
+  const TwoTableApp app(3000, 8000, 60000, 5);
+  const runtime::LocalityPlan grid = runtime::LocalityPlan::Make(app, AllSamples(app), 64 << 10, 1000);
+  constexpr int kRanks = 3;
+  const runtime::SampleSchedule schedule(app, kRanks, 1, 700, 3, kRanks);
+  const runtime::LocalityPlan stratified =
+      runtime::LocalityPlan::Make(app, schedule.samples(), 64 << 10, 700, runtime::Strata{kRanks, 1});
+  ASSERT_TRUE(grid.planned() && !grid.stratified());
+  ASSERT_TRUE(stratified.planned() && stratified.stratified());
+  std::vector<std::int64_t> order;
+  std::vector<std::int64_t> buffer;
+  runtime::LocalityPlan::EpochCells cells;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    grid.EpochOrderInto(epoch, 7, order);
+    grid.EpochCellsInto(epoch, 7, cells);
+    const std::int64_t clocks = (60000 + 999) / 1000;
+    for (std::int64_t k = 0; k < clocks; ++k) {
+      const auto want = std::span(order).subspan(static_cast<std::size_t>(k * 1000),
+                                                 static_cast<std::size_t>(std::min<std::int64_t>(1000, 60000 - k * 1000)));
+      const std::span<const std::int64_t> got = grid.ClockSamplesInto(cells, k, clocks, 1000, buffer);
+      ASSERT_TRUE(std::ranges::equal(got, want)) << "grid, epoch " << epoch << ", clock " << k;
+    }
+    stratified.EpochOrderInto(epoch, 9, order);
+    stratified.EpochCellsInto(epoch, 9, cells);
+    std::int64_t covered = 0;
+    for (std::int64_t k = 0; k < schedule.clocks_per_epoch(); ++k) {
+      const std::span<const std::int64_t> want = stratified.ClockSamples(order, k, schedule.clocks_per_epoch());
+      const std::span<const std::int64_t> got =
+          stratified.ClockSamplesInto(cells, k, schedule.clocks_per_epoch(), 700, buffer);
+      ASSERT_TRUE(std::ranges::equal(got, want)) << "stratified, epoch " << epoch << ", clock " << k;
+      covered += std::ssize(got);
+    }
+    EXPECT_EQ(covered, schedule.share());
+  }
+}
+
 TEST(LocalityPlan, TablesThatFitTheScratchpadKeepTheShuffle) {
   const TwoTableApp app(300, 500, 5000, 5);  // 67 KB of rows
   const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, AllSamples(app), 1 << 20, 1024);
