@@ -88,8 +88,9 @@ struct LocalityPlanStats {
 
 class LocalityPlan {
  public:
-  // Plans `samples` (one rank's, in any order). `samples_per_clock` is used
-  // for the cost model only.
+  // Plans `samples` (one rank's, in any order). `samples_per_clock` sizes
+  // the cost model's clocks, and decides whether blocks may outgrow the
+  // scratchpad (where a clock's rows fit it whatever the blocks).
   static LocalityPlan Make(const App& app, std::span<const std::int64_t> samples, std::int64_t scratchpad_bytes,
                            std::int64_t samples_per_clock, Strata strata = {});
   LocalityPlan() = default;
