@@ -256,11 +256,12 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // consecutive samples then share R's rows, and every row a clock touches
   // is drained, sent and merged once (measured on the 20 M-rating synthetic
   // set at 1:1: 3311 distinct rows per clock instead of 4322, 10% less
-  // training time; blocks 4x larger again gained nothing).
+  // training time; blocks 4x larger again gained nothing). Blocks of B still
+  // end at stripe boundaries (CutBlocks): strata keep one writer per row.
   std::int64_t block_bytes = scratchpad_bytes;
   split(block_bytes);
   const bool clock_fits = samples_per_clock * max_bytes_per_sample <= scratchpad_bytes;
-  if (clock_fits && strata.count == 1) {
+  if (clock_fits) {
     const bool r_is_a = touched_rows[static_cast<std::size_t>(a)] < touched_rows[static_cast<std::size_t>(b)];
     const std::int64_t rows_r = std::max<std::int64_t>(1, touched_rows[static_cast<std::size_t>(r_is_a ? a : b)]);
     const std::int64_t bytes_o = r_is_a ? bytes_b : bytes_a;

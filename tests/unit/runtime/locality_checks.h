@@ -43,6 +43,6 @@ inline constexpr const char* kSharedStripeMessage = "two compute ranks wrote the
 // Stratified scheduling over 4 compute ranks: in every clock of two epochs,
 // the rows of the stratified table that the ranks' samples name are
 // disjoint, and each rank's clocks cover its share exactly once.
-void CheckStratifiedRanksWriteDisjointRows();
+void CheckStratifiedRanksWriteDisjointRows(std::int64_t samples_per_clock = 512);
 
 }  // namespace stalelearn::testing

@@ -47,6 +47,16 @@ double DistinctRowsPerClock(const runtime::App& app, const std::vector<std::int6
 TEST(LocalityPlan, EverySubBatchFitsTheScratchpad) { CheckPlannedSubBatchesFitTheScratchpad(); }
 
 TEST(LocalityPlan, StratifiedRanksNeverWriteTheSameRowInAClock) { CheckStratifiedRanksWriteDisjointRows(); }
+// 128-sample clocks fit the 64 KiB scratchpad whatever the blocks: they grow,
+// and the stripes still keep each item to one writer per clock.
+TEST(LocalityPlan, StratifiedRanksWithGrownBlocksNeverWriteTheSameRowInAClock) {
+  const TwoTableApp app(3000, 8000, 60000, 9);  // the check's app and deal
+  const runtime::SampleSchedule schedule(app, 4, 0, 128, 3, 4);
+  const runtime::LocalityPlan plan =
+      runtime::LocalityPlan::Make(app, schedule.samples(), 64 << 10, 128, runtime::Strata{4, 0});
+  ASSERT_GT(plan.stats().block_bytes, 64 << 10) << plan.stats().reason;
+  CheckStratifiedRanksWriteDisjointRows(128);
+}
 
 TEST(LocalityPlan, StratifiedClocksPerEpochAreAMultipleOfTheRanks) {
   const TwoTableApp app(300, 500, 5000, 5);
