@@ -144,8 +144,7 @@ Result<TrainerResult> ClockLoop::Run() {
         }
       }
       const std::span<const std::int64_t> samples =
-          plan_.planned() ? plan_.ClockSamplesInto(epoch_cells_, k, clocks_per_epoch, schedule_.samples_per_clock(),
-                                                   clock_samples_)
+          plan_.planned() ? plan_.ClockSamplesInto(epoch_cells_, k, schedule_, clock_samples_)
                           : schedule_.ClockSamples(order, k);
       STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
       record.staleness_epochs = static_cast<double>(record.observed_staleness) / static_cast<double>(clocks_per_epoch);

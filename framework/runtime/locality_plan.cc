@@ -258,16 +258,18 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // set at 1:1: 3311 distinct rows per clock instead of 4322, 10% less
   // training time; blocks 4x larger again gained nothing). Blocks of B still
   // end at stripe boundaries (CutBlocks): strata keep one writer per row.
+  // The more reused table (more samples per touched row): R for the blocks' growth, and
+  // the row each cell's samples are ordered by.
+  const bool by_a = touched_rows[static_cast<std::size_t>(a)] < touched_rows[static_cast<std::size_t>(b)];
   std::int64_t block_bytes = scratchpad_bytes;
   split(block_bytes);
   const bool clock_fits = samples_per_clock * max_bytes_per_sample <= scratchpad_bytes;
   if (clock_fits) {
-    const bool r_is_a = touched_rows[static_cast<std::size_t>(a)] < touched_rows[static_cast<std::size_t>(b)];
-    const std::int64_t rows_r = std::max<std::int64_t>(1, touched_rows[static_cast<std::size_t>(r_is_a ? a : b)]);
-    const std::int64_t bytes_o = r_is_a ? bytes_b : bytes_a;
+    const std::int64_t rows_r = std::max<std::int64_t>(1, touched_rows[static_cast<std::size_t>(by_a ? a : b)]);
+    const std::int64_t bytes_o = by_a ? bytes_b : bytes_a;
     // R's samples per row in a cell: (samples / rows_r) / (bytes_o / budget_o) >= k.
     const auto reused = [&] {
-      const std::int64_t budget_o = r_is_a ? budget_b : budget_a;
+      const std::int64_t budget_o = by_a ? budget_b : budget_a;
       return static_cast<double>(std::ssize(samples)) * static_cast<double>(budget_o) >=
              kSamplesPerRowPerCell * static_cast<double>(rows_r) * static_cast<double>(bytes_o);
     };
@@ -295,7 +297,6 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   // more reused table (more samples per touched row: consecutive samples
   // then share it); then each cell is ordered by that row, ties in address
   // order (a pure function of the data). All on all cores.
-  const bool by_a = touched_rows[static_cast<std::size_t>(a)] < touched_rows[static_cast<std::size_t>(b)];
   const std::int64_t cells = st.blocks_a * st.blocks_b;
   const auto cell_of = [&](std::int64_t ra, std::int64_t rb) {
     return static_cast<std::size_t>(std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +

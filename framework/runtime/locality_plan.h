@@ -45,6 +45,8 @@ namespace stalelearn::runtime {
 // compute rank `index` works only on its samples in stripe (index + t) mod
 // count. In any clock no two ranks write the same row of B (DSGD's strata,
 // Gemulla et al. 2011); the grid plan orders each sub-epoch's samples.
+class SampleSchedule;
+
 struct Strata {
   int count = 1;
   int index = 0;
@@ -109,11 +111,11 @@ class LocalityPlan {
     std::vector<std::int64_t> start;  // cell.size() + 1 offsets into the epoch's order
   };
   void EpochCellsInto(int epoch, std::uint64_t seed, EpochCells& epoch_cells) const;
-  // Clock `clock_in_epoch`'s samples: a grid plan's clock k is the order's
-  // [k samples_per_clock, (k + 1) samples_per_clock), a stratified one's as
+  // Clock `clock_in_epoch`'s samples: a grid plan's clock as `schedule`
+  // cuts an order (SampleSchedule::ClockRange), a stratified one's as
   // ClockSamples cuts it; copied into `buffer` (its capacity reused).
   std::span<const std::int64_t> ClockSamplesInto(const EpochCells& epoch_cells, std::int64_t clock_in_epoch,
-                                                 std::int64_t clocks_per_epoch, std::int64_t samples_per_clock,
+                                                 const SampleSchedule& schedule,
                                                  std::vector<std::int64_t>& buffer) const;
   // The grid cell of `sample` (0 when not planned). A clock's sub-batches
   // are its runs of consecutive samples in one cell.
@@ -135,6 +137,8 @@ class LocalityPlan {
 
  private:
   int VisitedStripe(int sub_epoch) const;
+  // The sub-epoch `clock_in_epoch` lies in, and the clocks of a sub-epoch.
+  std::pair<int, std::int64_t> SubEpochOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const;
   // A stratified clock's [first, last) in its epoch's order.
   std::pair<std::int64_t, std::int64_t> StratifiedClockRange(std::int64_t clock_in_epoch,
                                                              std::int64_t clocks_per_epoch) const;

@@ -69,28 +69,26 @@ void LocalityPlan::EpochOrderInto(int epoch, std::uint64_t seed, std::vector<std
 
 std::span<const std::int64_t> LocalityPlan::ClockSamplesInto(const EpochCells& epoch_cells,
                                                              std::int64_t clock_in_epoch,
-                                                             std::int64_t clocks_per_epoch,
-                                                             std::int64_t samples_per_clock,
+                                                             const SampleSchedule& schedule,
                                                              std::vector<std::int64_t>& buffer) const {
-  const std::int64_t size = epoch_cells.start.back();
-  std::pair<std::int64_t, std::int64_t> range;
-  if (stratified()) {
-    range = StratifiedClockRange(clock_in_epoch, clocks_per_epoch);
-  } else {  // as SampleSchedule::ClockSamples cuts an order
-    range.first = std::min(size, clock_in_epoch * samples_per_clock);
-    range.second = std::min(size, range.first + samples_per_clock);
-  }
-  CopyOrderRange(epoch_cells, by_cell_, cell_start_, range.first, range.second, buffer);
+  const auto [first, last] = stratified() ? StratifiedClockRange(clock_in_epoch, schedule.clocks_per_epoch())
+                                          : schedule.ClockRange(epoch_cells.start.back(), clock_in_epoch);
+  CopyOrderRange(epoch_cells, by_cell_, cell_start_, first, last, buffer);
   return buffer;
+}
+
+std::pair<int, std::int64_t> LocalityPlan::SubEpochOf(std::int64_t clock_in_epoch,
+                                                      std::int64_t clocks_per_epoch) const {
+  // Sub-epoch t is clocks [t K, (t + 1) K), K = clocks_per_epoch / count.
+  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.count);
+  return {static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.count - 1)), k};
 }
 
 std::pair<std::int64_t, std::int64_t> LocalityPlan::StratifiedClockRange(std::int64_t clock_in_epoch,
                                                                          std::int64_t clocks_per_epoch) const {
-  // Sub-epoch t is clocks [t K, (t + 1) K), K = clocks_per_epoch / count;
-  // its samples are cut evenly over them (a clock may hold more or fewer than
-  // samples_per_clock: the stripes' sizes differ).
-  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.count);
-  const auto t = static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.count - 1));
+  // Sub-epoch t's samples are cut evenly over its K clocks (a clock may hold
+  // more or fewer than samples_per_clock: the stripes' sizes differ).
+  const auto [t, k] = SubEpochOf(clock_in_epoch, clocks_per_epoch);
   const std::int64_t j = clock_in_epoch - t * k;
   std::int64_t begin = 0;
   for (int u = 0; u < t; ++u) begin += stripe_samples_[static_cast<std::size_t>(VisitedStripe(u))];
@@ -107,9 +105,7 @@ std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::in
 }
 
 LocalityPlan::Focus LocalityPlan::FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const {
-  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.count);
-  const auto t = static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.count - 1));
-  const std::int64_t stripe = VisitedStripe(t);
+  const std::int64_t stripe = VisitedStripe(SubEpochOf(clock_in_epoch, clocks_per_epoch).first);
   const std::int64_t c = strata_.count;
   // Row r is in stripe s iff s <= r c / rows < s + 1 (StripeOf).
   return {stats_.table_b, (stripe * rows_b_ + c - 1) / c, ((stripe + 1) * rows_b_ + c - 1) / c};

@@ -197,11 +197,14 @@ void SampleSchedule::EpochOrderInto(int epoch, std::vector<std::int64_t>& order)
   Shuffle(order, SplitMix64(state));
 }
 
+std::pair<std::int64_t, std::int64_t> SampleSchedule::ClockRange(std::int64_t size, std::int64_t clock_in_epoch) const {
+  const std::int64_t begin = std::min(size, clock_in_epoch * samples_per_clock_);
+  return {begin, std::min(size, begin + samples_per_clock_)};
+}
+
 std::span<const std::int64_t> SampleSchedule::ClockSamples(std::span<const std::int64_t> order,
                                                            std::int64_t clock_in_epoch) const {
-  const auto size = static_cast<std::int64_t>(order.size());
-  const std::int64_t begin = std::min(size, clock_in_epoch * samples_per_clock_);
-  const std::int64_t end = std::min(size, begin + samples_per_clock_);
+  const auto [begin, end] = ClockRange(static_cast<std::int64_t>(order.size()), clock_in_epoch);
   return order.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin));
 }
 

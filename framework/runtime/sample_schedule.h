@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "framework/proto/config.pb.h"
@@ -34,7 +35,6 @@ class SampleSchedule {
   std::span<const std::int64_t> ascending() const { return ascending_; }
 
   std::int64_t clocks_per_epoch() const { return clocks_per_epoch_; }
-  std::int64_t samples_per_clock() const { return samples_per_clock_; }
   std::int64_t share() const { return static_cast<std::int64_t>(mine_.size()); }
   // This rank's samples in epoch `epoch`'s visiting order.
   std::vector<std::int64_t> EpochOrder(int epoch) const;
@@ -43,6 +43,8 @@ class SampleSchedule {
   void EpochOrderInto(int epoch, std::vector<std::int64_t>& order) const;
   // The samples of clock `clock_in_epoch` within `order` (may be empty).
   std::span<const std::int64_t> ClockSamples(std::span<const std::int64_t> order, std::int64_t clock_in_epoch) const;
+  // Where ClockSamples cuts an order of `size` samples: [first, last).
+  std::pair<std::int64_t, std::int64_t> ClockRange(std::int64_t size, std::int64_t clock_in_epoch) const;
 
  private:
   void SetClocks(std::int64_t largest_share, int strata = 1);

@@ -102,7 +102,7 @@ class SspConsistency final : public ConsistencyMode {
             }));
     record.stall_seconds += std::chrono::duration<double>(waited).count();
     STALELEARN_RETURN_IF_ERROR(links_.refresher.FocusRows(table, first, last, replica_));
-    replica_.Rebase();
+    replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
     return Status::Ok();
   }
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }

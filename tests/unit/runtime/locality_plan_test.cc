@@ -158,6 +158,7 @@ TEST(LocalityPlan, BlocksOutgrowTheScratchpadOnlyWhereAClockFitsIt) {
 TEST(LocalityPlan, ClocksCopiedFromTheCellsAreTheEpochOrdersClocks) {
   const TwoTableApp app(3000, 8000, 60000, 5);
   const runtime::LocalityPlan grid = runtime::LocalityPlan::Make(app, AllSamples(app), 64 << 10, 1000);
+  const runtime::SampleSchedule whole(app.TrainingSamples(), 1, 0, 1000, 7);  // 1000-sample clocks
   constexpr int kRanks = 3;
   const runtime::SampleSchedule schedule(app, kRanks, 1, 700, 3, kRanks);
   const runtime::LocalityPlan stratified =
@@ -174,7 +175,7 @@ TEST(LocalityPlan, ClocksCopiedFromTheCellsAreTheEpochOrdersClocks) {
     for (std::int64_t k = 0; k < clocks; ++k) {
       const auto want = std::span(order).subspan(static_cast<std::size_t>(k * 1000),
                                                  static_cast<std::size_t>(std::min<std::int64_t>(1000, 60000 - k * 1000)));
-      const std::span<const std::int64_t> got = grid.ClockSamplesInto(cells, k, clocks, 1000, buffer);
+      const std::span<const std::int64_t> got = grid.ClockSamplesInto(cells, k, whole, buffer);
       ASSERT_TRUE(std::ranges::equal(got, want)) << "grid, epoch " << epoch << ", clock " << k;
     }
     stratified.EpochOrderInto(epoch, 9, order);
@@ -183,7 +184,7 @@ TEST(LocalityPlan, ClocksCopiedFromTheCellsAreTheEpochOrdersClocks) {
     for (std::int64_t k = 0; k < schedule.clocks_per_epoch(); ++k) {
       const std::span<const std::int64_t> want = stratified.ClockSamples(order, k, schedule.clocks_per_epoch());
       const std::span<const std::int64_t> got =
-          stratified.ClockSamplesInto(cells, k, schedule.clocks_per_epoch(), 700, buffer);
+          stratified.ClockSamplesInto(cells, k, schedule, buffer);
       ASSERT_TRUE(std::ranges::equal(got, want)) << "stratified, epoch " << epoch << ", clock " << k;
       covered += std::ssize(got);
     }
