@@ -43,6 +43,7 @@ struct ClockRecord {
   double stall_seconds = 0;  // waited before this clock (gate + full ring)
   double refresh_cpu_seconds = 0;   // thread CPU of refreshing the replica for it
   std::int64_t rows_refreshed = 0;  // rows those refreshes installed
+  std::int64_t meta_only_reads = 0; // their snapshot reads of a meta alone (report.proto)
 };
 
 struct RuntimeHooks {

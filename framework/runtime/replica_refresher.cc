@@ -145,6 +145,20 @@ void ReplicaRefresher::NumberSlots(const model::Replica& replica) {
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   NumberSlots(replica);
   ++refresh_number_;
+  // Memory ranks with nothing to read but the meta: all their metas at once.
+  meta_only_.assign(readers_.size(), 0);
+  meta_only_readers_.clear();
+  meta_only_since_.clear();
+  for (std::size_t i = 0; i < readers_.size(); ++i) {
+    if (ReadsRecords(i, replica)) continue;
+    meta_only_[i] = 1;
+    meta_only_readers_.push_back(readers_[i].get());
+    meta_only_since_.push_back(installed_[i].generation);
+  }
+  meta_only_metas_.resize(meta_only_readers_.size());
+  STALELEARN_RETURN_IF_ERROR(
+      sync::SnapshotReader::ReadNewerMetas(meta_only_readers_, meta_only_since_, meta_only_metas_));
+  std::size_t next_meta = 0;
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
     const std::uint64_t whole_before = readers_[i]->whole_reads();
@@ -154,11 +168,18 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
         [&](std::int64_t id, std::size_t offset, std::span<const std::byte> bytes) {
           InstallPicked(m, id, offset, bytes, replica);
         }};
-    STALELEARN_ASSIGN_OR_RETURN(
-        const sync::SnapshotMeta* meta,
-        readers_[i]->ReadPickedChanges(installed_[i], picker, [&](std::size_t offset, std::span<const std::byte> bytes) {
-          Install(m, offset, bytes, replica);
-        }, &pick_scratch_));
+    const sync::SnapshotMeta* meta = nullptr;
+    if (meta_only_[i] != 0) {
+      meta = meta_only_metas_[next_meta++];
+      ++counters_.meta_only_reads;
+    } else {
+      STALELEARN_ASSIGN_OR_RETURN(
+          meta, readers_[i]->ReadPickedChanges(installed_[i], picker,
+                                               [&](std::size_t offset, std::span<const std::byte> bytes) {
+                                                 Install(m, offset, bytes, replica);
+                                               },
+                                               &pick_scratch_));
+    }
     counters_.whole_reads += readers_[i]->whole_reads() - whole_before;
     if (meta == nullptr) continue;
     DropIncluded(m, meta->included[me_.value]);
@@ -171,7 +192,29 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   return sync::MinMergedClockOfOthers(installed_merged_, sync::NotWaitedFor(me_, counts_own_clocks_));
 }
 
-Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last,
+bool ReplicaRefresher::ReadsRecords(std::size_t m, const model::Replica& replica) const {
+  // Own records are skipped only under master += delta, and the first
+  // generation (every row, no writer) is always read.
+  if (counts_own_clocks_ || installed_[m].generation == 0) return true;
+  const model::TableSet& tables = replica.tables();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    if (tables[t].rows() == 0 || (t < written_alone_.size() && written_alone_[t])) continue;
+    if (!focused() || t != focus_table_.value) return true;  // a shared table
+    // The focus: settled once every other rank's clocks before it are in.
+    if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) continue;
+    if (focus_settled_[m] == 0 && !HoldsOthersClocksBefore(installed_merged_[m], focus_clock_)) return true;
+  }
+  return false;
+}
+
+bool ReplicaRefresher::HoldsOthersClocksBefore(std::span<const std::uint64_t> merged, std::uint64_t clock) const {
+  for (std::size_t c = 0; c < merged.size(); ++c) {
+    if (c != static_cast<std::size_t>(me_.value) && merged[c] < clock) return false;
+  }
+  return true;
+}
+
+Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
                                    model::Replica& replica) {
   if (pending_batches() != 0) return FailedPrecondition("FocusRows with own batches not yet merged");
   NumberSlots(replica);
@@ -194,10 +237,15 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
     if (end[m] > begin[m]) total += end[m] - begin[m];
   }
   focus_buffer_.resize(total);
+  // A shard without rows of the range has none to settle; one whose read
+  // generation holds every other rank's clocks before `clock` is settled
+  // from the start (ReadsRecords).
+  focus_settled_.assign(shards, 1);
   for (std::size_t m = 0; m < shards; ++m) {
     if (end[m] <= begin[m]) continue;
     const sync::SnapshotReader::RowRead read{begin[m], focus_buffer_.data() + at[m], end[m] - begin[m]};
     STALELEARN_RETURN_IF_ERROR(readers_[m]->ReadRows(std::span(&read, 1)).status());
+    focus_settled_[m] = HoldsOthersClocksBefore(readers_[m]->last_meta().merged_clock, clock) ? 1 : 0;
   }
   // Install the held ones (their slots ascend with their rows).
   const std::int64_t held = replica.tables()[table.value].rows();
@@ -212,6 +260,7 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   focus_table_ = table;
   focus_first_ = first;
   focus_last_ = last;
+  focus_clock_ = clock;
   return Status::Ok();
 }
 

@@ -14,6 +14,10 @@
 // merge (master += delta): the reader skips those (ChangedRows' writers).
 // By induction: the last install of such a row gave master as it was, and
 // since then only this rank's deltas went into either copy.
+// When no row a refresh could install can have been changed by another rank
+// (set_tables_written_alone, and a focus every other rank has left: see
+// FocusRows), it reads only the metas: no change index, no records. That is
+// what keeps a stratified rank's refresh from reading every rank's changes.
 //
 // Not thread-safe (the compute rank's trainer thread). The transport and
 // remote regions must outlive it.
@@ -36,6 +40,7 @@ struct RefreshCounters {
   std::uint64_t rows_installed = 0;  // rows written into the replica by refreshes
   std::uint64_t bytes_installed = 0;
   std::uint64_t whole_reads = 0;     // refreshes that fell back to a whole shard
+  std::uint64_t meta_only_reads = 0; // snapshot reads of the meta alone (no row could have changed)
 };
 
 class ReplicaRefresher {
@@ -66,6 +71,11 @@ class ReplicaRefresher {
   // Whether Refresh's merged clock counts this rank's own clocks (a merge
   // that is not master += delta: runtime/merge_config.h MergesAddDeltas).
   void set_counts_own_clocks(bool counts) { counts_own_clocks_ = counts; }
+  // Per table: only this rank writes the rows the replica holds
+  // (tables_written_alone.h). Under a merge that adds deltas their records
+  // need not be read: with every table so (or the focused one, below), a
+  // refresh reads only the metas. Default: none.
+  void set_tables_written_alone(std::vector<bool> alone) { written_alone_ = std::move(alone); }
 
   // Stratified scheduling (locality_plan.h): the kernel reads only rows
   // [first, last) of `table` until the focus moves, so refreshes skip
@@ -75,7 +85,14 @@ class ReplicaRefresher {
   // batch included in a published snapshot), so the loaded values hold all
   // own deltas (I2); later refreshes install records since the held
   // generation over them, newer or equal. table < 0: every row (default).
-  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, model::Replica& replica);
+  // `clock`: the first clock that reads the range. Strata let other ranks
+  // write it only in clocks before that (their earlier sub-epochs) or after
+  // this rank's sub-epoch (which the bound does not ask for): once an
+  // installed snapshot of memory rank m (or the one FocusRows read) holds
+  // every other rank's clocks below `clock`, the range needs no more of m's
+  // records.
+  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
+                   model::Replica& replica);
   bool focused() const { return focus_first_ >= 0; }
 
   // Reads the latest snapshots of all memory ranks into `model` (no own
@@ -133,6 +150,12 @@ class ReplicaRefresher {
   // Asks for the cache line Pick will read for that record.
   void PrefetchPick(model::MemoryIndex m, std::size_t offset, std::size_t bytes, const model::Replica& replica) const;
   void ReplayPending(model::MemoryIndex m, model::Replica& replica) const;
+  // Whether a refresh must read memory rank m's change records: some row it
+  // could install may have been changed by another rank since the installed
+  // generation (class comment).
+  bool ReadsRecords(std::size_t m, const model::Replica& replica) const;
+  // Whether a snapshot's merged clocks hold every other rank's clocks below `clock`.
+  bool HoldsOthersClocksBefore(std::span<const std::uint64_t> merged, std::uint64_t clock) const;
   // Sizes installed_in_ and numbers the picker ids on first use (the replica's shape is fixed).
   void NumberSlots(const model::Replica& replica);
 
@@ -156,6 +179,14 @@ class ReplicaRefresher {
   model::TableId focus_table_{0};
   std::int64_t focus_first_ = -1;
   std::int64_t focus_last_ = -1;
+  std::uint64_t focus_clock_ = 0;    // FocusRows' clock
+  std::vector<char> focus_settled_;  // per memory rank: FocusRows read a settled generation
+  std::vector<bool> written_alone_;  // set_tables_written_alone
+  // Refresh's scratch for the memory ranks it reads only the metas of.
+  std::vector<char> meta_only_;
+  std::vector<sync::SnapshotReader*> meta_only_readers_;
+  std::vector<std::uint64_t> meta_only_since_;
+  std::vector<const sync::SnapshotMeta*> meta_only_metas_;
   std::vector<std::byte> focus_buffer_;
 };
 

@@ -93,10 +93,10 @@ namespace {
 // permutation of the groups, cut where the running sample count crosses each
 // rank's even share. Returns every rank's share; fills `mine` (reserved to
 // its size: no regrowth of a 20 M-sample vector) with rank `index`'s samples
-// in dealing order when it is not null.
+// in dealing order when it is not null, and `rank_of` with every sample's rank.
 std::vector<std::int64_t> DealGroups(const App& app, const AppFacets& facets, std::int64_t groups,
                                      int compute_ranks, std::uint64_t seed, int index,
-                                     std::vector<std::int64_t>* mine) {
+                                     std::vector<std::int64_t>* mine, std::vector<std::uint16_t>* rank_of = nullptr) {
   const std::int64_t total = app.TrainingSamples();
   std::vector<std::int64_t> order(static_cast<std::size_t>(groups));
   std::iota(order.begin(), order.end(), 0);
@@ -109,6 +109,9 @@ std::vector<std::int64_t> DealGroups(const App& app, const AppFacets& facets, st
     // The rank whose even share holds this group's first sample.
     const auto owner = static_cast<int>(std::min<std::int64_t>(compute_ranks - 1, dealt * compute_ranks / total));
     owners[i] = owner;
+    if (rank_of != nullptr) {
+      std::fill(rank_of->begin() + range.begin, rank_of->begin() + range.end, static_cast<std::uint16_t>(owner));
+    }
     shares[static_cast<std::size_t>(owner)] += range.end - range.begin;
     dealt += range.end - range.begin;
   }
@@ -149,6 +152,28 @@ SampleSchedule::SampleSchedule(const App& app, int compute_ranks, int compute_in
 
 void SampleSchedule::SetClocks(std::int64_t largest_share, int strata) {
   clocks_per_epoch_ = ClocksFor(largest_share, samples_per_clock_, strata);
+}
+
+std::vector<std::uint16_t> DealtRanks(const App& app, int compute_ranks, std::uint64_t seed) {
+  const std::int64_t total = app.TrainingSamples();
+  std::vector<std::uint16_t> rank_of(static_cast<std::size_t>(total), 0);
+  const AppFacets facets = AppFacets::Of(app);
+  const std::int64_t groups = facets.SampleGroups(app);
+  if (groups != total) {
+    DealGroups(app, facets, groups, compute_ranks, seed, 0, nullptr, &rank_of);
+    return rank_of;
+  }
+  // The plain deal: contiguous shares of the dealing permutation, as the
+  // first constructor cuts them.
+  const std::shared_ptr<const std::vector<std::int64_t>> permutation = DealingPermutation(total, seed);
+  const std::int64_t base = total / compute_ranks;
+  const std::int64_t extra = total % compute_ranks;
+  std::int64_t at = 0;
+  for (int c = 0; c < compute_ranks; ++c) {
+    const std::int64_t end = at + base + (c < extra ? 1 : 0);
+    for (; at < end; ++at) rank_of[static_cast<std::size_t>((*permutation)[static_cast<std::size_t>(at)])] = static_cast<std::uint16_t>(c);
+  }
+  return rank_of;
 }
 
 int StrataOf(const proto::Config& config, int compute_ranks) {

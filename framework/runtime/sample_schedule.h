@@ -66,6 +66,9 @@ std::int64_t SamplesPerClock(const proto::TrainingConfig& training, int compute_
 SampleSchedule ScheduleOf(const App& app, const proto::Config& config, int compute_ranks, int compute_index);
 // Its clocks per epoch (the same on every rank), without dealing the samples.
 std::int64_t ClocksPerEpochOf(const App& app, const proto::Config& config, int compute_ranks);
+// The compute rank SampleSchedule deals each of the app's training samples
+// to (by sample), for `compute_ranks` <= 65536 ranks.
+std::vector<std::uint16_t> DealtRanks(const App& app, int compute_ranks, std::uint64_t seed);
 // The strata of training.locality: compute_ranks when "stratified", else 1.
 int StrataOf(const proto::Config& config, int compute_ranks);
 

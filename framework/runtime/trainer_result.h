@@ -23,12 +23,14 @@ struct TrainerResult {
   std::int64_t end_clock = 0;            // the protocol clock the run stopped before (its total unless stopped)
   double refresh_cpu_seconds = 0;        // thread CPU of refreshes (report.proto)
   std::int64_t rows_refreshed = 0;       // rows they installed
+  std::int64_t meta_only_reads = 0;      // snapshot reads of a meta alone (report.proto)
 
   void Add(const ClockRecord& record) {
     ++clocks;
     stall_seconds += record.stall_seconds;
     refresh_cpu_seconds += record.refresh_cpu_seconds;
     rows_refreshed += record.rows_refreshed;
+    meta_only_reads += record.meta_only_reads;
     if (record.observed_staleness > max_observed_staleness) max_observed_staleness = record.observed_staleness;
     records.push_back(record);
   }

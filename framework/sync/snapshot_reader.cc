@@ -37,6 +37,10 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
                                                     geometry_.meta_offset(k), wait_.timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: meta before the re-check
   STALELEARN_ASSIGN_OR_RETURN(std::uint64_t after, ReadWord(geometry_.version_offset(k)));
+  return TakeMeta(g, after, meta, log_begin);
+}
+
+bool SnapshotReader::TakeMeta(std::uint64_t g, std::uint64_t after, SnapshotMeta& meta, std::uint64_t* log_begin) {
   std::uint64_t words[6];
   std::memcpy(words, meta_bytes_.data(), sizeof words);
   if (words[0] != 2 * g || after != 2 * g) return false;
@@ -201,6 +205,79 @@ Result<SnapshotReader::Latest> SnapshotReader::ReadLatestMeta(std::uint64_t afte
   std::uint64_t begin = 0;
   STALELEARN_ASSIGN_OR_RETURN(bool meta, ReadMeta(g, meta_, &begin));
   return meta ? Latest::kRead : Latest::kRetry;  // kRetry: its slot is being rewritten
+}
+
+Result<const SnapshotMeta*> SnapshotReader::ReadNewerMeta(std::uint64_t since) {
+  const SnapshotMeta* result = nullptr;
+  STALELEARN_RETURN_IF_ERROR(Retry(
+      [&]() -> Result<bool> {
+        STALELEARN_ASSIGN_OR_RETURN(const Latest latest, ReadLatestMeta(since));
+        if (latest != Latest::kRead) return latest == Latest::kNothingNewer;  // else read the newest again
+        // Its clocks cannot be seen before the snapshot was published.
+        STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(0));
+        result = &meta_;
+        return true;
+      },
+      "the meta"));
+  return result;
+}
+
+Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
+                                      std::span<const SnapshotMeta*> metas) {
+  if (readers.empty()) return Status::Ok();
+  transport::Transport& transport = readers.front()->transport_;
+  const transport::Timeout timeout = readers.front()->wait_.timeout;
+  const std::size_t n = readers.size();
+  std::vector<transport::RequestPtr> requests;
+  const auto wait_all = [&]() -> Status {
+    for (transport::RequestPtr& request : requests) STALELEARN_RETURN_IF_ERROR(request->Wait(timeout));
+    requests.clear();
+    return Status::Ok();
+  };
+  // 1. Every latest-generation word.
+  for (SnapshotReader* r : readers) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
+                                transport.Get(&r->words_[0], sizeof r->words_[0], r->published_,
+                                              r->geometry_.latest_generation_offset()));
+    requests.push_back(std::move(request));
+  }
+  STALELEARN_RETURN_IF_ERROR(wait_all());
+  // 2. The meta slot of each newer generation, then 3. its version again
+  // (the seqlock's re-check, after the slot: ReadMeta).
+  std::vector<char> newer(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    SnapshotReader& r = *readers[i];
+    metas[i] = nullptr;
+    if (r.words_[0] <= since[i]) continue;
+    newer[i] = 1;
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
+                                transport.Get(r.meta_bytes_.data(), r.meta_bytes_.size(), r.published_,
+                                              r.geometry_.meta_offset(r.geometry_.MetaSlotOf(r.words_[0]))));
+    requests.push_back(std::move(request));
+  }
+  STALELEARN_RETURN_IF_ERROR(wait_all());
+  std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
+  for (std::size_t i = 0; i < n; ++i) {
+    if (newer[i] == 0) continue;
+    SnapshotReader& r = *readers[i];
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
+                                transport.Get(&r.words_[1], sizeof r.words_[1], r.published_,
+                                              r.geometry_.version_offset(r.geometry_.MetaSlotOf(r.words_[0]))));
+    requests.push_back(std::move(request));
+  }
+  STALELEARN_RETURN_IF_ERROR(wait_all());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (newer[i] == 0) continue;
+    SnapshotReader& r = *readers[i];
+    std::uint64_t log_begin = 0;
+    if (r.TakeMeta(r.words_[0], r.words_[1], r.meta_, &log_begin)) {
+      STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(0));  // as ReadNewerMeta
+      metas[i] = &r.meta_;
+    } else {  // its slot was being rewritten: read the newest again, alone
+      STALELEARN_ASSIGN_OR_RETURN(metas[i], r.ReadNewerMeta(since[i]));
+    }
+  }
+  return Status::Ok();
 }
 
 Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& since, const RangeSink& sink) {

@@ -83,6 +83,21 @@ class SnapshotReader final : private SnapshotProtocol {
     return planner_.ReadPickedChanges(since, picker, sink, scratch);
   }
 
+  // The latest generation's meta if it is above `since`, and nothing else:
+  // for a reader that knows no row it could install was changed by another
+  // rank since (ReplicaRefresher: rows written alone). Returns the meta
+  // (valid until the next call), or nullptr if nothing newer is published.
+  // Blocking.
+  Result<const SnapshotMeta*> ReadNewerMeta(std::uint64_t since);
+  // ReadNewerMeta of several readers on one transport (a compute rank's
+  // memory ranks), their round trips overlapped: each step's gets go out to
+  // every reader before any is waited for, so a refresh of M memory ranks
+  // waits about 3 round trips, not 3 M. A reader whose meta slot was being
+  // rewritten retries alone (ReadNewerMeta). metas[i]: readers[i]'s meta or
+  // nullptr, as ReadNewerMeta returns.
+  static Status ReadNewerMetas(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
+                               std::span<const SnapshotMeta*> metas);
+
   // A consistent read of some rows of the latest snapshot (DIRECT mode; a
   // stratified rank's next stripe): each (offset inside shard bytes,
   // destination, length: one row or a run of whole rows; reads disjoint or
@@ -94,6 +109,9 @@ class SnapshotReader final : private SnapshotProtocol {
     std::size_t bytes;
   };
   Result<std::uint64_t> ReadRows(std::span<const RowRead> rows);
+  // The meta of the generation the last ReadRows, ReadNewer or
+  // ReadNewerMeta returned (valid until the next read).
+  const SnapshotMeta& last_meta() const { return meta_; }
 
  private:
   // SnapshotProtocol, for planner_ (snapshot_protocol.h).
@@ -110,6 +128,9 @@ class SnapshotReader final : private SnapshotProtocol {
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot
   // is being written or holds another generation.
   Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
+  // ReadMeta's check and copy, from meta_bytes_ (read) and the version word
+  // read after it.
+  bool TakeMeta(std::uint64_t g, std::uint64_t version_after, SnapshotMeta& meta, std::uint64_t* log_begin);
   // Copies log bytes [begin, end) into log_copy_ after its first `keep`
   // bytes; false if the log no longer holds them (overwritten before or
   // while reading).
@@ -137,6 +158,7 @@ class SnapshotReader final : private SnapshotProtocol {
   PublishedGeometry geometry_;
   WaitOptions wait_;
   std::vector<std::byte> meta_bytes_;   // one meta slot
+  std::uint64_t words_[2] = {0, 0};     // ReadNewerMetas: the latest generation, the version re-read
   std::vector<std::byte> log_copy_;     // records being read (capacity reused)
   std::size_t log_copy_bytes_ = 0;
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records

@@ -5,13 +5,18 @@
 // holds every increment any rank made to it in clocks <= t - s - 1 (the
 // staleness bound, I1, on the rows the kernel reads) and all of its own
 // (read-your-writes, I2); the final model holds each increment once (I4).
+// Dealt by user, only one rank writes each user row: refreshes then read only
+// the metas once a focus has settled (ReplicaRefresher::ReadsRecords), and
+// the same checks hold.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
 #include "framework/core/error.h"
 #include "framework/core/planted_defect.h"
+#include "framework/runtime/app_facets.h"
 #include "framework/runtime/sample_schedule.h"
 #include "tests/integration/train_support.h"
 
@@ -24,16 +29,34 @@ constexpr std::int64_t kSamples = 6000;
 constexpr int kStaleness = 1;
 constexpr int kMaxClocks = 4096;
 
-// Samples are (user, item) pairs; the kernel counts both rows.
-class ItemCountingApp final : public runtime::SampleKernelApp, public runtime::HasLocalState {
+// Samples are (user, item) pairs; the kernel counts both rows. Dealt by
+// user: the samples are sorted by user and each user's are one group.
+class ItemCountingApp final : public runtime::SampleKernelApp,
+                              public runtime::HasLocalState,
+                              public runtime::GroupsSamples {
  public:
-  ItemCountingApp() : increments_(static_cast<std::size_t>(kMaxClocks * kItems)) {
+  explicit ItemCountingApp(bool deal_by_user = false)
+      : increments_(static_cast<std::size_t>(kMaxClocks * kItems)), deal_by_user_(deal_by_user) {
     std::uint64_t state = 21;
     for (std::int64_t s = 0; s < kSamples; ++s) {
       const auto u = static_cast<std::int64_t>(runtime::SplitMix64(state) % kUsers);
       const auto i = static_cast<std::int64_t>(runtime::SplitMix64(state) % kItems);
       pairs_.emplace_back(u, i);
     }
+    std::ranges::stable_sort(pairs_, {}, [](const auto& pair) { return pair.first; });
+    for (std::int64_t s = 0; s < kSamples; ++s) {
+      if (s == 0 || pairs_[static_cast<std::size_t>(s)].first != pairs_[static_cast<std::size_t>(s - 1)].first) {
+        user_starts_.push_back(s);
+      }
+    }
+    user_starts_.push_back(kSamples);
+  }
+  std::int64_t SampleGroups() const override {
+    return deal_by_user_ ? std::ssize(user_starts_) - 1 : kSamples;
+  }
+  runtime::SampleRange GroupSamples(std::int64_t group) const override {
+    if (!deal_by_user_) return {group, group + 1};
+    return {user_starts_[static_cast<std::size_t>(group)], user_starts_[static_cast<std::size_t>(group + 1)]};
   }
   std::string name() const override { return "item-counting"; }
   std::string dataset() const override { return "synthetic"; }
@@ -83,16 +106,26 @@ class ItemCountingApp final : public runtime::SampleKernelApp, public runtime::H
     return static_cast<std::size_t>(clock * kItems + item);
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs_;
+  std::vector<std::int64_t> user_starts_;
+  bool deal_by_user_;
   mutable std::vector<std::atomic<std::int64_t>> increments_;
   mutable std::atomic<int> stale_reads_{0};
   mutable std::atomic<int> lost_own_{0};
 };
 
-void CheckStratifiedReadsAreFreshAndExact(bool timing) {
+// A rank 4x slower: the stripe it leaves is taken over while its last
+// clocks are still unmerged.
+void AddStraggler(proto::Config& config) {
+  config.mutable_training()->mutable_straggler()->set_rank(1);
+  config.mutable_training()->mutable_straggler()->set_slowdown(4);
+}
+
+void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false) {
   constexpr int kEpochs = 3;
-  ItemCountingApp app;
+  ItemCountingApp app(deal_by_user);
   proto::Config config = TestConfig("SSP", kStaleness, /*memory_ranks=*/1, kEpochs, /*samples_per_clock=*/64);
   config.mutable_training()->set_locality("stratified");
+  if (deal_by_user) AddStraggler(config);
   if (timing) UseStaleLearnTiming(config);
   const LocalRun run = RunLocal(config, app, /*world_size=*/5);
   const proto::Report& report = run.report();
@@ -105,6 +138,13 @@ void CheckStratifiedReadsAreFreshAndExact(bool timing) {
     if (r.role() != "compute") continue;
     EXPECT_NE(r.locality_plan().reason().find("stratified over 4 stripes"), std::string::npos) << r.locality_plan().reason();
     planned += r.locality_plan().planned() ? 1 : 0;
+    // Users shared by ranks: every refresh reads records; dealt by user,
+    // most read only the metas (a settled focus, users written alone).
+    if (deal_by_user) {
+      EXPECT_GT(r.meta_only_reads(), 0) << "rank " << r.rank();
+    } else {
+      EXPECT_EQ(r.meta_only_reads(), 0) << "rank " << r.rank();
+    }
   }
   EXPECT_EQ(planned, 4);
 }
@@ -114,6 +154,14 @@ TEST(StratifiedTraining, FocusedReadsAreFreshOwnWritesVisibleAndCountsExact) {
 }
 
 TEST(StratifiedTraining, TheSameUnderDeterministicTiming) { CheckStratifiedReadsAreFreshAndExact(/*timing=*/true); }
+
+TEST(StratifiedTraining, DealtByUserMostRefreshesReadOnlyMetasAndReadsStayFresh) {
+  CheckStratifiedReadsAreFreshAndExact(/*timing=*/false, /*deal_by_user=*/true);
+}
+
+TEST(StratifiedTraining, DealtByUserTheSameUnderDeterministicTiming) {
+  CheckStratifiedReadsAreFreshAndExact(/*timing=*/true, /*deal_by_user=*/true);
+}
 
 // Each sample names one row of one table: nothing to stratify.
 class OneTableApp final : public runtime::SampleKernelApp {
@@ -153,6 +201,23 @@ TEST(StratifiedTraining, AFocusThatLoadsNothingIsCaught) {
   UseStaleLearnTiming(config);
   RunLocal(config, app, 5);
   EXPECT_GT(app.stale_reads(), 0) << "the staleness check did not see rows left stale by the focus";
+}
+
+// A focus taken as settled before the stripe's previous writer (the
+// straggler) has its last clocks in: their increments are never read, and
+// reads go stale. Real time: a few runs, as the straggler's lag varies.
+TEST(StratifiedTraining, AFocusTakenAsSettledAtOnceIsCaught) {
+  ScopedPlantedDefect planted(PlantedDefect::kFocusSettledAtOnce);
+  int stale_reads = 0;
+  for (int attempt = 0; attempt < 3 && stale_reads == 0; ++attempt) {
+    ItemCountingApp app(/*deal_by_user=*/true);
+    proto::Config config = TestConfig("SSP", kStaleness, 1, 3, 64);
+    config.mutable_training()->set_locality("stratified");
+    AddStraggler(config);
+    RunLocal(config, app, 5);
+    stale_reads = app.stale_reads();
+  }
+  EXPECT_GT(stale_reads, 0) << "the staleness check did not see a focus read before it settled";
 }
 
 }  // namespace

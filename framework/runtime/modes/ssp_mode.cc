@@ -22,6 +22,8 @@
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/modes/builtin_modes.h"
+#include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/tables_written_alone.h"
 #include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
 #include "framework/sync/wait_until.h"
@@ -54,6 +56,7 @@ class SspConsistency final : public ConsistencyMode {
         counts_own_clocks_(CountsOwnClocks(context.env)),
         eager_(eager) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
+    FindTablesWrittenAlone();
   }
 
   model::ModelView& view() override { return replica_; }
@@ -81,7 +84,10 @@ class SspConsistency final : public ConsistencyMode {
 
   // Waits until every batch this rank pushed is in a published snapshot
   // (ReplicaRefresher::FocusRows' precondition: the range it loads then
-  // holds all own deltas), then loads the range.
+  // holds all own deltas), and every other rank's clocks before this one
+  // too (DSGD's strata are bulk-synchronous: the range loaded then holds its
+  // previous writer's last clocks, so no refresh of this sub-epoch needs the
+  // change records of the range), then loads the range.
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, ClockRecord& record) override {
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     STALELEARN_ASSIGN_OR_RETURN(
@@ -94,14 +100,21 @@ class SspConsistency final : public ConsistencyMode {
                 const model::MemoryIndex mi{m};
                 links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
               }
-              return links_.refresher.pending_batches() == 0;
+              if (links_.refresher.pending_batches() != 0) return false;
+              if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
+              const sync::ClockTable::Slowest slowest = links_.clocks.SlowestOther(me_);
+              if (slowest.merged_clock >= static_cast<std::uint64_t>(record.clock)) return true;
+              links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
+              return false;
             },
             [&] {
-              return fmt::format("compute rank {}: its batches merged, before it reads rows {}..{} of table {}",
-                                 me_.value, first, last, table.value);
+              return fmt::format("compute rank {}: its batches and every rank's clocks before {} merged, before it "
+                                 "reads rows {}..{} of table {}",
+                                 me_.value, record.clock, first, last, table.value);
             }));
     record.stall_seconds += std::chrono::duration<double>(waited).count();
-    STALELEARN_RETURN_IF_ERROR(links_.refresher.FocusRows(table, first, last, replica_));
+    STALELEARN_RETURN_IF_ERROR(
+        links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(record.clock), replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
     return Status::Ok();
   }
@@ -136,6 +149,7 @@ class SspConsistency final : public ConsistencyMode {
     std::chrono::nanoseconds refreshing{0};
     std::chrono::nanoseconds refresh_cpu{0};
     const std::uint64_t rows_before = links_.refresher.counters().rows_installed;
+    const std::uint64_t meta_only_before = links_.refresher.counters().meta_only_reads;
     std::uint64_t min_merged = 0;
     // The control block can run ahead of the snapshot we install: the
     // installed model itself must satisfy the bound, so refresh until it does.
@@ -169,9 +183,25 @@ class SspConsistency final : public ConsistencyMode {
     const std::uint64_t rows = links_.refresher.counters().rows_installed - rows_before;
     record.refresh_cpu_seconds += std::chrono::duration<double>(refresh_cpu).count();
     record.rows_refreshed += static_cast<std::int64_t>(rows);
+    record.meta_only_reads += static_cast<std::int64_t>(links_.refresher.counters().meta_only_reads - meta_only_before);
     // The refresh's own work (a calibrated kernel prices its rows).
     if (rows > 0) STALELEARN_RETURN_IF_ERROR(env_.wait.time->ChargeCompute({.rows_refreshed = double(rows)}));
     return Status::Ok();
+  }
+
+  // Tables only this rank writes need no records (tables_written_alone.h):
+  // with one compute rank all of them; with several, looked for only under
+  // stratified scheduling, where they leave the focus as the one table
+  // others write (elsewhere a shared table is the rule and the pass over
+  // every sample would buy nothing). Own records count only under
+  // master += delta, and a full replica holds rows others write.
+  void FindTablesWrittenAlone() {
+    const int ranks = env_.roles.compute_ranks();
+    if (counts_own_clocks_ || env_.config.training().full_replicas()) return;
+    if (ranks > 1 && StrataOf(env_.config, ranks) <= 1) return;
+    if (ranks > 1) row_namers_ = FindRowNamers(env_.app, ranks, env_.config.seed());
+    links_.refresher.set_tables_written_alone(
+        TablesWrittenAlone(row_namers_ != nullptr ? *row_namers_ : RowNamers{}, ranks, me_, replica_));
   }
 
   // Pending batches wait for a refresh to be dropped; a rank that rarely
@@ -198,6 +228,7 @@ class SspConsistency final : public ConsistencyMode {
   bool installed_ = false;                  // a snapshot has been installed
   std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it (or any rank's: counts_own_clocks_)
   bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
+  WrittenAloneHandle row_namers_;           // shared with this run's other ranks (tables_written_alone.h)
   bool eager_;                              // ESSP: refresh before every clock
   std::uint64_t total_clocks_ = 0;
 };

@@ -2,7 +2,9 @@
 // sees the included sequences and merged clocks it was published with.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include "framework/metrics/counting_transport.h"
 #include "framework/sync/clock_table.h"
@@ -219,6 +221,63 @@ TEST(Snapshot, ChangesLargerThanTheReadersBufferArriveWholeAndInPlace) {
 }
 
 TEST(Snapshot, ConcurrentReaderSeesOnlyWholeGenerations) { testing::CheckConcurrentReaderSeesOnlyWholeGenerations(); }
+
+// Metas of several readers read together (a refresh that needs no records):
+// each is a whole meta of one generation, never parts of two, also while
+// generations are published as fast as one thread can.
+TEST(Snapshot, MetasReadTogetherAreWholeMetas) {
+  RingFixture f;
+  const PublishedGeometry g = f.published_geometry();
+  SnapshotPublisher publisher(f.published_region(), g, f.layout());
+  SnapshotReader first(f.transport(), f.remote_published(), g, WaitOptions{});
+  SnapshotReader second(f.transport(), f.remote_published(), g, WaitOptions{});
+  SnapshotReader* readers[] = {&first, &second};
+  const SnapshotMeta* metas[2] = {nullptr, nullptr};
+  std::uint64_t since[2] = {0, 0};
+  ASSERT_TRUE(SnapshotReader::ReadNewerMetas(readers, since, metas).ok());
+  EXPECT_EQ(metas[0], nullptr) << "nothing published yet";
+
+  ASSERT_TRUE(f.writer().Push(f.Batch({1}, 4, /*clock=*/0)).ok());
+  f.poller().PollOnce();
+  FillMaster(f.merger(), 0);
+  publisher.Publish(f.merger().master(), f.poller());  // every row: log end L
+  since[1] = 1;
+  ASSERT_TRUE(SnapshotReader::ReadNewerMetas(readers, since, metas).ok());
+  ASSERT_NE(metas[0], nullptr);
+  EXPECT_EQ(metas[0]->generation, 1u);
+  EXPECT_EQ(metas[0]->included.at(0), 1u);
+  EXPECT_EQ(metas[0]->merged_clock.at(0), 1u);
+  EXPECT_EQ(metas[1], nullptr) << "generation 1 is not newer than 1";
+  const std::uint64_t per_generation = metas[0]->log_end;
+  ASSERT_GT(per_generation, 0u);
+
+  // Every publish rewrites every row: generation n ends the log at n L.
+  std::atomic<std::int64_t> published{0};
+  int racing = 0, torn = 0;
+  std::uint64_t last[2] = {1, 1};
+  {
+    std::jthread writer([&](std::stop_token stop) {
+      for (std::int32_t v = 1; !stop.stop_requested(); ++v) {
+        FillMaster(f.merger(), v);
+        publisher.Publish(f.merger().master(), f.poller());
+        published.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+    for (int i = 0; (i < 2000 || racing < 200) && i < 20000000; ++i) {
+      since[0] = since[1] = 0;
+      ASSERT_TRUE(SnapshotReader::ReadNewerMetas(readers, since, metas).ok());
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_NE(metas[r], nullptr);
+        torn += metas[r]->log_end != metas[r]->generation * per_generation || metas[r]->merged_clock.at(0) != 1u;
+        ASSERT_GE(metas[r]->generation, last[r]) << "reader " << r << ": generations went backwards";
+        racing += metas[r]->generation > last[r];
+        last[r] = metas[r]->generation;
+      }
+    }
+  }
+  EXPECT_GE(racing, 200) << "too few reads raced with a publish (" << published.load() << " publishes)";
+  EXPECT_EQ(torn, 0) << "metas read together mixed two generations (I3)";
+}
 
 }  // namespace
 }  // namespace stalelearn::sync
