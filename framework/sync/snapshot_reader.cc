@@ -228,7 +228,8 @@ Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, 
   transport::Transport& transport = readers.front()->transport_;
   const transport::Timeout timeout = readers.front()->wait_.timeout;
   const std::size_t n = readers.size();
-  std::vector<transport::RequestPtr> requests;
+  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;  // its capacity, reused
+  requests.clear();
   const auto wait_all = [&]() -> Status {
     for (transport::RequestPtr& request : requests) STALELEARN_RETURN_IF_ERROR(request->Wait(timeout));
     requests.clear();
@@ -244,12 +245,11 @@ Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, 
   STALELEARN_RETURN_IF_ERROR(wait_all());
   // 2. The meta slot of each newer generation, then 3. its version again
   // (the seqlock's re-check, after the slot: ReadMeta).
-  std::vector<char> newer(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     SnapshotReader& r = *readers[i];
     metas[i] = nullptr;
-    if (r.words_[0] <= since[i]) continue;
-    newer[i] = 1;
+    r.newer_ = r.words_[0] > since[i];
+    if (!r.newer_) continue;
     STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
                                 transport.Get(r.meta_bytes_.data(), r.meta_bytes_.size(), r.published_,
                                               r.geometry_.meta_offset(r.geometry_.MetaSlotOf(r.words_[0]))));
@@ -258,8 +258,8 @@ Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, 
   STALELEARN_RETURN_IF_ERROR(wait_all());
   std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
   for (std::size_t i = 0; i < n; ++i) {
-    if (newer[i] == 0) continue;
     SnapshotReader& r = *readers[i];
+    if (!r.newer_) continue;
     STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
                                 transport.Get(&r.words_[1], sizeof r.words_[1], r.published_,
                                               r.geometry_.version_offset(r.geometry_.MetaSlotOf(r.words_[0]))));
@@ -267,8 +267,8 @@ Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, 
   }
   STALELEARN_RETURN_IF_ERROR(wait_all());
   for (std::size_t i = 0; i < n; ++i) {
-    if (newer[i] == 0) continue;
     SnapshotReader& r = *readers[i];
+    if (!r.newer_) continue;
     std::uint64_t log_begin = 0;
     if (r.TakeMeta(r.words_[0], r.words_[1], r.meta_, &log_begin)) {
       STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(0));  // as ReadNewerMeta

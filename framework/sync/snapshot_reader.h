@@ -159,6 +159,7 @@ class SnapshotReader final : private SnapshotProtocol {
   WaitOptions wait_;
   std::vector<std::byte> meta_bytes_;   // one meta slot
   std::uint64_t words_[2] = {0, 0};     // ReadNewerMetas: the latest generation, the version re-read
+  bool newer_ = false;                  // ReadNewerMetas: the latest generation is newer than asked for
   std::vector<std::byte> log_copy_;     // records being read (capacity reused)
   std::size_t log_copy_bytes_ = 0;
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records
