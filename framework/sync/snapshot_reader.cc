@@ -156,11 +156,13 @@ Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes,
             // Every live row rewritten while we read belongs to g0..g1: lay
             // their records over it (from g0's first: its rows may still have
             // been in writing when the read began).
-            STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(begin0, meta_.log_end, 0));
+            // Streamed in chunks (StreamLog): a patch of many records once
+            // took a buffer of its own size, a huge-page block allocated and
+            // freed at every stratified stripe load, whose freed pages small
+            // allocations then filled as huge pages (1.8 GB of RSS at 64:8).
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, StreamLog(begin0, meta_.log_end, patch));
             if (!logged) return false;  // overwritten meanwhile: read the newest again
-            ForEachRecord(patch);
-            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + log_copy_bytes_));
-            ReleaseLargeLogCopy();
+            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + (meta_.log_end - begin0)));
             read = true;
             return true;
           },
@@ -183,8 +185,20 @@ Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t afte
   return std::optional<SnapshotMeta>(meta_);
 }
 
-void SnapshotReader::ReleaseLargeLogCopy() {
-  if (log_copy_.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(log_copy_);
+template <class Fn>
+Result<bool> SnapshotReader::StreamLog(std::uint64_t begin, std::uint64_t end, Fn&& fn) {
+  std::uint64_t at = begin;
+  std::size_t carried = 0;
+  while (at < end) {
+    const std::uint64_t next = std::min<std::uint64_t>(end, at + kLogChunkBytes);
+    STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(at, next, carried));
+    if (!logged) return false;
+    const std::size_t used = ForEachRecord(fn);
+    carried = log_copy_bytes_ - used;
+    std::memmove(log_copy_.data(), log_copy_.data() + used, carried);
+    at = next;
+  }
+  return true;
 }
 
 Status SnapshotReader::Retry(const std::function<Result<bool>()>& step, std::string_view what) {
@@ -296,19 +310,10 @@ Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& sinc
             // shards each). Each chunk is checked against the oldest-valid
             // word after it is read; a chunk overwritten meanwhile falls back
             // to the whole read, which replaces whatever records were applied.
-            std::uint64_t at = since.log_end;
-            std::size_t carried = 0;
-            while (at < meta_.log_end) {
-              const std::uint64_t next = std::min<std::uint64_t>(meta_.log_end, at + kLogChunkBytes);
-              STALELEARN_ASSIGN_OR_RETURN(bool logged, ReadLog(at, next, carried));
-              if (!logged) {
-                too_far_behind = true;
-                return true;
-              }
-              const std::size_t used = ForEachRecord(sink);
-              carried = log_copy_bytes_ - used;
-              std::memmove(log_copy_.data(), log_copy_.data() + used, carried);
-              at = next;
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, StreamLog(since.log_end, meta_.log_end, sink));
+            if (!logged) {
+              too_far_behind = true;
+              return true;
             }
             STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(meta_.log_end - since.log_end));
             result = &meta_;

@@ -145,8 +145,13 @@ class SnapshotReader final : private SnapshotProtocol {
   // returns the bytes they span (a cut record after them is left).
   template <class Fn>
   std::size_t ForEachRecord(Fn&& fn) const;
-  // After a rare large read (a whole read's patch): gives the memory back.
-  void ReleaseLargeLogCopy();
+  // Calls fn(shard offset, bytes) for each record in log [begin, end),
+  // read in chunks of kLogChunkBytes (a record cut at a chunk's end is
+  // carried to the next): memory follows the chunk, not the log. False if
+  // a chunk was overwritten before it was read whole (records before it may
+  // have been passed to fn).
+  template <class Fn>
+  Result<bool> StreamLog(std::uint64_t begin, std::uint64_t end, Fn&& fn);
   // Reads a whole generation: `body` reads live rows between the two meta
   // reads, `patch` gets the records to lay over them. nullopt if the latest
   // generation is <= `after`. Result meta in meta_.
