@@ -133,8 +133,8 @@ class SnapshotReader final : private SnapshotProtocol {
   bool TakeMeta(std::uint64_t g, std::uint64_t version_after, SnapshotMeta& meta, std::uint64_t* log_begin);
   // Copies log bytes [begin, end) into log_copy_ after its first `keep`
   // bytes; false if the log no longer holds them (overwritten before or
-  // while reading).
-  Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end, std::size_t keep);
+  // while reading). check_first: also ask before reading (else only after).
+  Result<bool> ReadLog(std::uint64_t begin, std::uint64_t end, std::size_t keep, bool check_first = true);
   // Issues the gets of `bytes` of a ring (`ring_bytes` long at region offset
   // `ring_offset`) from ring position `at` into `into`: one, or two when the
   // bytes wrap around its end. WaitForGets waits for every issued get.
