@@ -199,7 +199,7 @@ class SspConsistency final : public ConsistencyMode {
     const int ranks = env_.roles.compute_ranks();
     if (counts_own_clocks_ || env_.config.training().full_replicas()) return;
     if (ranks > 1 && StrataOf(env_.config, ranks) <= 1) return;
-    const RowNamers none;  // one rank: no pass (every table is its alone)
+    const RowNamers none;  // one rank: no pass, it writes every table alone
     if (ranks > 1) row_namers_ = FindRowNamers(env_.app, ranks, env_.config.seed());
     links_.refresher.set_tables_written_alone(
         TablesWrittenAlone(row_namers_ != nullptr ? *row_namers_ : none, ranks, me_, replica_));
