@@ -146,12 +146,10 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
   NumberSlots(replica);
   ++refresh_number_;
   // Memory ranks with nothing to read but the meta: all their metas at once.
-  meta_only_.assign(readers_.size(), 0);
   meta_only_readers_.clear();
   meta_only_since_.clear();
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     if (ReadsRecords(i, replica)) continue;
-    meta_only_[i] = 1;
     meta_only_readers_.push_back(readers_[i].get());
     meta_only_since_.push_back(installed_[i].generation);
   }
@@ -169,7 +167,7 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
           InstallPicked(m, id, offset, bytes, replica);
         }};
     const sync::SnapshotMeta* meta = nullptr;
-    if (meta_only_[i] != 0) {
+    if (next_meta < meta_only_readers_.size() && meta_only_readers_[next_meta] == readers_[i].get()) {
       meta = meta_only_metas_[next_meta++];
       ++counters_.meta_only_reads;
     } else {
@@ -202,16 +200,9 @@ bool ReplicaRefresher::ReadsRecords(std::size_t m, const model::Replica& replica
     if (!focused() || t != focus_table_.value) return true;  // a shared table
     // The focus: settled once every other rank's clocks before it are in.
     if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) continue;
-    if (focus_settled_[m] == 0 && !HoldsOthersClocksBefore(installed_merged_[m], focus_clock_)) return true;
+    if (focus_settled_[m] == 0 && sync::MinMergedClockOfOthers(installed_merged_[m], me_) < focus_clock_) return true;
   }
   return false;
-}
-
-bool ReplicaRefresher::HoldsOthersClocksBefore(std::span<const std::uint64_t> merged, std::uint64_t clock) const {
-  for (std::size_t c = 0; c < merged.size(); ++c) {
-    if (c != static_cast<std::size_t>(me_.value) && merged[c] < clock) return false;
-  }
-  return true;
 }
 
 Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
@@ -245,7 +236,7 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
     if (end[m] <= begin[m]) continue;
     const sync::SnapshotReader::RowRead read{begin[m], focus_buffer_.data() + at[m], end[m] - begin[m]};
     STALELEARN_RETURN_IF_ERROR(readers_[m]->ReadRows(std::span(&read, 1)).status());
-    focus_settled_[m] = HoldsOthersClocksBefore(readers_[m]->last_meta().merged_clock, clock) ? 1 : 0;
+    focus_settled_[m] = sync::MinMergedClockOfOthers(readers_[m]->last_meta().merged_clock, me_) >= clock ? 1 : 0;
   }
   // Install the held ones (their slots ascend with their rows).
   const std::int64_t held = replica.tables()[table.value].rows();

@@ -154,8 +154,6 @@ class ReplicaRefresher {
   // could install may have been changed by another rank since the installed
   // generation (class comment).
   bool ReadsRecords(std::size_t m, const model::Replica& replica) const;
-  // Whether a snapshot's merged clocks hold every other rank's clocks below `clock`.
-  bool HoldsOthersClocksBefore(std::span<const std::uint64_t> merged, std::uint64_t clock) const;
   // Sizes installed_in_ and numbers the picker ids on first use (the replica's shape is fixed).
   void NumberSlots(const model::Replica& replica);
 
@@ -182,8 +180,8 @@ class ReplicaRefresher {
   std::uint64_t focus_clock_ = 0;    // FocusRows' clock
   std::vector<char> focus_settled_;  // per memory rank: FocusRows read a settled generation
   std::vector<bool> written_alone_;  // set_tables_written_alone
-  // Refresh's scratch for the memory ranks it reads only the metas of.
-  std::vector<char> meta_only_;
+  // Refresh's scratch for the memory ranks it reads only the metas of (in
+  // memory-rank order).
   std::vector<sync::SnapshotReader*> meta_only_readers_;
   std::vector<std::uint64_t> meta_only_since_;
   std::vector<const sync::SnapshotMeta*> meta_only_metas_;

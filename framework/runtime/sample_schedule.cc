@@ -54,6 +54,15 @@ std::shared_ptr<const std::vector<std::int64_t>> DealingPermutation(std::int64_t
   return cached;
 }
 
+// Rank c's share of the plain deal: positions [begin, end) of the dealing
+// permutation (even shares, the first total % ranks one larger).
+std::pair<std::int64_t, std::int64_t> PlainShare(std::int64_t total, int compute_ranks, int c) {
+  const std::int64_t base = total / compute_ranks;
+  const std::int64_t extra = total % compute_ranks;
+  const std::int64_t begin = c * base + std::min<std::int64_t>(c, extra);
+  return {begin, begin + base + (c < extra ? 1 : 0)};
+}
+
 }  // namespace
 
 std::vector<std::int64_t> AscendingSamples(std::span<const std::int64_t> samples) {
@@ -77,14 +86,11 @@ SampleSchedule::SampleSchedule(std::int64_t total_samples, int compute_ranks, in
     : samples_per_clock_(samples_per_clock), seed_(seed), compute_index_(compute_index) {
   const std::shared_ptr<const std::vector<std::int64_t>> permutation = DealingPermutation(total_samples, seed);
   const std::vector<std::int64_t>& all = *permutation;
-  const std::int64_t base = total_samples / compute_ranks;
-  const std::int64_t extra = total_samples % compute_ranks;
-  const auto share_of = [&](int c) { return base + (c < extra ? 1 : 0); };
-  std::int64_t begin = 0;
-  for (int c = 0; c < compute_index; ++c) begin += share_of(c);
-  mine_.assign(all.begin() + begin, all.begin() + begin + share_of(compute_index));
+  const auto [begin, end] = PlainShare(total_samples, compute_ranks, compute_index);
+  mine_.assign(all.begin() + begin, all.begin() + end);
   ascending_ = AscendingSamples(mine_);
-  SetClocks(share_of(0));
+  const auto [first_begin, first_end] = PlainShare(total_samples, compute_ranks, 0);
+  SetClocks(first_end - first_begin);
 }
 
 namespace {
@@ -163,15 +169,13 @@ std::vector<std::uint16_t> DealtRanks(const App& app, int compute_ranks, std::ui
     DealGroups(app, facets, groups, compute_ranks, seed, 0, nullptr, &rank_of);
     return rank_of;
   }
-  // The plain deal: contiguous shares of the dealing permutation, as the
-  // first constructor cuts them.
+  // The plain deal: contiguous shares of the dealing permutation.
   const std::shared_ptr<const std::vector<std::int64_t>> permutation = DealingPermutation(total, seed);
-  const std::int64_t base = total / compute_ranks;
-  const std::int64_t extra = total % compute_ranks;
-  std::int64_t at = 0;
   for (int c = 0; c < compute_ranks; ++c) {
-    const std::int64_t end = at + base + (c < extra ? 1 : 0);
-    for (; at < end; ++at) rank_of[static_cast<std::size_t>((*permutation)[static_cast<std::size_t>(at)])] = static_cast<std::uint16_t>(c);
+    const auto [begin, end] = PlainShare(total, compute_ranks, c);
+    for (std::int64_t at = begin; at < end; ++at) {
+      rank_of[static_cast<std::size_t>((*permutation)[static_cast<std::size_t>(at)])] = static_cast<std::uint16_t>(c);
+    }
   }
   return rank_of;
 }

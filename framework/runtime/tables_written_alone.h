@@ -1,8 +1,9 @@
 // Which tables of a compute rank's replica only that rank writes: every row
 // it holds is named (App::RowsOf) by its own samples and by no other compute
-// rank's under the deal SampleSchedule makes. The MF app dealing ratings by
-// user is the common case: a user's row is written by the one rank holding
-// the user's ratings. A refresh need not read change records of such rows
+// rank's under the deal SampleSchedule makes. The common case is an app that
+// deals all samples naming a row of one table to one rank (the
+// GroupsSamples facet): that row has one writer. A refresh need not read
+// change records of such rows
 // under a merge that adds deltas: the replica already holds master plus its
 // own deltas there (ReplicaRefresher::set_tables_written_alone).
 //

@@ -63,10 +63,14 @@ void ClockTable::WaitOnlyFor(const Slowest& slowest) const {
 std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,
                                      model::ComputeIndex except) {
   std::uint64_t min = std::numeric_limits<std::uint64_t>::max();
-  for (const auto& clocks : merged_clock_by_memory) {
-    for (std::size_t c = 0; c < clocks.size(); ++c) {
-      if (static_cast<int>(c) != except.value && clocks[c] < min) min = clocks[c];
-    }
+  for (const auto& clocks : merged_clock_by_memory) min = std::min(min, MinMergedClockOfOthers(clocks, except));
+  return min;
+}
+
+std::uint64_t MinMergedClockOfOthers(std::span<const std::uint64_t> merged_clock, model::ComputeIndex except) {
+  std::uint64_t min = std::numeric_limits<std::uint64_t>::max();
+  for (std::size_t c = 0; c < merged_clock.size(); ++c) {
+    if (static_cast<int>(c) != except.value && merged_clock[c] < min) min = merged_clock[c];
   }
   return min;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "framework/core/status.h"
@@ -73,5 +74,7 @@ inline model::ComputeIndex NotWaitedFor(model::ComputeIndex me, bool counts_own_
 // Slowest over snapshot metas (what a replica actually installed).
 std::uint64_t MinMergedClockOfOthers(const std::vector<std::vector<std::uint64_t>>& merged_clock_by_memory,
                                      model::ComputeIndex except);
+// The same over one meta's merged clocks.
+std::uint64_t MinMergedClockOfOthers(std::span<const std::uint64_t> merged_clock, model::ComputeIndex except);
 
 }  // namespace stalelearn::sync

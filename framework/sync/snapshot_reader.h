@@ -83,18 +83,15 @@ class SnapshotReader final : private SnapshotProtocol {
     return planner_.ReadPickedChanges(since, picker, sink, scratch);
   }
 
-  // The latest generation's meta if it is above `since`, and nothing else:
-  // for a reader that knows no row it could install was changed by another
-  // rank since (ReplicaRefresher: rows written alone). Returns the meta
-  // (valid until the next call), or nullptr if nothing newer is published.
-  // Blocking.
-  Result<const SnapshotMeta*> ReadNewerMeta(std::uint64_t since);
-  // ReadNewerMeta of several readers on one transport (a compute rank's
-  // memory ranks), their round trips overlapped: each step's gets go out to
-  // every reader before any is waited for, so a refresh of M memory ranks
-  // waits about 3 round trips, not 3 M. A reader whose meta slot was being
-  // rewritten retries alone (ReadNewerMeta). metas[i]: readers[i]'s meta or
-  // nullptr, as ReadNewerMeta returns.
+  // For each of several readers on one transport (a compute rank's memory
+  // ranks): the latest generation's meta if it is above since[i], and
+  // nothing else, for a reader that knows no row it could install was
+  // changed by another rank since (ReplicaRefresher: rows written alone).
+  // metas[i]: readers[i]'s meta (valid until its next read), or nullptr if
+  // nothing newer is published. Round trips overlap: each step's gets go out
+  // to every reader before any is waited for, so M memory ranks take about
+  // 3 round trips, not 3 M; a reader whose meta slot was being rewritten
+  // retries alone (ReadNewerMeta). Blocking.
   static Status ReadNewerMetas(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
                                std::span<const SnapshotMeta*> metas);
 
@@ -109,8 +106,8 @@ class SnapshotReader final : private SnapshotProtocol {
     std::size_t bytes;
   };
   Result<std::uint64_t> ReadRows(std::span<const RowRead> rows);
-  // The meta of the generation the last ReadRows, ReadNewer or
-  // ReadNewerMeta returned (valid until the next read).
+  // The meta of the generation the last ReadRows or ReadNewer returned
+  // (valid until the next read).
   const SnapshotMeta& last_meta() const { return meta_; }
 
  private:
@@ -125,6 +122,8 @@ class SnapshotReader final : private SnapshotProtocol {
   Result<const SnapshotMeta*> ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink) override;
 
   Result<std::uint64_t> ReadWord(std::size_t offset);
+  // ReadNewerMetas for this reader alone, retried until its meta is whole.
+  Result<const SnapshotMeta*> ReadNewerMeta(std::uint64_t since);
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot
   // is being written or holds another generation.
   Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
