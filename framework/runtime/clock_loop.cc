@@ -88,6 +88,9 @@ void ClockLoop::MaybeReportProgress(int epoch, int epochs, std::int64_t clocks_d
 Result<TrainerResult> ClockLoop::Run() {
   started_ = last_progress_ = std::chrono::steady_clock::now();
   if (env_.stop != nullptr) env_.stop->Begin(info_.rank.value, std::max(first_clock_, clock_offset_));
+  if (plan_.planned() && plan_.stratified()) {
+    mode_.WillFocus(model::TableId{static_cast<std::uint32_t>(plan_.stats().table_b)});
+  }
   if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
   if (StrataOf(env_.config, info_.compute_ranks) > 1 && !plan_.planned()) {
     return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "

@@ -58,6 +58,10 @@ class ConsistencyMode {
                            ClockRecord& /*record*/) {
     return Status::Ok();
   }
+  // Before ShareInitialization, under stratified scheduling: `table` will
+  // be read only through FocusRows ranges, so a mode may leave it out of
+  // what it reads before the first. Default: nothing.
+  virtual void WillFocus(model::TableId /*table*/) {}
   // After the kernel ran: ships the clock's changes; adds to stall_seconds.
   virtual Status AfterClock(std::int64_t clock, ClockRecord& record) = 0;
   // The merged model for an evaluation during the run.

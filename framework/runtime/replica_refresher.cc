@@ -13,7 +13,7 @@ namespace stalelearn::runtime {
 ReplicaRefresher::ReplicaRefresher(transport::Transport& transport, const model::ModelLayout& layout,
                                    model::ComputeIndex me, std::vector<const transport::RemoteRegion*> published,
                                    const std::vector<sync::PublishedGeometry>& geometry, sync::WaitOptions wait)
-    : layout_(layout), me_(me) {
+    : layout_(layout), me_(me), operation_cost_bytes_(transport.capabilities().operation_cost_bytes) {
   const std::size_t compute = geometry.empty() ? 0 : static_cast<std::size_t>(geometry[0].compute_ranks);
   for (std::size_t m = 0; m < published.size(); ++m) {
     readers_.push_back(std::make_unique<sync::SnapshotReader>(transport, *published[m], geometry[m], wait));
@@ -170,6 +170,8 @@ Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
     if (next_meta < meta_only_readers_.size() && meta_only_readers_[next_meta] == readers_[i].get()) {
       meta = meta_only_metas_[next_meta++];
       ++counters_.meta_only_reads;
+    } else if (installed_[i].generation == 0) {
+      STALELEARN_ASSIGN_OR_RETURN(meta, ReadHeldRows(m, replica));
     } else {
       STALELEARN_ASSIGN_OR_RETURN(
           meta, readers_[i]->ReadPickedChanges(installed_[i], picker,
@@ -205,6 +207,62 @@ bool ReplicaRefresher::ReadsRecords(std::size_t m, const model::Replica& replica
   return false;
 }
 
+Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIndex m, model::Replica& replica) {
+  struct Held {
+    model::TableId table;
+    std::int64_t slot;
+    std::size_t staged;  // where its bytes land in focus_buffer_
+  };
+  std::vector<Held> held;
+  std::vector<sync::SnapshotReader::RowRead> runs;  // destinations set once the buffer is sized
+  std::size_t staged = 0, run_end = 0;
+  const model::TableSet& tables = replica.tables();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const model::TableId table{static_cast<std::uint32_t>(t)};
+    const bool focus = focused() && focus_table_ == table;
+    if (!focus && will_focus_ == table) continue;  // read when a focus names its rows
+    const model::RowPartition& partition = layout_.partition(table);
+    const std::size_t row_bytes = layout_.tables()[t].row_bytes();
+    for (std::int64_t slot = 0; slot < tables[t].rows(); ++slot) {
+      const std::int64_t r = replica.RowOfSlot(table, slot);
+      if (partition.Owner(model::RowId{r}) != m) continue;
+      if (focus && (r < focus_first_ || r >= focus_last_)) continue;
+      const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
+      // Rows ascend within a shard: a gap cheaper than a get joins the run.
+      if (!runs.empty() && offset >= run_end && offset - run_end <= operation_cost_bytes_) {
+        staged += offset + row_bytes - run_end;
+        runs.back().bytes = offset + row_bytes - runs.back().offset;
+      } else {
+        runs.push_back({offset, nullptr, row_bytes});
+        staged += row_bytes;
+      }
+      run_end = offset + row_bytes;
+      held.push_back({table, slot, staged - row_bytes});
+    }
+  }
+  if (runs.empty()) {  // nothing held here: the meta alone
+    const sync::SnapshotMeta* meta = nullptr;
+    sync::SnapshotReader* reader = readers_[m.value].get();
+    const std::uint64_t since = 0;
+    STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::ReadNewerMetas(std::span(&reader, 1), std::span(&since, 1),
+                                                                    std::span(&meta, 1)));
+    return meta;
+  }
+  focus_buffer_.resize(staged);
+  std::size_t at = 0;
+  for (sync::SnapshotReader::RowRead& run : runs) {
+    run.destination = focus_buffer_.data() + at;
+    at += run.bytes;
+  }
+  STALELEARN_RETURN_IF_ERROR(readers_[m.value]->ReadRows(runs).status());
+  for (const Held& h : held) {
+    InstallRow(h.table, h.slot,
+               std::span(focus_buffer_.data() + h.staged, layout_.tables()[h.table.value].row_bytes()), replica);
+  }
+  if (focus_buffer_.size() > sync::SnapshotReader::kLogChunkBytes) std::vector<std::byte>().swap(focus_buffer_);
+  return &readers_[m.value]->last_meta();
+}
+
 Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
                                    model::Replica& replica) {
   if (pending_batches() != 0) return FailedPrecondition("FocusRows with own batches not yet merged");
@@ -232,10 +290,19 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   // generation holds every other rank's clocks before `clock` is settled
   // from the start (ReadsRecords).
   focus_settled_.assign(shards, 1);
+  // All memory ranks' reads at once (their round trips overlap).
+  std::vector<sync::SnapshotReader*> readers;
+  std::vector<sync::SnapshotReader::RowRead> reads;
   for (std::size_t m = 0; m < shards; ++m) {
     if (end[m] <= begin[m]) continue;
-    const sync::SnapshotReader::RowRead read{begin[m], focus_buffer_.data() + at[m], end[m] - begin[m]};
-    STALELEARN_RETURN_IF_ERROR(readers_[m]->ReadRows(std::span(&read, 1)).status());
+    readers.push_back(readers_[m].get());
+    reads.push_back({begin[m], focus_buffer_.data() + at[m], end[m] - begin[m]});
+  }
+  std::vector<std::span<const sync::SnapshotReader::RowRead>> each;
+  for (const sync::SnapshotReader::RowRead& read : reads) each.emplace_back(&read, 1);
+  STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::ReadRowsOfEach(readers, each));
+  for (std::size_t m = 0; m < shards; ++m) {
+    if (end[m] <= begin[m]) continue;
     focus_settled_[m] = sync::MinMergedClockOfOthers(readers_[m]->last_meta().merged_clock, me_) >= clock ? 1 : 0;
   }
   // Install the held ones (their slots ascend with their rows).

@@ -94,6 +94,9 @@ class ReplicaRefresher {
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
                    model::Replica& replica);
   bool focused() const { return focus_first_ >= 0; }
+  // The kernel reads `table` only through FocusRows ranges: the first read
+  // leaves its rows out (FocusRows loads each range before it is read).
+  void set_focus_table(model::TableId table) { will_focus_ = table; }
 
   // Reads the latest snapshots of all memory ranks into `model` (no own
   // deltas): the merged model, for evaluation. Blocking.
@@ -154,6 +157,12 @@ class ReplicaRefresher {
   // could install may have been changed by another rank since the installed
   // generation (class comment).
   bool ReadsRecords(std::size_t m, const model::Replica& replica) const;
+  // The first read of memory rank m: only the rows the replica holds (not
+  // those of a table set_focus_table names, outside the focus), as runs of
+  // live rows patched to one generation (SnapshotReader::ReadRows). The
+  // records from generation 0 would be the whole shard: at --ranks 64:8 a
+  // rank holds 1.5% of one table's rows and reads the other through FocusRows.
+  Result<const sync::SnapshotMeta*> ReadHeldRows(model::MemoryIndex m, model::Replica& replica);
   // Sizes installed_in_ and numbers the picker ids on first use (the replica's shape is fixed).
   void NumberSlots(const model::Replica& replica);
 
@@ -179,6 +188,8 @@ class ReplicaRefresher {
   std::int64_t focus_last_ = -1;
   std::uint64_t focus_clock_ = 0;    // FocusRows' clock
   std::vector<char> focus_settled_;  // per memory rank: FocusRows read a settled generation
+  std::optional<model::TableId> will_focus_;  // set_focus_table
+  std::size_t operation_cost_bytes_;  // what one more get costs (the transport's Capabilities)
   std::vector<bool> written_alone_;  // set_tables_written_alone
   // Refresh's scratch for the memory ranks it reads only the metas of (in
   // memory-rank order).

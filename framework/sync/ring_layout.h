@@ -28,6 +28,7 @@
 //     (timing backend: the publisher's virtual time in picoseconds, else 0),
 //     log begin and log end (positions of generation g's change records),
 //     index end (the number of records written up to and with generation g),
+//     index begin (the number written before it: g's first record number),
 //     single-writer end (the index end of the latest generation with a
 //     record naming a single writer: a reader whose range lies below it
 //     need not read the writers), merged clock[C], included sequence[C].
@@ -101,7 +102,7 @@ struct PublishedGeometry {
   std::size_t control_bytes() const { return RoundUp(24 + 24 * n(), kCacheLine); }
 
   // Meta slot k.
-  std::size_t meta_bytes() const { return RoundUp(48 + 16 * n(), kCacheLine); }
+  std::size_t meta_bytes() const { return RoundUp(kMetaHeaderBytes + 16 * n(), kCacheLine); }
   std::size_t meta_offset(int k) const { return control_bytes() + static_cast<std::size_t>(k) * meta_bytes(); }
   std::size_t version_offset(int k) const { return meta_offset(k); }
   std::size_t published_at_offset(int k) const { return meta_offset(k) + 8; }
@@ -109,8 +110,10 @@ struct PublishedGeometry {
   std::size_t log_end_offset(int k) const { return meta_offset(k) + 24; }
   std::size_t index_end_offset(int k) const { return meta_offset(k) + 32; }
   std::size_t single_writer_end_offset(int k) const { return meta_offset(k) + 40; }
+  std::size_t index_begin_offset(int k) const { return meta_offset(k) + 48; }
+  static constexpr std::size_t kMetaHeaderBytes = 56;  // the words above, then the clocks
   std::size_t meta_merged_clock_offset(int k, model::ComputeIndex c) const {
-    return meta_offset(k) + 48 + 8 * static_cast<std::size_t>(c.value);
+    return meta_offset(k) + kMetaHeaderBytes + 8 * static_cast<std::size_t>(c.value);
   }
   std::size_t meta_included_offset(int k, model::ComputeIndex c) const {
     return meta_merged_clock_offset(k, c) + 8 * n();

@@ -115,6 +115,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
     }
   }
   record_bytes_ += bytes;
+  const std::uint64_t index_begin = index_end_ - (logged ? ranges_.size() : 0);
   // 3. The meta slot, a seqlock.
   const int k = geometry_.MetaSlotOf(g);
   transport::StoreRelease64(base + geometry_.version_offset(k), 2 * g - 1);
@@ -124,6 +125,7 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   transport::StoreRelease64(base + geometry_.log_end_offset(k), end);
   transport::StoreRelease64(base + geometry_.index_end_offset(k), index_end_);
   transport::StoreRelease64(base + geometry_.single_writer_end_offset(k), single_writer_end_);
+  transport::StoreRelease64(base + geometry_.index_begin_offset(k), index_begin);
   for (int c = 0; c < geometry_.compute_ranks; ++c) {
     const model::ComputeIndex ci{c};
     transport::StoreRelease64(base + geometry_.meta_merged_clock_offset(k, ci), poller.merged_clock(ci));

@@ -26,6 +26,7 @@ struct SnapshotMeta {
   std::uint64_t generation = 0;
   std::uint64_t log_end = 0;                // change-log position after this generation
   std::uint64_t index_end = 0;              // records written up to this generation
+  std::uint64_t index_begin = 0;            // records written before it (its first record's number)
   std::uint64_t single_writer_end = 0;      // records up to here include one naming a single writer
   std::vector<std::uint64_t> merged_clock;  // per compute rank
   std::vector<std::uint64_t> included;      // per compute rank: sequences 1..included are in

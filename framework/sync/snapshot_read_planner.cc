@@ -262,6 +262,31 @@ Result<const SnapshotMeta*> SnapshotReadPlanner::ReadPickedChanges(const Snapsho
   return protocol_.ReadWholeInstead(since, sink);
 }
 
+Result<bool> SnapshotReadPlanner::PatchPicked(std::uint64_t index_begin, std::uint64_t index_end,
+                                              std::uint64_t log_begin, const RecordPicker& picker,
+                                              const RangeSink& sink, std::uint64_t* bytes_read) {
+  if (index_end < index_begin || index_end - index_begin > protocol_.geometry().index_entries()) return false;
+  scratch_ = &own_scratch_;
+  scratch_->picked.clear();
+  reading_writers_ = false;
+  STALELEARN_RETURN_IF_ERROR(PickFromIndex(index_begin, index_end, log_begin, picker));
+  *bytes_read += (index_end - index_begin) * PublishedGeometry::kIndexEntryBytes;
+  // Vouches for the entries, as in ReadPickedChanges, and then for each
+  // batch of rows before it is passed on.
+  STALELEARN_ASSIGN_OR_RETURN(bool logged, protocol_.LogHolds(log_begin));
+  std::uint64_t cost = 0;
+  for (std::size_t next = 0; logged && next < scratch_->picked.size();) {
+    STALELEARN_ASSIGN_OR_RETURN(const std::size_t end, FetchPicked(next, bytes_read, &cost));
+    STALELEARN_ASSIGN_OR_RETURN(logged, protocol_.LogHolds(log_begin));
+    for (; logged && next < end; ++next) {
+      const PickScratch::Picked& p = scratch_->picked[next];
+      sink(p.shard_offset, std::span<const std::byte>(scratch_->rows.data() + p.staged, p.bytes));
+    }
+  }
+  if (scratch_->rows.capacity() > 2 * kLogChunkBytes) std::vector<std::byte>().swap(scratch_->rows);
+  return logged;
+}
+
 Result<const SnapshotMeta*> SnapshotReadPlanner::ReadAllChangesWeighingPicks(const SnapshotMeta& since,
                                                                              const RecordPicker& picker,
                                                                              const RangeSink& sink) {

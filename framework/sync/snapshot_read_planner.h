@@ -89,6 +89,15 @@ class SnapshotReadPlanner {
   Result<const SnapshotMeta*> ReadPickedChanges(const SnapshotMeta& since, const RecordPicker& picker,
                                                 const RangeSink& sink, PickScratch* scratch);
 
+  // The patch of a whole read (SnapshotReader::ReadRows): of records
+  // [index_begin, index_end), the first at log position `log_begin`, those
+  // `picker` picks (kAnyRecord: no superseding, no own-writer skip; the
+  // rows read may be torn whoever wrote them) go to `sink` in log order.
+  // False if the log no longer holds them (the caller reads again).
+  // Adds the bytes it got to *bytes_read.
+  Result<bool> PatchPicked(std::uint64_t index_begin, std::uint64_t index_end, std::uint64_t log_begin,
+                           const RecordPicker& picker, const RangeSink& sink, std::uint64_t* bytes_read);
+
  private:
   // Fills scratch_->picked from index entries [begin, end), whose first
   // record starts at log position `log_begin`.

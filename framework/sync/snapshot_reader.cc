@@ -41,7 +41,7 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
 }
 
 bool SnapshotReader::TakeMeta(std::uint64_t g, std::uint64_t after, SnapshotMeta& meta, std::uint64_t* log_begin) {
-  std::uint64_t words[6];
+  std::uint64_t words[7];
   std::memcpy(words, meta_bytes_.data(), sizeof words);
   if (words[0] != 2 * g || after != 2 * g) return false;
   published_at_ps_ = words[1];
@@ -50,9 +50,11 @@ bool SnapshotReader::TakeMeta(std::uint64_t g, std::uint64_t after, SnapshotMeta
   meta.log_end = words[3];
   meta.index_end = words[4];
   meta.single_writer_end = words[5];
+  meta.index_begin = words[6];
   const std::size_t n = meta.merged_clock.size();
-  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + 48, 8 * n);
-  std::memcpy(meta.included.data(), meta_bytes_.data() + 48 + 8 * n, 8 * n);
+  const std::size_t clocks = PublishedGeometry::kMetaHeaderBytes;
+  std::memcpy(meta.merged_clock.data(), meta_bytes_.data() + clocks, 8 * n);
+  std::memcpy(meta.included.data(), meta_bytes_.data() + clocks + 8 * n, 8 * n);
   return true;
 }
 
@@ -159,13 +161,10 @@ Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes,
             // Every live row rewritten while we read belongs to g0..g1: lay
             // their records over it (from g0's first: its rows may still have
             // been in writing when the read began).
-            // Streamed in chunks (StreamLog): a patch of many records once
-            // took a buffer of its own size, a huge-page block allocated and
-            // freed at every stratified stripe load, whose freed pages small
-            // allocations then filled as huge pages (1.8 GB of RSS at 64:8).
-            STALELEARN_ASSIGN_OR_RETURN(bool logged, StreamLog(begin0, meta_.log_end, patch));
+            std::uint64_t patched = 0;
+            STALELEARN_ASSIGN_OR_RETURN(bool logged, patch(begin0, &patched));
             if (!logged) return false;  // overwritten meanwhile: read the newest again
-            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + (meta_.log_end - begin0)));
+            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + patched));
             read = true;
             return true;
           },
@@ -180,8 +179,16 @@ Result<std::optional<SnapshotMeta>> SnapshotReader::ReadNewer(std::uint64_t afte
     return transport::GetBlocking(transport_, shard_bytes.data(), shard_bytes.size(), published_,
                                   geometry_.data_offset(), wait_.timeout);
   };
-  const auto patch = [&](std::size_t offset, std::span<const std::byte> bytes) {
+  const auto copy = [&](std::size_t offset, std::span<const std::byte> bytes) {
     if (offset + bytes.size() <= shard_bytes.size()) std::memcpy(shard_bytes.data() + offset, bytes.data(), bytes.size());
+  };
+  // Streamed in chunks (StreamLog): a patch of many records once took a
+  // buffer of its own size, a huge-page block allocated and freed at every
+  // stratified stripe load, whose freed pages small allocations then
+  // filled as huge pages (1.8 GB of RSS at 64:8).
+  const auto patch = [&](std::uint64_t begin0, std::uint64_t* patched) -> Result<bool> {
+    *patched = meta_.log_end - begin0;
+    return StreamLog(begin0, meta_.log_end, copy);
   };
   STALELEARN_ASSIGN_OR_RETURN(bool read, ReadWhole(after, shard_bytes.size(), body, patch));
   if (!read) return std::optional<SnapshotMeta>();
@@ -241,64 +248,6 @@ Result<const SnapshotMeta*> SnapshotReader::ReadNewerMeta(std::uint64_t since) {
   return result;
 }
 
-Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
-                                      std::span<const SnapshotMeta*> metas) {
-  if (readers.empty()) return Status::Ok();
-  transport::Transport& transport = readers.front()->transport_;
-  const transport::Timeout timeout = readers.front()->wait_.timeout;
-  const std::size_t n = readers.size();
-  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;  // its capacity, reused
-  requests.clear();
-  const auto wait_all = [&]() -> Status {
-    for (transport::RequestPtr& request : requests) STALELEARN_RETURN_IF_ERROR(request->Wait(timeout));
-    requests.clear();
-    return Status::Ok();
-  };
-  // 1. Every latest-generation word.
-  for (SnapshotReader* r : readers) {
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
-                                transport.Get(&r->words_[0], sizeof r->words_[0], r->published_,
-                                              r->geometry_.latest_generation_offset()));
-    requests.push_back(std::move(request));
-  }
-  STALELEARN_RETURN_IF_ERROR(wait_all());
-  // 2. The meta slot of each newer generation, then 3. its version again
-  // (the seqlock's re-check, after the slot: ReadMeta).
-  for (std::size_t i = 0; i < n; ++i) {
-    SnapshotReader& r = *readers[i];
-    metas[i] = nullptr;
-    r.newer_ = r.words_[0] > since[i];
-    if (!r.newer_) continue;
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
-                                transport.Get(r.meta_bytes_.data(), r.meta_bytes_.size(), r.published_,
-                                              r.geometry_.meta_offset(r.geometry_.MetaSlotOf(r.words_[0]))));
-    requests.push_back(std::move(request));
-  }
-  STALELEARN_RETURN_IF_ERROR(wait_all());
-  std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
-  for (std::size_t i = 0; i < n; ++i) {
-    SnapshotReader& r = *readers[i];
-    if (!r.newer_) continue;
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
-                                transport.Get(&r.words_[1], sizeof r.words_[1], r.published_,
-                                              r.geometry_.version_offset(r.geometry_.MetaSlotOf(r.words_[0]))));
-    requests.push_back(std::move(request));
-  }
-  STALELEARN_RETURN_IF_ERROR(wait_all());
-  for (std::size_t i = 0; i < n; ++i) {
-    SnapshotReader& r = *readers[i];
-    if (!r.newer_) continue;
-    std::uint64_t log_begin = 0;
-    if (r.TakeMeta(r.words_[0], r.words_[1], r.meta_, &log_begin)) {
-      STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(0));  // as ReadNewerMeta
-      metas[i] = &r.meta_;
-    } else {  // its slot was being rewritten: read the newest again, alone
-      STALELEARN_ASSIGN_OR_RETURN(metas[i], r.ReadNewerMeta(since[i]));
-    }
-  }
-  return Status::Ok();
-}
-
 Result<const SnapshotMeta*> SnapshotReader::ReadChanges(const SnapshotMeta& since, const RangeSink& sink) {
   const SnapshotMeta* result = nullptr;
   bool too_far_behind = false;
@@ -340,34 +289,61 @@ Result<const SnapshotMeta*> SnapshotReader::ReadWholeInstead(const SnapshotMeta&
   return whole ? &meta_ : nullptr;
 }
 
-Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
-  const auto body = [&]() -> Status {
-    requests_.clear();
-    const std::size_t data = geometry_.data_offset();
-    for (const RowRead& r : rows) {
-      STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
-                                  transport_.Get(r.destination, r.bytes, published_, data + r.offset));
-      requests_.push_back(std::move(request));
-    }
-    return WaitForGets();
-  };
+Status SnapshotReader::IssueRowGets(std::span<const RowRead> rows, std::vector<transport::RequestPtr>& requests) {
+  const std::size_t data = geometry_.data_offset();
+  for (const RowRead& r : rows) {
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
+                                transport_.Get(r.destination, r.bytes, published_, data + r.offset));
+    requests.push_back(std::move(request));
+  }
+  return Status::Ok();
+}
+
+Result<bool> SnapshotReader::PatchRows(std::span<const RowRead> rows, std::uint64_t begin0, std::uint64_t* patched) {
   by_offset_.resize(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) by_offset_[i] = i;
   std::ranges::sort(by_offset_, {}, [&](std::size_t i) { return rows[i].offset; });
+  // The first read that ends after `offset` (reads are disjoint or
+  // identical, so those ending at or before it come first in offset order).
+  const auto first_after = [&](std::size_t offset) {
+    return std::ranges::partition_point(by_offset_, [&](std::size_t i) { return rows[i].offset + rows[i].bytes <= offset; });
+  };
   // A record covers whole rows, a read whole rows (one, or a range of
-  // them): copy into each read the part of the record it overlaps. Reads are
-  // disjoint or identical, so those ending at or before the record's start
-  // come first in offset order.
-  const auto patch = [&](std::size_t offset, std::span<const std::byte> bytes) {
+  // them): copy into each read the part of the record it overlaps.
+  const auto copy = [&](std::size_t offset, std::span<const std::byte> bytes) {
     const std::size_t end = offset + bytes.size();
-    auto it = std::ranges::partition_point(by_offset_, [&](std::size_t i) { return rows[i].offset + rows[i].bytes <= offset; });
-    for (; it != by_offset_.end() && rows[*it].offset < end; ++it) {
+    for (auto it = first_after(offset); it != by_offset_.end() && rows[*it].offset < end; ++it) {
       const RowRead& r = rows[*it];
       const std::size_t from = std::max(r.offset, offset);
       const std::size_t to = std::min(r.offset + r.bytes, end);
       std::memcpy(r.destination + (from - r.offset), bytes.data() + (from - offset), to - from);
     }
   };
+  std::uint64_t bytes = 0;
+  for (const RowRead& r : rows) bytes += r.bytes;
+  if (4 * bytes >= geometry_.shard_bytes) {  // most of the shard: every record overlaps it
+    *patched = meta_.log_end - begin0;
+    return StreamLog(begin0, meta_.log_end, copy);
+  }
+  // Rows that are a small part of the shard take only the records that
+  // overlap them, found through the change index (8 bytes a record): a
+  // stripe load at 64:8 got 130 KB of records a memory rank, of which its
+  // stripe's were 2 KB.
+  const RecordPicker overlapping{[&](std::size_t offset, std::size_t length) {
+    const auto it = first_after(offset);
+    return it != by_offset_.end() && rows[*it].offset < offset + length ? kAnyRecord : kNotPicked;
+  }};
+  *patched = 0;
+  return planner_.PatchPicked(first_meta_.index_begin, meta_.index_end, begin0, overlapping, copy, patched);
+}
+
+Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
+  const auto body = [&]() -> Status {
+    requests_.clear();
+    STALELEARN_RETURN_IF_ERROR(IssueRowGets(rows, requests_));
+    return WaitForGets();
+  };
+  const auto patch = [&](std::uint64_t begin0, std::uint64_t* patched) { return PatchRows(rows, begin0, patched); };
   std::uint64_t bytes = 0;
   for (const RowRead& r : rows) bytes += r.bytes;
   STALELEARN_ASSIGN_OR_RETURN(bool read, ReadWhole(0, bytes, body, patch));

@@ -106,6 +106,14 @@ class SnapshotReader final : private SnapshotProtocol {
     std::size_t bytes;
   };
   Result<std::uint64_t> ReadRows(std::span<const RowRead> rows);
+  // ReadRows for each of several readers on one transport (a compute rank's
+  // memory ranks: a stratified rank's next stripe), rows[i] from
+  // readers[i]. Round trips overlap as in ReadNewerMetas: the metas, the
+  // live rows and the second metas of all readers go out together, then
+  // each reader's patch; a reader whose check fails reads again alone.
+  // Each reader's last_meta() is the generation it read. Blocking.
+  static Status ReadRowsOfEach(std::span<SnapshotReader* const> readers,
+                               std::span<const std::span<const RowRead>> rows);
   // The meta of the generation the last ReadRows or ReadNewer returned
   // (valid until the next read).
   const SnapshotMeta& last_meta() const { return meta_; }
@@ -122,6 +130,14 @@ class SnapshotReader final : private SnapshotProtocol {
   Result<const SnapshotMeta*> ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink) override;
 
   Result<std::uint64_t> ReadWord(std::size_t offset);
+  // The batched reads' gets (snapshot_reader_batched.cc), added to
+  // `requests`, not waited for: a word at `offset`, generation g's meta slot.
+  Status IssueWord(std::uint64_t* into, std::size_t offset, std::vector<transport::RequestPtr>& requests);
+  Status IssueMetaSlot(std::uint64_t g, std::vector<transport::RequestPtr>& requests);
+  // For each reader still together_: the latest generation and its meta
+  // (into first_meta_ and begin0_, or with `second` into meta_), as
+  // ReadMeta does; together_ = false where the slot was being rewritten.
+  static Status ReadMetasTogether(std::span<SnapshotReader* const> readers, bool second);
   // ReadNewerMetas for this reader alone, retried until its meta is whole.
   Result<const SnapshotMeta*> ReadNewerMeta(std::uint64_t since);
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot
@@ -152,18 +168,29 @@ class SnapshotReader final : private SnapshotProtocol {
   template <class Fn>
   Result<bool> StreamLog(std::uint64_t begin, std::uint64_t end, Fn&& fn);
   // Reads a whole generation: `body` reads live rows between the two meta
-  // reads, `patch` gets the records to lay over them. nullopt if the latest
+  // reads, `patch` lays the records over them. nullopt if the latest
   // generation is <= `after`. Result meta in meta_.
+  // `patch(begin0, &patched)` lays the records from g0's first (at log
+  // position begin0) over what body read, adding the bytes it got to
+  // patched; false if the log no longer held them (read again).
   template <class Body, class Patch>
   Result<bool> ReadWhole(std::uint64_t after, std::uint64_t bytes, Body&& body, Patch&& patch);
+  // ReadRows' parts: the gets of the live rows (added to `requests`, not
+  // waited for), and the patch over them once first_meta_ and meta_ hold
+  // the generations read before and after (ReadWhole's patch).
+  Status IssueRowGets(std::span<const RowRead> rows, std::vector<transport::RequestPtr>& requests);
+  Result<bool> PatchRows(std::span<const RowRead> rows, std::uint64_t begin0, std::uint64_t* patched);
 
   transport::Transport& transport_;
   const transport::RemoteRegion& published_;
   PublishedGeometry geometry_;
   WaitOptions wait_;
   std::vector<std::byte> meta_bytes_;   // one meta slot
-  std::uint64_t words_[2] = {0, 0};     // ReadNewerMetas: the latest generation, the version re-read
-  bool newer_ = false;                  // ReadNewerMetas: the latest generation is newer than asked for
+  // The batched reads': the latest generation and the version re-read,
+  // whether this reader is still on the shared path, and g0's log begin.
+  std::uint64_t words_[2] = {0, 0};
+  bool together_ = false;
+  std::uint64_t begin0_ = 0;
   std::vector<std::byte> log_copy_;     // records being read (capacity reused)
   std::size_t log_copy_bytes_ = 0;
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records

@@ -118,6 +118,7 @@ class SspConsistency final : public ConsistencyMode {
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
     return Status::Ok();
   }
+  void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;

@@ -1,0 +1,136 @@
+// Reads of several memory ranks' snapshots at once, for a compute rank
+// whose readers share one transport (SnapshotReader::ReadNewerMetas,
+// ReadRowsOfEach): each step's gets go out to every reader before any is
+// waited for, so M memory ranks take about the round trips of one, not M
+// times as many. The steps and their checks are those of the single-reader
+// reads (snapshot_reader.cc); a reader whose check fails (a meta slot caught
+// being rewritten, records overwritten meanwhile) finishes alone, by the
+// single-reader read.
+#include <atomic>
+
+#include "framework/sync/snapshot_reader.h"
+
+namespace stalelearn::sync {
+namespace {
+
+Status WaitAll(std::vector<transport::RequestPtr>& requests, transport::Timeout timeout) {
+  for (transport::RequestPtr& request : requests) STALELEARN_RETURN_IF_ERROR(request->Wait(timeout));
+  requests.clear();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SnapshotReader::IssueWord(std::uint64_t* into, std::size_t offset, std::vector<transport::RequestPtr>& requests) {
+  STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request, transport_.Get(into, sizeof *into, published_, offset));
+  requests.push_back(std::move(request));
+  return Status::Ok();
+}
+
+Status SnapshotReader::IssueMetaSlot(std::uint64_t g, std::vector<transport::RequestPtr>& requests) {
+  STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request,
+                              transport_.Get(meta_bytes_.data(), meta_bytes_.size(), published_,
+                                             geometry_.meta_offset(geometry_.MetaSlotOf(g))));
+  requests.push_back(std::move(request));
+  return Status::Ok();
+}
+
+Status SnapshotReader::ReadMetasTogether(std::span<SnapshotReader* const> readers, bool second) {
+  transport::Timeout timeout = readers.front()->wait_.timeout;
+  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;  // its capacity, reused
+  requests.clear();
+  for (SnapshotReader* r : readers) {
+    if (r->together_) STALELEARN_RETURN_IF_ERROR(r->IssueWord(&r->words_[0], r->geometry_.latest_generation_offset(), requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  for (SnapshotReader* r : readers) {
+    r->together_ = r->together_ && r->words_[0] > 0;  // nothing published: alone (ReadRows says so)
+    if (r->together_) STALELEARN_RETURN_IF_ERROR(r->IssueMetaSlot(r->words_[0], requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
+  for (SnapshotReader* r : readers) {
+    if (!r->together_) continue;
+    STALELEARN_RETURN_IF_ERROR(
+        r->IssueWord(&r->words_[1], r->geometry_.version_offset(r->geometry_.MetaSlotOf(r->words_[0])), requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  for (SnapshotReader* r : readers) {
+    if (!r->together_) continue;
+    std::uint64_t begin = 0;
+    r->together_ = r->TakeMeta(r->words_[0], r->words_[1], second ? r->meta_ : r->first_meta_, &begin);
+    if (!second) r->begin0_ = begin;
+  }
+  return Status::Ok();
+}
+
+Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
+                                      std::span<const SnapshotMeta*> metas) {
+  if (readers.empty()) return Status::Ok();
+  transport::Timeout timeout = readers.front()->wait_.timeout;
+  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;
+  requests.clear();
+  // 1. Every latest-generation word; 2. the meta slot of each newer
+  // generation, then 3. its version again (the seqlock's re-check: ReadMeta).
+  for (SnapshotReader* r : readers) {
+    STALELEARN_RETURN_IF_ERROR(r->IssueWord(&r->words_[0], r->geometry_.latest_generation_offset(), requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    SnapshotReader& r = *readers[i];
+    metas[i] = nullptr;
+    r.together_ = r.words_[0] > since[i];
+    if (r.together_) STALELEARN_RETURN_IF_ERROR(r.IssueMetaSlot(r.words_[0], requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
+  for (SnapshotReader* r : readers) {
+    if (!r->together_) continue;
+    STALELEARN_RETURN_IF_ERROR(
+        r->IssueWord(&r->words_[1], r->geometry_.version_offset(r->geometry_.MetaSlotOf(r->words_[0])), requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    SnapshotReader& r = *readers[i];
+    if (!r.together_) continue;
+    std::uint64_t log_begin = 0;
+    if (r.TakeMeta(r.words_[0], r.words_[1], r.meta_, &log_begin)) {
+      STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(0));  // as ReadNewerMeta
+      metas[i] = &r.meta_;
+    } else {  // its slot was being rewritten: read the newest again, alone
+      STALELEARN_ASSIGN_OR_RETURN(metas[i], r.ReadNewerMeta(since[i]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
+                                      std::span<const std::span<const RowRead>> rows) {
+  if (readers.empty()) return Status::Ok();
+  transport::Timeout timeout = readers.front()->wait_.timeout;
+  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;
+  // ReadWhole's steps: g0 and its meta, the live rows, g1 and its meta.
+  for (SnapshotReader* r : readers) r->together_ = true;
+  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, /*second=*/false));
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    if (readers[i]->together_) STALELEARN_RETURN_IF_ERROR(readers[i]->IssueRowGets(rows[i], requests));
+  }
+  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second metas
+  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, /*second=*/true));
+  // The patches, reader after reader (a few round trips each).
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    SnapshotReader& r = *readers[i];
+    if (r.together_) {
+      std::uint64_t patched = 0;
+      STALELEARN_ASSIGN_OR_RETURN(r.together_, r.PatchRows(rows[i], r.begin0_, &patched));
+      std::uint64_t bytes = 0;
+      for (const RowRead& read : rows[i]) bytes += read.bytes;
+      if (r.together_) STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(bytes + patched));
+    }
+    if (!r.together_) STALELEARN_RETURN_IF_ERROR(r.ReadRows(rows[i]).status());  // alone, from the start
+  }
+  return Status::Ok();
+}
+
+}  // namespace stalelearn::sync
