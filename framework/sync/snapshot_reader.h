@@ -134,10 +134,12 @@ class SnapshotReader final : private SnapshotProtocol {
   // `requests`, not waited for: a word at `offset`, generation g's meta slot.
   Status IssueWord(std::uint64_t* into, std::size_t offset, std::vector<transport::RequestPtr>& requests);
   Status IssueMetaSlot(std::uint64_t g, std::vector<transport::RequestPtr>& requests);
-  // For each reader still together_: the latest generation and its meta
-  // (into first_meta_ and begin0_, or with `second` into meta_), as
-  // ReadMeta does; together_ = false where the slot was being rewritten.
-  static Status ReadMetasTogether(std::span<SnapshotReader* const> readers, bool second);
+  // For each reader still together_: the latest generation and, if above
+  // since[i] (0 where `since` is empty), its meta (into first_meta_ and
+  // begin0_, or with `second` into meta_), as ReadMeta does; together_ =
+  // false where it is not above since[i] or its slot was being rewritten.
+  static Status ReadMetasTogether(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
+                                  bool second);
   // ReadNewerMetas for this reader alone, retried until its meta is whole.
   Result<const SnapshotMeta*> ReadNewerMeta(std::uint64_t since);
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot

@@ -35,17 +35,21 @@ Status SnapshotReader::IssueMetaSlot(std::uint64_t g, std::vector<transport::Req
   return Status::Ok();
 }
 
-Status SnapshotReader::ReadMetasTogether(std::span<SnapshotReader* const> readers, bool second) {
+Status SnapshotReader::ReadMetasTogether(std::span<SnapshotReader* const> readers,
+                                         std::span<const std::uint64_t> since, bool second) {
   transport::Timeout timeout = readers.front()->wait_.timeout;
   std::vector<transport::RequestPtr>& requests = readers.front()->requests_;  // its capacity, reused
   requests.clear();
+  // 1. Every latest-generation word; 2. the meta slot of each newer
+  // generation, then 3. its version again (the seqlock's re-check: ReadMeta).
   for (SnapshotReader* r : readers) {
     if (r->together_) STALELEARN_RETURN_IF_ERROR(r->IssueWord(&r->words_[0], r->geometry_.latest_generation_offset(), requests));
   }
   STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
-  for (SnapshotReader* r : readers) {
-    r->together_ = r->together_ && r->words_[0] > 0;  // nothing published: alone (ReadRows says so)
-    if (r->together_) STALELEARN_RETURN_IF_ERROR(r->IssueMetaSlot(r->words_[0], requests));
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    SnapshotReader& r = *readers[i];
+    r.together_ = r.together_ && r.words_[0] > (since.empty() ? 0 : since[i]);
+    if (r.together_) STALELEARN_RETURN_IF_ERROR(r.IssueMetaSlot(r.words_[0], requests));
   }
   STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
@@ -67,37 +71,15 @@ Status SnapshotReader::ReadMetasTogether(std::span<SnapshotReader* const> reader
 Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, std::span<const std::uint64_t> since,
                                       std::span<const SnapshotMeta*> metas) {
   if (readers.empty()) return Status::Ok();
-  transport::Timeout timeout = readers.front()->wait_.timeout;
-  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;
-  requests.clear();
-  // 1. Every latest-generation word; 2. the meta slot of each newer
-  // generation, then 3. its version again (the seqlock's re-check: ReadMeta).
-  for (SnapshotReader* r : readers) {
-    STALELEARN_RETURN_IF_ERROR(r->IssueWord(&r->words_[0], r->geometry_.latest_generation_offset(), requests));
-  }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  for (SnapshotReader* r : readers) r->together_ = true;
+  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, since, /*second=*/true));
   for (std::size_t i = 0; i < readers.size(); ++i) {
     SnapshotReader& r = *readers[i];
     metas[i] = nullptr;
-    r.together_ = r.words_[0] > since[i];
-    if (r.together_) STALELEARN_RETURN_IF_ERROR(r.IssueMetaSlot(r.words_[0], requests));
-  }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
-  std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
-  for (SnapshotReader* r : readers) {
-    if (!r->together_) continue;
-    STALELEARN_RETURN_IF_ERROR(
-        r->IssueWord(&r->words_[1], r->geometry_.version_offset(r->geometry_.MetaSlotOf(r->words_[0])), requests));
-  }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
-  for (std::size_t i = 0; i < readers.size(); ++i) {
-    SnapshotReader& r = *readers[i];
-    if (!r.together_) continue;
-    std::uint64_t log_begin = 0;
-    if (r.TakeMeta(r.words_[0], r.words_[1], r.meta_, &log_begin)) {
+    if (r.together_) {
       STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(0));  // as ReadNewerMeta
       metas[i] = &r.meta_;
-    } else {  // its slot was being rewritten: read the newest again, alone
+    } else if (r.words_[0] > since[i]) {  // its slot was being rewritten: read the newest again, alone
       STALELEARN_ASSIGN_OR_RETURN(metas[i], r.ReadNewerMeta(since[i]));
     }
   }
@@ -111,13 +93,13 @@ Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
   std::vector<transport::RequestPtr>& requests = readers.front()->requests_;
   // ReadWhole's steps: g0 and its meta, the live rows, g1 and its meta.
   for (SnapshotReader* r : readers) r->together_ = true;
-  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, /*second=*/false));
+  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, {}, /*second=*/false));
   for (std::size_t i = 0; i < readers.size(); ++i) {
     if (readers[i]->together_) STALELEARN_RETURN_IF_ERROR(readers[i]->IssueRowGets(rows[i], requests));
   }
   STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second metas
-  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, /*second=*/true));
+  STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, {}, /*second=*/true));
   // The patches, reader after reader (a few round trips each).
   for (std::size_t i = 0; i < readers.size(); ++i) {
     SnapshotReader& r = *readers[i];

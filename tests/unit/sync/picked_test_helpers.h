@@ -5,19 +5,44 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "framework/sync/changed_rows.h"
 #include "framework/sync/snapshot.h"
+#include "framework/transport/forwarding_transport.h"
 #include "tests/unit/sync/ring_fixture.h"
 #include "tests/unit/sync/snapshot_checks.h"
 
 namespace stalelearn::sync::picked_test {
 
 using testing::RingFixture;
+
+// A NIC that takes its time over reads of region bytes [begin, end) (the
+// change log, or the live shard): a get there copies its first half, waits
+// 100 us, then copies the rest, so a publisher racing it overwrites what it
+// reads (what the reader's re-checks or patch must catch).
+class SlowReads final : public transport::ForwardingTransport {
+ public:
+  SlowReads(transport::Transport& inner, std::size_t begin, std::size_t end)
+      : ForwardingTransport(inner), begin_(begin), end_(end) {}
+  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                    std::uint64_t offset) override {
+    if (offset < begin_ || offset >= end_ || bytes < 8) return ForwardingTransport::Get(dst, bytes, src, offset);
+    const std::size_t half = bytes / 2;
+    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr first, ForwardingTransport::Get(dst, half, src, offset));
+    STALELEARN_RETURN_IF_ERROR(first->Wait(std::chrono::seconds(10)));
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return ForwardingTransport::Get(static_cast<std::byte*>(dst) + half, bytes - half, src, offset + half);
+  }
+
+ private:
+  std::size_t begin_, end_;
+};
 
 constexpr std::int64_t kRows = 512;
 constexpr std::int32_t kWidth = 64;  // 256-byte rows: a row read or skipped shows in the bytes got

@@ -27,28 +27,6 @@ using testing::FillMaster;
 using testing::RingFixture;
 using namespace picked_test;
 
-// A NIC that takes its time over change-log reads: a get from the log copies
-// its first half, waits 100 us, then copies the rest, so a publisher racing
-// it overwrites what it reads (what the reader's re-checks must catch).
-class SlowLogReads final : public transport::ForwardingTransport {
- public:
-  SlowLogReads(transport::Transport& inner, const PublishedGeometry& g) : ForwardingTransport(inner), g_(g) {}
-  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
-                                    std::uint64_t offset) override {
-    if (offset < g_.log_offset() || offset >= g_.index_offset() || bytes < 8) {
-      return ForwardingTransport::Get(dst, bytes, src, offset);
-    }
-    const std::size_t half = bytes / 2;
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr first, ForwardingTransport::Get(dst, half, src, offset));
-    STALELEARN_RETURN_IF_ERROR(first->Wait(std::chrono::seconds(10)));
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    return ForwardingTransport::Get(static_cast<std::byte*>(dst) + half, bytes - half, src, offset + half);
-  }
-
- private:
-  PublishedGeometry g_;
-};
-
 // A NIC whose operations cost `bytes` each (Capabilities::operation_cost_bytes):
 // 0 makes a reader fetch every picked record with its own get.
 class CostPerOperation final : public transport::ForwardingTransport {
@@ -292,7 +270,7 @@ TEST(PickedChanges, RacingReaderInstallsOnlyTheGenerationItReturns) {
   std::set<std::int64_t> held_rows;
   for (std::int64_t r = 0; r < kRows; r += 2) held_rows.insert(r);
   const SnapshotReader::RecordPicker picker = PickRows(held_rows);
-  SlowLogReads slow(f.transport(), g);
+  SlowReads slow(f.transport(), g.log_offset(), g.index_offset());
   SnapshotReader reader(slow, f.remote_published(), g, WaitOptions{});
   Installed installed;
   const auto sink = [&](std::size_t o, std::span<const std::byte> b) { installed.Sink(o, b); };

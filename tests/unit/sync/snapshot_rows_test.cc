@@ -23,28 +23,6 @@ namespace {
 
 using namespace picked_test;
 
-// A NIC that takes its time over reads of the live shard: a get copies its
-// first half, waits 100 us, then copies the rest, so a publisher racing it
-// rewrites rows while they are read (what the patch must repair).
-class SlowShardReads final : public transport::ForwardingTransport {
- public:
-  SlowShardReads(transport::Transport& inner, const PublishedGeometry& g) : ForwardingTransport(inner), g_(g) {}
-  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
-                                    std::uint64_t offset) override {
-    if (offset < g_.data_offset() || offset >= g_.log_offset() || bytes < 8) {
-      return ForwardingTransport::Get(dst, bytes, src, offset);
-    }
-    const std::size_t half = bytes / 2;
-    STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr first, ForwardingTransport::Get(dst, half, src, offset));
-    STALELEARN_RETURN_IF_ERROR(first->Wait(std::chrono::seconds(10)));
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    return ForwardingTransport::Get(static_cast<std::byte*>(dst) + half, bytes - half, src, offset + half);
-  }
-
- private:
-  PublishedGeometry g_;
-};
-
 // Reads of rows {3, 4} and 300 into `into` (3 rows of kRowBytes).
 std::vector<SnapshotReader::RowRead> ThreeRows(std::vector<std::byte>& into) {
   into.assign(3 * kRowBytes, std::byte{0});
@@ -115,7 +93,7 @@ TEST(SnapshotRows, FewRowsTakeOnlyTheirRecordsFromTheIndex) {
 // through ReadRowsOfEach (their steps interleaved), else one through ReadRows.
 void CheckRacingRowReadsAreOneGeneration(bool together) {
   PublishedWideTable t;
-  SlowShardReads slow(t.f.transport(), t.g);
+  SlowReads slow(t.f.transport(), t.g.data_offset(), t.g.log_offset());  // the live shard
   SnapshotReader first(slow, t.f.remote_published(), t.g, WaitOptions{});
   SnapshotReader second(slow, t.f.remote_published(), t.g, WaitOptions{});
   SnapshotReader* readers[] = {&first, &second};
