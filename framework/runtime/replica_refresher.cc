@@ -211,7 +211,7 @@ Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIn
   struct Held {
     model::TableId table;
     std::int64_t slot;
-    std::size_t staged;  // where its bytes land in focus_buffer_
+    std::size_t staged;  // where its bytes land in rows_buffer_
   };
   std::vector<Held> held;
   std::vector<sync::SnapshotReader::RowRead> runs;  // destinations set once the buffer is sized
@@ -248,18 +248,18 @@ Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIn
                                                                     std::span(&meta, 1)));
     return meta;
   }
-  focus_buffer_.resize(staged);
+  rows_buffer_.resize(staged);
   std::size_t at = 0;
   for (sync::SnapshotReader::RowRead& run : runs) {
-    run.destination = focus_buffer_.data() + at;
+    run.destination = rows_buffer_.data() + at;
     at += run.bytes;
   }
   STALELEARN_RETURN_IF_ERROR(readers_[m.value]->ReadRows(runs).status());
   for (const Held& h : held) {
     InstallRow(h.table, h.slot,
-               std::span(focus_buffer_.data() + h.staged, layout_.tables()[h.table.value].row_bytes()), replica);
+               std::span(rows_buffer_.data() + h.staged, layout_.tables()[h.table.value].row_bytes()), replica);
   }
-  if (focus_buffer_.size() > sync::SnapshotReader::kLogChunkBytes) std::vector<std::byte>().swap(focus_buffer_);
+  if (rows_buffer_.size() > sync::SnapshotReader::kLogChunkBytes) std::vector<std::byte>().swap(rows_buffer_);
   return &readers_[m.value]->last_meta();
 }
 
@@ -285,7 +285,7 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
     at[m] = total;
     if (end[m] > begin[m]) total += end[m] - begin[m];
   }
-  focus_buffer_.resize(total);
+  rows_buffer_.resize(total);
   // A shard without rows of the range has none to settle; one whose read
   // generation holds every other rank's clocks before `clock` is settled
   // from the start (ReadsRecords).
@@ -296,7 +296,7 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   for (std::size_t m = 0; m < shards; ++m) {
     if (end[m] <= begin[m]) continue;
     readers.push_back(readers_[m].get());
-    reads.push_back({begin[m], focus_buffer_.data() + at[m], end[m] - begin[m]});
+    reads.push_back({begin[m], rows_buffer_.data() + at[m], end[m] - begin[m]});
   }
   std::vector<std::span<const sync::SnapshotReader::RowRead>> each;
   for (const sync::SnapshotReader::RowRead& read : reads) each.emplace_back(&read, 1);
@@ -313,7 +313,7 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
     const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
     const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
     if (DefectPlanted(PlantedDefect::kFocusLoadsNothing)) continue;
-    InstallRow(table, slot, std::span(focus_buffer_.data() + at[m] + (offset - begin[m]), row_bytes), replica);
+    InstallRow(table, slot, std::span(rows_buffer_.data() + at[m] + (offset - begin[m]), row_bytes), replica);
   }
   focus_table_ = table;
   focus_first_ = first;

@@ -196,7 +196,7 @@ class ReplicaRefresher {
   std::vector<sync::SnapshotReader*> meta_only_readers_;
   std::vector<std::uint64_t> meta_only_since_;
   std::vector<const sync::SnapshotMeta*> meta_only_metas_;
-  std::vector<std::byte> focus_buffer_;
+  std::vector<std::byte> rows_buffer_;  // live rows read by FocusRows and ReadHeldRows (capacity reused)
 };
 
 }  // namespace stalelearn::runtime

@@ -319,9 +319,7 @@ Result<bool> SnapshotReader::PatchRows(std::span<const RowRead> rows, std::uint6
       std::memcpy(r.destination + (from - r.offset), bytes.data() + (from - offset), to - from);
     }
   };
-  std::uint64_t bytes = 0;
-  for (const RowRead& r : rows) bytes += r.bytes;
-  if (4 * bytes >= geometry_.shard_bytes) {  // most of the shard: every record overlaps it
+  if (4 * BytesOf(rows) >= geometry_.shard_bytes) {  // most of the shard: every record overlaps it
     *patched = meta_.log_end - begin0;
     return StreamLog(begin0, meta_.log_end, copy);
   }
@@ -344,9 +342,7 @@ Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {
     return WaitForGets();
   };
   const auto patch = [&](std::uint64_t begin0, std::uint64_t* patched) { return PatchRows(rows, begin0, patched); };
-  std::uint64_t bytes = 0;
-  for (const RowRead& r : rows) bytes += r.bytes;
-  STALELEARN_ASSIGN_OR_RETURN(bool read, ReadWhole(0, bytes, body, patch));
+  STALELEARN_ASSIGN_OR_RETURN(bool read, ReadWhole(0, BytesOf(rows), body, patch));
   if (!read) return FailedPrecondition(fmt::format("rank {} has published no snapshot yet", published_.owner().value));
   return meta_.generation;
 }

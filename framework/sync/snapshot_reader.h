@@ -182,6 +182,11 @@ class SnapshotReader final : private SnapshotProtocol {
   // the generations read before and after (ReadWhole's patch).
   Status IssueRowGets(std::span<const RowRead> rows, std::vector<transport::RequestPtr>& requests);
   Result<bool> PatchRows(std::span<const RowRead> rows, std::uint64_t begin0, std::uint64_t* patched);
+  static std::uint64_t BytesOf(std::span<const RowRead> rows) {
+    std::uint64_t bytes = 0;
+    for (const RowRead& r : rows) bytes += r.bytes;
+    return bytes;
+  }
 
   transport::Transport& transport_;
   const transport::RemoteRegion& published_;

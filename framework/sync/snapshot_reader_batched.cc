@@ -11,15 +11,6 @@
 #include "framework/sync/snapshot_reader.h"
 
 namespace stalelearn::sync {
-namespace {
-
-Status WaitAll(std::vector<transport::RequestPtr>& requests, transport::Timeout timeout) {
-  for (transport::RequestPtr& request : requests) STALELEARN_RETURN_IF_ERROR(request->Wait(timeout));
-  requests.clear();
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status SnapshotReader::IssueWord(std::uint64_t* into, std::size_t offset, std::vector<transport::RequestPtr>& requests) {
   STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr request, transport_.Get(into, sizeof *into, published_, offset));
@@ -37,28 +28,29 @@ Status SnapshotReader::IssueMetaSlot(std::uint64_t g, std::vector<transport::Req
 
 Status SnapshotReader::ReadMetasTogether(std::span<SnapshotReader* const> readers,
                                          std::span<const std::uint64_t> since, bool second) {
-  transport::Timeout timeout = readers.front()->wait_.timeout;
-  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;  // its capacity, reused
+  // Every reader's gets wait in the first reader's requests (WaitForGets).
+  SnapshotReader& front = *readers.front();
+  std::vector<transport::RequestPtr>& requests = front.requests_;
   requests.clear();
   // 1. Every latest-generation word; 2. the meta slot of each newer
   // generation, then 3. its version again (the seqlock's re-check: ReadMeta).
   for (SnapshotReader* r : readers) {
     if (r->together_) STALELEARN_RETURN_IF_ERROR(r->IssueWord(&r->words_[0], r->geometry_.latest_generation_offset(), requests));
   }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
   for (std::size_t i = 0; i < readers.size(); ++i) {
     SnapshotReader& r = *readers[i];
     r.together_ = r.together_ && r.words_[0] > (since.empty() ? 0 : since[i]);
     if (r.together_) STALELEARN_RETURN_IF_ERROR(r.IssueMetaSlot(r.words_[0], requests));
   }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
   std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
   for (SnapshotReader* r : readers) {
     if (!r->together_) continue;
     STALELEARN_RETURN_IF_ERROR(
         r->IssueWord(&r->words_[1], r->geometry_.version_offset(r->geometry_.MetaSlotOf(r->words_[0])), requests));
   }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
   for (SnapshotReader* r : readers) {
     if (!r->together_) continue;
     std::uint64_t begin = 0;
@@ -89,15 +81,16 @@ Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, 
 Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
                                       std::span<const std::span<const RowRead>> rows) {
   if (readers.empty()) return Status::Ok();
-  transport::Timeout timeout = readers.front()->wait_.timeout;
-  std::vector<transport::RequestPtr>& requests = readers.front()->requests_;
+  SnapshotReader& front = *readers.front();
+  std::vector<transport::RequestPtr>& requests = front.requests_;  // as in ReadMetasTogether
+  requests.clear();
   // ReadWhole's steps: g0 and its meta, the live rows, g1 and its meta.
   for (SnapshotReader* r : readers) r->together_ = true;
   STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, {}, /*second=*/false));
   for (std::size_t i = 0; i < readers.size(); ++i) {
     if (readers[i]->together_) STALELEARN_RETURN_IF_ERROR(readers[i]->IssueRowGets(rows[i], requests));
   }
-  STALELEARN_RETURN_IF_ERROR(WaitAll(requests, timeout));
+  STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
   std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second metas
   STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, {}, /*second=*/true));
   // The patches, reader after reader (a few round trips each).
@@ -106,9 +99,7 @@ Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
     if (r.together_) {
       std::uint64_t patched = 0;
       STALELEARN_ASSIGN_OR_RETURN(r.together_, r.PatchRows(rows[i], r.begin0_, &patched));
-      std::uint64_t bytes = 0;
-      for (const RowRead& read : rows[i]) bytes += read.bytes;
-      if (r.together_) STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(bytes + patched));
+      if (r.together_) STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(BytesOf(rows[i]) + patched));
     }
     if (!r.together_) STALELEARN_RETURN_IF_ERROR(r.ReadRows(rows[i]).status());  // alone, from the start
   }
