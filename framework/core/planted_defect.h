@@ -45,6 +45,7 @@ enum class PlantedDefect : int {
   kPickedRefreshSkipsLastRecord,  // a picked refresh installs every record it read but the last (I3)
   kLastTablePolicyStateNotRestored,  // a resumed memory rank restores no merge-policy state for its last table (I8)
   kFocusSettledAtOnce,      // stratified: a new stripe is taken as settled at once, without waiting for or reading its previous writer's last clocks (I1)
+  kStratumWithSharedRows,   // stratified: clocks skip the gate and refresh though rows they read are written by other ranks too (I1)
   // Apps declare their own defects in their own headers, as AppDefect(n)
   // with an n no other app uses (the self-test table lists them all).
   kFirstAppDefect = 1000,

@@ -39,6 +39,11 @@ class CheckpointingMode final : public ConsistencyMode {
   Status ShareInitialization() override { return inner_->ShareInitialization(); }
   Status BeforeClock(std::int64_t clock, std::span<const std::int64_t> samples, ClockRecord& record) override;
   Status AfterClock(std::int64_t clock, ClockRecord& record) override;
+  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
+                   ClockRecord& record) override {
+    return inner_->FocusRows(table, first, last, until, record);
+  }
+  void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
   Status Finish(std::uint64_t total_clocks) override { return inner_->Finish(total_clocks); }
   Status ReadFinalModel(TableSet& model) override { return inner_->ReadFinalModel(model); }

@@ -53,9 +53,10 @@ class ConsistencyMode {
   // kernel reads only rows [first, last) of `table` (and any row of other
   // tables). A mode with a replica may stop refreshing that table's other
   // rows and must make the range fresh before returning; adds its wait to
-  // stall_seconds. Default: nothing (every row stays fresh).
+  // stall_seconds. `until`: the clock the next call comes before (the
+  // sub-epoch's end; or the run's). Default: nothing (every row stays fresh).
   virtual Status FocusRows(model::TableId /*table*/, std::int64_t /*first*/, std::int64_t /*last*/,
-                           ClockRecord& /*record*/) {
+                           std::int64_t /*until*/, ClockRecord& /*record*/) {
     return Status::Ok();
   }
   // Before ShareInitialization, under stratified scheduling: `table` will

@@ -103,6 +103,11 @@ class DeadRankAwareMode final : public ConsistencyMode {
     return inner_->BeforeClock(clock, samples, record);
   }
   Status AfterClock(std::int64_t clock, ClockRecord& record) override { return inner_->AfterClock(clock, record); }
+  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
+                   ClockRecord& record) override {
+    return inner_->FocusRows(table, first, last, until, record);
+  }
+  void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
   Status Finish(std::uint64_t total_clocks) override;
   Status ReadFinalModel(TableSet& model) override { return inner_->ReadFinalModel(model); }

@@ -32,7 +32,8 @@ class StopAgreement;  // stop_agreement.h
 struct ClockRecord {
   model::ComputeIndex rank;
   std::int64_t clock = 0;
-  // Clocks merged of the slowest other compute rank in the installed model.
+  // Clocks merged of the slowest other compute rank in the installed model
+  // (as far as the rows the clock reads go: in_stratum, below).
   std::uint64_t min_merged_of_others = 0;
   // clock - min_merged_of_others (0 if ahead): how many clocks of others'
   // updates may be missing. The SSP bound keeps it <= s (I1).
@@ -44,6 +45,10 @@ struct ClockRecord {
   double refresh_cpu_seconds = 0;   // thread CPU of refreshing the replica for it
   std::int64_t rows_refreshed = 0;  // rows those refreshes installed
   std::int64_t meta_only_reads = 0; // their snapshot reads of a meta alone (report.proto)
+  // Started without a gate or refresh: a stratified clock whose rows no
+  // other rank can change (ssp_mode.cc InStratum; report.proto
+  // stratum_clocks). min_merged_of_others is then the clock itself.
+  bool in_stratum = false;
 };
 
 struct RuntimeHooks {

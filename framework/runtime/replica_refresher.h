@@ -97,6 +97,17 @@ class ReplicaRefresher {
   // The kernel reads `table` only through FocusRows ranges: the first read
   // leaves its rows out (FocusRows loads each range before it is read).
   void set_focus_table(model::TableId table) { will_focus_ = table; }
+  // Whether no row the replica could install can change but by this rank
+  // until the focus moves: every memory rank's refresh would read the meta
+  // alone (a settled focus, every other table written alone, each shard
+  // read once). A stratified clock then needs no refresh and no gate
+  // (ssp_mode.cc).
+  bool OnlyOwnWritesChangeHeldRows(const model::Replica& replica) const {
+    for (std::size_t m = 0; m < readers_.size(); ++m) {
+      if (ReadsRecords(m, replica)) return false;
+    }
+    return true;
+  }
 
   // Reads the latest snapshots of all memory ranks into `model` (no own
   // deltas): the merged model, for evaluation. Blocking.

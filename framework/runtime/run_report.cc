@@ -28,6 +28,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_refresh_cpu_seconds(trainer->refresh_cpu_seconds);
     r.set_rows_refreshed(trainer->rows_refreshed);
     r.set_meta_only_reads(trainer->meta_only_reads);
+    r.set_stratum_clocks(trainer->stratum_clocks);
     r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
     const LocalityPlanStats& p = trainer->plan;
     proto::LocalityPlanReport* plan = r.mutable_locality_plan();

@@ -24,6 +24,7 @@ struct TrainerResult {
   double refresh_cpu_seconds = 0;        // thread CPU of refreshes (report.proto)
   std::int64_t rows_refreshed = 0;       // rows they installed
   std::int64_t meta_only_reads = 0;      // snapshot reads of a meta alone (report.proto)
+  std::int64_t stratum_clocks = 0;       // clocks started without a gate (report.proto)
 
   void Add(const ClockRecord& record) {
     ++clocks;
@@ -31,6 +32,7 @@ struct TrainerResult {
     refresh_cpu_seconds += record.refresh_cpu_seconds;
     rows_refreshed += record.rows_refreshed;
     meta_only_reads += record.meta_only_reads;
+    stratum_clocks += record.in_stratum ? 1 : 0;
     if (record.observed_staleness > max_observed_staleness) max_observed_staleness = record.observed_staleness;
     records.push_back(record);
   }

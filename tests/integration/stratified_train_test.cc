@@ -1,23 +1,29 @@
 // Stratified scheduling end to end (training.locality = "stratified",
 // framework/README.md "Locality"): a compute rank's replica keeps only its
 // current stripe of items fresh (ReplicaRefresher::FocusRows). A counting
-// app checks, at every read of an item row in clock t, that the replica
-// holds every increment any rank made to it in clocks <= t - s - 1 (the
-// staleness bound, I1, on the rows the kernel reads) and all of its own
+// app checks, at every read of an item or user row in clock t, that the
+// replica holds every increment any rank made to it in clocks <= t - s - 1
+// (the staleness bound, I1, on the rows the kernel reads) and all of its own
 // (read-your-writes, I2); the final model holds each increment once (I4).
-// Dealt by user, only one rank writes each user row: refreshes then read only
-// the metas once a focus has settled (ReplicaRefresher::ReadsRecords), and
-// the same checks hold.
+// Dealt by user, only one rank writes each user row: once a focus has
+// settled, clocks skip the gate and the refresh (ssp_mode.cc InStratum),
+// and the same checks hold.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "framework/core/error.h"
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/app_facets.h"
+#include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/stop_request.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {
@@ -36,7 +42,9 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
                               public runtime::GroupsSamples {
  public:
   explicit ItemCountingApp(bool deal_by_user = false)
-      : increments_(static_cast<std::size_t>(kMaxClocks * kItems)), deal_by_user_(deal_by_user) {
+      : deal_by_user_(deal_by_user),
+        increments_(static_cast<std::size_t>(kMaxClocks * kItems)),
+        user_increments_(static_cast<std::size_t>(kMaxClocks * kUsers)) {
     std::uint64_t state = 21;
     for (std::int64_t s = 0; s < kSamples; ++s) {
       const auto u = static_cast<std::int64_t>(runtime::SplitMix64(state) % kUsers);
@@ -70,25 +78,35 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
   }
   struct Own final : runtime::LocalState {
     std::vector<std::int64_t> item_counts = std::vector<std::int64_t>(kItems, 0);
+    std::vector<std::int64_t> user_counts = std::vector<std::int64_t>(kUsers, 0);
   };
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo&,
                                                         std::span<const std::int64_t>) const override {
     return std::make_unique<Own>();
   }
+  Result<std::vector<std::byte>> SaveLocalState(const runtime::LocalState* state) const override {
+    const auto& own = static_cast<const Own&>(*state);
+    std::vector<std::byte> bytes((kItems + kUsers) * sizeof(std::int64_t));
+    std::memcpy(bytes.data(), own.item_counts.data(), kItems * sizeof(std::int64_t));
+    std::memcpy(bytes.data() + kItems * sizeof(std::int64_t), own.user_counts.data(), kUsers * sizeof(std::int64_t));
+    return bytes;
+  }
+  Status RestoreLocalState(std::span<const std::byte> bytes, runtime::LocalState* state) const override {
+    if (bytes.size() != (kItems + kUsers) * sizeof(std::int64_t)) return DataLoss("ItemCountingApp: state size");
+    auto& own = static_cast<Own&>(*state);
+    std::memcpy(own.item_counts.data(), bytes.data(), kItems * sizeof(std::int64_t));
+    std::memcpy(own.user_counts.data(), bytes.data() + kItems * sizeof(std::int64_t), kUsers * sizeof(std::int64_t));
+    return Status::Ok();
+  }
   void Update(std::int64_t s, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
     const auto [user, item] = pairs_[static_cast<std::size_t>(s)];
     auto& own = static_cast<Own&>(*ctx.state);
-    std::int32_t& count = model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0];
     // Every increment of clocks <= t - s - 1 (all ranks' kernels for them have
     // ended: SSP let this clock start), and every own one.
-    std::int64_t required = 0;
-    for (std::int64_t c = 0; c <= ctx.clock - kStaleness - 1; ++c) required += increments_[Index(c, item)].load();
-    if (count < required) stale_reads_.fetch_add(1);
-    if (count < own.item_counts[static_cast<std::size_t>(item)]) lost_own_.fetch_add(1);
-    count += 1;
-    ++own.item_counts[static_cast<std::size_t>(item)];
-    increments_[Index(ctx.clock, item)].fetch_add(1);
-    model.IntRow(runtime::TableId{0}, runtime::RowId{user})[0] += 1;
+    CheckAndCount(model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0], increments_, kItems, item,
+                  own.item_counts, ctx.clock, stale_reads_);
+    CheckAndCount(model.IntRow(runtime::TableId{0}, runtime::RowId{user})[0], user_increments_, kUsers, user,
+                  own.user_counts, ctx.clock, stale_user_reads_);
     ctx.work.random_row_accesses += 2;
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
@@ -98,18 +116,34 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
     return {"items", items, {{"users", users}}};
   }
   int stale_reads() const { return stale_reads_.load(); }
+  int stale_user_reads() const { return stale_user_reads_.load(); }
   int lost_own() const { return lost_own_.load(); }
 
  private:
-  static std::size_t Index(std::int64_t clock, std::int64_t item) {
+  using Increments = std::vector<std::atomic<std::int64_t>>;
+  static std::size_t Index(std::int64_t clock, std::int64_t row, std::int64_t rows) {
     if (clock >= kMaxClocks) throw Error(Internal("ItemCountingApp: clock beyond kMaxClocks"));
-    return static_cast<std::size_t>(clock * kItems + item);
+    return static_cast<std::size_t>(clock * rows + row);
+  }
+  // Checks `count` (row `row` of a table of `rows` rows, as clock `clock`
+  // reads it) against the bound and own increments, then adds one.
+  void CheckAndCount(std::int32_t& count, Increments& increments, std::int64_t rows, std::int64_t row,
+                     std::vector<std::int64_t>& own, std::int64_t clock, std::atomic<int>& stale) const {
+    std::int64_t required = 0;
+    for (std::int64_t c = 0; c <= clock - kStaleness - 1; ++c) required += increments[Index(c, row, rows)].load();
+    if (count < required) stale.fetch_add(1);
+    if (count < own[static_cast<std::size_t>(row)]) lost_own_.fetch_add(1);
+    count += 1;
+    ++own[static_cast<std::size_t>(row)];
+    increments[Index(clock, row, rows)].fetch_add(1);
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs_;
   std::vector<std::int64_t> user_starts_;
   bool deal_by_user_;
-  mutable std::vector<std::atomic<std::int64_t>> increments_;
+  mutable Increments increments_;       // per (clock, item): increments made in that clock
+  mutable Increments user_increments_;  // per (clock, user)
   mutable std::atomic<int> stale_reads_{0};
+  mutable std::atomic<int> stale_user_reads_{0};
   mutable std::atomic<int> lost_own_{0};
 };
 
@@ -132,18 +166,21 @@ void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false
   EXPECT_EQ(report.final().value(), static_cast<double>(kSamples * kEpochs)) << "item increments lost or doubled";
   EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs));
   EXPECT_EQ(app.stale_reads(), 0) << "an item row was read staler than the bound allows";
-  EXPECT_EQ(app.lost_own(), 0) << "an item row was read without this rank's own increments";
+  EXPECT_EQ(app.stale_user_reads(), 0) << "a user row was read staler than the bound allows";
+  EXPECT_EQ(app.lost_own(), 0) << "a row was read without this rank's own increments";
   int planned = 0;
   for (const proto::RankReport& r : report.ranks()) {
     if (r.role() != "compute") continue;
     EXPECT_NE(r.locality_plan().reason().find("stratified over 4 stripes"), std::string::npos) << r.locality_plan().reason();
     planned += r.locality_plan().planned() ? 1 : 0;
-    // Users shared by ranks: every refresh reads records; dealt by user,
-    // most read only the metas (a settled focus, users written alone).
+    // Users shared by ranks: every clock is gated and every refresh reads
+    // records; dealt by user, clocks in a settled stripe skip both (users
+    // written alone), most of them.
     if (deal_by_user) {
-      EXPECT_GT(r.meta_only_reads(), 0) << "rank " << r.rank();
+      EXPECT_GT(r.stratum_clocks(), r.clocks() / 2) << "rank " << r.rank();
     } else {
       EXPECT_EQ(r.meta_only_reads(), 0) << "rank " << r.rank();
+      EXPECT_EQ(r.stratum_clocks(), 0) << "rank " << r.rank();
     }
   }
   EXPECT_EQ(planned, 4);
@@ -155,7 +192,7 @@ TEST(StratifiedTraining, FocusedReadsAreFreshOwnWritesVisibleAndCountsExact) {
 
 TEST(StratifiedTraining, TheSameUnderDeterministicTiming) { CheckStratifiedReadsAreFreshAndExact(/*timing=*/true); }
 
-TEST(StratifiedTraining, DealtByUserMostRefreshesReadOnlyMetasAndReadsStayFresh) {
+TEST(StratifiedTraining, DealtByUserMostClocksSkipTheGateAndReadsStayFresh) {
   CheckStratifiedReadsAreFreshAndExact(/*timing=*/false, /*deal_by_user=*/true);
 }
 
@@ -201,6 +238,85 @@ TEST(StratifiedTraining, AFocusThatLoadsNothingIsCaught) {
   UseStaleLearnTiming(config);
   RunLocal(config, app, 5);
   EXPECT_GT(app.stale_reads(), 0) << "the staleness check did not see rows left stale by the focus";
+}
+
+// Clocks that skip the gate and the refresh though their user rows are
+// written by other ranks too (not dealt by user) read those rows without
+// others' increments of clocks the bound asks for.
+TEST(StratifiedTraining, AStratumOverRowsOthersWriteIsCaught) {
+  ScopedPlantedDefect planted(PlantedDefect::kStratumWithSharedRows);
+  ItemCountingApp app;
+  proto::Config config = TestConfig("SSP", kStaleness, 1, 3, 64);
+  config.mutable_training()->set_locality("stratified");
+  AddStraggler(config);
+  UseStaleLearnTiming(config);
+  RunLocal(config, app, 5);
+  EXPECT_GT(app.stale_user_reads(), 0) << "the staleness check did not see user rows read without others' clocks";
+}
+
+// Inside a stratum a rank holds its deltas for a few clocks and pushes them
+// with a later clock's (ssp_mode.cc PushDue). 16 samples a clock: 24-clock
+// sub-epochs, a push every 3 clocks.
+proto::Config HeldPushesConfig(int epochs) {
+  proto::Config config = TestConfig("SSP", kStaleness, 1, epochs, /*samples_per_clock=*/16);
+  config.mutable_training()->set_locality("stratified");
+  return config;
+}
+
+std::int64_t Sum(const proto::Report& report, std::int64_t (proto::RankReport::*field)() const) {
+  std::int64_t sum = 0;
+  for (const proto::RankReport& r : report.ranks()) sum += (r.*field)();
+  return sum;
+}
+
+// A stop inside a stratum: the clocks held go out before the rank finishes,
+// so the model holds every sample trained once.
+TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeld) {
+  ItemCountingApp app(/*deal_by_user=*/true);
+  proto::Config config = HeldPushesConfig(2);
+  config.mutable_debug()->set_stop_at_clock(37);  // inside the second sub-epoch, between pushes
+  const proto::Report report = RunLocal(config, app, 5).report();
+  runtime::ClearStopRequest();  // process-wide (stop_request.h): the next test's run must not see it
+  ASSERT_TRUE(report.has_stopped());
+  const std::int64_t trained = Sum(report, &proto::RankReport::samples);
+  EXPECT_LT(trained, kSamples * 2) << "the stop came after the last clock";
+  EXPECT_GT(Sum(report, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
+  EXPECT_EQ(report.final().value(), static_cast<double>(trained)) << "item increments of held clocks lost";
+  EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(trained));
+}
+
+// A checkpoint cut inside a stratum (every 7 clocks, pushes every 3): the
+// clocks before it are pushed by then, so a run resumed from it ends with
+// every increment once.
+TEST(StratifiedTraining, ACheckpointInsideAStratumHoldsEveryClockBeforeIt) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("stalelearn_stratum_resume." + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  constexpr int kEpochs = 2;
+  proto::Config config = HeldPushesConfig(kEpochs);
+  auto* checkpoint = config.mutable_training()->mutable_checkpoint();
+  checkpoint->set_every_clocks(7);
+  checkpoint->set_keep(100);
+  checkpoint->set_dir((dir / "all").string());
+  ItemCountingApp first(/*deal_by_user=*/true);
+  const proto::Report whole = RunLocal(config, first, 5).report();
+  EXPECT_EQ(whole.final().value(), static_cast<double>(kSamples * kEpochs));
+  std::int64_t clocks = 0;
+  for (const proto::RankReport& r : whole.ranks()) clocks = std::max(clocks, r.clocks());
+  const std::int64_t middle = clocks / 2 / 7 * 7;
+  const fs::path only = dir / "only" / runtime::CheckpointDirFor("", static_cast<std::uint64_t>(middle));
+  fs::create_directories(only.parent_path());
+  fs::copy(runtime::CheckpointDirFor(dir / "all", static_cast<std::uint64_t>(middle)), only,
+           fs::copy_options::recursive);
+  checkpoint->set_resume_dir((dir / "only").string());
+  checkpoint->set_dir((dir / "only").string());
+  ItemCountingApp second(/*deal_by_user=*/true);
+  const proto::Report resumed = RunLocal(config, second, 5).report();
+  EXPECT_EQ(resumed.resumed_from_clock(), static_cast<std::uint64_t>(middle));
+  EXPECT_GT(Sum(resumed, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
+  EXPECT_EQ(resumed.final().value(), static_cast<double>(kSamples * kEpochs)) << "increments before the cut lost";
+  EXPECT_EQ(resumed.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs));
+  fs::remove_all(dir);
 }
 
 // A focus taken as settled before the stripe's previous writer (the

@@ -12,6 +12,9 @@
 // are merged and published; the bound (I1) and read-your-writes (I2) hold as
 // under SSP. A refresh with nothing new reads one snapshot header. After the clock: push the
 // deltas of touched rows through the rings (backpressure, I5).
+// Inside a stratum (a stratified sub-epoch whose rows no other rank can
+// change: InStratum) a clock neither waits nor refreshes: what it reads
+// lacks no other rank's update, and the ranks meet at the next FocusRows.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -71,10 +74,23 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   Status BeforeClock(std::int64_t clock, std::span<const std::int64_t>, ClockRecord& record) override {
+    if (InStratum()) {
+      // Every other rank's update of every row this clock reads is in the
+      // replica (InStratum): none is missing, whatever clock they are at.
+      record.min_merged_of_others = static_cast<std::uint64_t>(clock);
+      record.observed_staleness = 0;
+      record.in_stratum = true;
+      return Status::Ok();
+    }
     return GateAndRefresh(static_cast<std::uint64_t>(clock), bound_, record);
   }
 
   Status AfterClock(std::int64_t clock, ClockRecord& record) override {
+    if (record.in_stratum && !PushDue(clock)) {
+      held_clock_ = clock;  // its deltas stay in the replica until a later push
+      return Status::Ok();
+    }
+    held_clock_ = -1;
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
                                                         record.staleness_epochs));
@@ -88,7 +104,8 @@ class SspConsistency final : public ConsistencyMode {
   // too (DSGD's strata are bulk-synchronous: the range loaded then holds its
   // previous writer's last clocks, so no refresh of this sub-epoch needs the
   // change records of the range), then loads the range.
-  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, ClockRecord& record) override {
+  Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
+                   ClockRecord& record) override {
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     STALELEARN_ASSIGN_OR_RETURN(
         std::chrono::nanoseconds waited,
@@ -116,12 +133,21 @@ class SspConsistency final : public ConsistencyMode {
     STALELEARN_RETURN_IF_ERROR(
         links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(record.clock), replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
+    focused_ = true;
+    stratum_begin_ = record.clock;
+    stratum_until_ = until;
+    push_every_ = std::max<std::int64_t>(1, (until - record.clock + kPushesPerStratum - 1) / kPushesPerStratum);
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
+    if (held_clock_ >= 0) {  // a stop inside a stratum: its held deltas go out as its last clock
+      STALELEARN_RETURN_IF_ERROR(
+          links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(held_clock_)).status());
+      held_clock_ = -1;
+    }
     return links_.pusher.Finish();
   }
   Status ReadFinalModel(TableSet& model) override { return links_.ReadFinalModel(env_, total_clocks_, model); }
@@ -136,6 +162,40 @@ class SspConsistency final : public ConsistencyMode {
   static std::uint64_t NeededMergedClock(std::uint64_t t, sync::StalenessBound bound) {
     const auto s = static_cast<std::uint64_t>(std::max(bound.value(), 0));
     return t > s ? t - s : 0;
+  }
+
+  // A stratified sub-epoch in which no row the replica holds can change but
+  // by this rank's own writes (ReplicaRefresher::OnlyOwnWritesChangeHeldRows:
+  // a settled stripe, every other table written alone, a first read done).
+  // FocusRows waited for every other rank's clocks before the sub-epoch and
+  // loaded the stripe with them; until the next FocusRows no other rank
+  // writes a row this rank reads (strata are disjoint, the other tables'
+  // rows have one writer). So the bound holds on every read with nothing
+  // missing, and a refresh could install nothing: the clock skips the gate,
+  // the refresh and their round trips (DSGD's sub-epochs: the ranks
+  // synchronise only where the stripes move). A rank may then lead another
+  // by up to one sub-epoch, never into a stripe the other still writes.
+  bool InStratum() const {
+    if (DefectPlanted(PlantedDefect::kStratumWithSharedRows)) return focused_ && installed_;
+    return focused_ && installed_ && links_.refresher.OnlyOwnWritesChangeHeldRows(replica_);
+  }
+
+  // Inside a stratum no other rank reads this rank's rows before the stripe
+  // moves (users: never; the stripe: after the next FocusRows, which waits
+  // for every rank's clocks before it). So a clock's deltas may wait in the
+  // replica and go out with a later clock's (a batch's clock says every
+  // clock up to it is in): pushed push_every_ clocks apart, at the
+  // stratum's last clock, and before a checkpoint's cut. Each push costs
+  // two puts and a flush per memory rank whatever it holds; the last push's
+  // merge is what the next FocusRows waits for, so a stratum is cut into
+  // a few pushes rather than one (8 beat 1 and one a clock at 4:1 and
+  // 64:8 on the timing backend: docs/measurements.md).
+  static constexpr std::int64_t kPushesPerStratum = 8;
+  bool PushDue(std::int64_t clock) const {
+    const std::int64_t next = clock + 1;
+    if (next >= stratum_until_ || (next - stratum_begin_) % push_every_ == 0) return true;
+    const std::int64_t every = env_.config.training().checkpoint().every_clocks();
+    return every > 0 && next % every == 0;
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
@@ -232,6 +292,11 @@ class SspConsistency final : public ConsistencyMode {
   bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
   WrittenAloneHandle row_namers_;           // shared with this run's other ranks (tables_written_alone.h)
   bool eager_;                              // ESSP: refresh before every clock
+  bool focused_ = false;                    // a FocusRows loaded the stripe (stratified scheduling)
+  std::int64_t stratum_begin_ = 0;          // the last FocusRows' first clock
+  std::int64_t stratum_until_ = 0;          // and the clock the next comes before
+  std::int64_t push_every_ = 1;             // clocks between pushes inside a stratum
+  std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
   std::uint64_t total_clocks_ = 0;
 };
 
