@@ -154,11 +154,17 @@ void AddStraggler(proto::Config& config) {
   config.mutable_training()->mutable_straggler()->set_slowdown(4);
 }
 
+// SSP with bound kStaleness, one memory rank, stratified scheduling.
+proto::Config StratifiedConfig(int epochs, int samples_per_clock = 64) {
+  proto::Config config = TestConfig("SSP", kStaleness, /*memory_ranks=*/1, epochs, samples_per_clock);
+  config.mutable_training()->set_locality("stratified");
+  return config;
+}
+
 void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false) {
   constexpr int kEpochs = 3;
   ItemCountingApp app(deal_by_user);
-  proto::Config config = TestConfig("SSP", kStaleness, /*memory_ranks=*/1, kEpochs, /*samples_per_clock=*/64);
-  config.mutable_training()->set_locality("stratified");
+  proto::Config config = StratifiedConfig(kEpochs);
   if (deal_by_user) AddStraggler(config);
   if (timing) UseStaleLearnTiming(config);
   const LocalRun run = RunLocal(config, app, /*world_size=*/5);
@@ -219,8 +225,7 @@ class OneTableApp final : public runtime::SampleKernelApp {
 
 TEST(StratifiedTraining, AnAppWithoutTwoKeyedTablesIsRefusedAtOnce) {
   const OneTableApp app;
-  proto::Config config = TestConfig("SSP", kStaleness, 1, 1, 64);
-  config.mutable_training()->set_locality("stratified");
+  proto::Config config = StratifiedConfig(1);
   config.mutable_wait()->set_timeout_seconds(600);  // a rank left waiting would fail the test's deadline
   try {
     RunLocal(config, app, 4);
@@ -233,8 +238,7 @@ TEST(StratifiedTraining, AnAppWithoutTwoKeyedTablesIsRefusedAtOnce) {
 TEST(StratifiedTraining, AFocusThatLoadsNothingIsCaught) {
   ScopedPlantedDefect planted(PlantedDefect::kFocusLoadsNothing);
   ItemCountingApp app;
-  proto::Config config = TestConfig("SSP", kStaleness, 1, 3, 64);
-  config.mutable_training()->set_locality("stratified");
+  proto::Config config = StratifiedConfig(3);
   UseStaleLearnTiming(config);
   RunLocal(config, app, 5);
   EXPECT_GT(app.stale_reads(), 0) << "the staleness check did not see rows left stale by the focus";
@@ -246,8 +250,7 @@ TEST(StratifiedTraining, AFocusThatLoadsNothingIsCaught) {
 TEST(StratifiedTraining, AStratumOverRowsOthersWriteIsCaught) {
   ScopedPlantedDefect planted(PlantedDefect::kStratumWithSharedRows);
   ItemCountingApp app;
-  proto::Config config = TestConfig("SSP", kStaleness, 1, 3, 64);
-  config.mutable_training()->set_locality("stratified");
+  proto::Config config = StratifiedConfig(3);
   AddStraggler(config);
   UseStaleLearnTiming(config);
   RunLocal(config, app, 5);
@@ -257,11 +260,7 @@ TEST(StratifiedTraining, AStratumOverRowsOthersWriteIsCaught) {
 // Inside a stratum a rank holds its deltas for a few clocks and pushes them
 // with a later clock's (ssp_mode.cc PushDue). 16 samples a clock: 24-clock
 // sub-epochs, a push every 3 clocks.
-proto::Config HeldPushesConfig(int epochs) {
-  proto::Config config = TestConfig("SSP", kStaleness, 1, epochs, /*samples_per_clock=*/16);
-  config.mutable_training()->set_locality("stratified");
-  return config;
-}
+proto::Config HeldPushesConfig(int epochs) { return StratifiedConfig(epochs, /*samples_per_clock=*/16); }
 
 std::int64_t Sum(const proto::Report& report, std::int64_t (proto::RankReport::*field)() const) {
   std::int64_t sum = 0;
@@ -327,8 +326,7 @@ TEST(StratifiedTraining, AFocusTakenAsSettledAtOnceIsCaught) {
   int stale_reads = 0;
   for (int attempt = 0; attempt < 3 && stale_reads == 0; ++attempt) {
     ItemCountingApp app(/*deal_by_user=*/true);
-    proto::Config config = TestConfig("SSP", kStaleness, 1, 3, 64);
-    config.mutable_training()->set_locality("stratified");
+    proto::Config config = StratifiedConfig(3);
     AddStraggler(config);
     RunLocal(config, app, 5);
     stale_reads = app.stale_reads();
