@@ -19,6 +19,7 @@ Status CheckpointingMode::AfterClock(std::int64_t clock, ClockRecord& record) {
   if (!checkpointer_.IsCheckpointClock(clock + 1)) return Status::Ok();
   // This rank's part of the cut at clock + 1: its state after this clock,
   // whose deltas are pushed (the memory ranks' parts hold them merged).
+  STALELEARN_RETURN_IF_ERROR(inner_->PushHeld());
   return checkpointer_.WriteComputeState(clock + 1, me_, app_state_, samples_done_, /*cut=*/true);
 }
 

@@ -141,10 +141,9 @@ Result<TrainerResult> ClockLoop::Run() {
         // A new sub-epoch: the replica keeps only its stripe of B fresh.
         const LocalityPlan::Focus focus = plan_.FocusOf(k, clocks_per_epoch);
         if (!(focus == focus_)) {
-          std::int64_t next = k + 1;  // the sub-epoch's end
-          while (next < clocks_per_epoch && plan_.FocusOf(next, clocks_per_epoch) == focus) ++next;
           STALELEARN_RETURN_IF_ERROR(mode_.FocusRows(model::TableId{static_cast<std::uint32_t>(focus.table)},
-                                                     focus.first, focus.last, record.clock + (next - k), record));
+                                                     focus.first, focus.last, record.clock + (focus.until - k),
+                                                     record));
           focus_ = focus;
         }
       }

@@ -63,8 +63,13 @@ class ConsistencyMode {
   // be read only through FocusRows ranges, so a mode may leave it out of
   // what it reads before the first. Default: nothing.
   virtual void WillFocus(model::TableId /*table*/) {}
-  // After the kernel ran: ships the clock's changes; adds to stall_seconds.
+  // After the kernel ran: ships the clock's changes, or holds them for a
+  // later clock's push where nobody reads them before (SSP inside a
+  // stratum); adds to stall_seconds.
   virtual Status AfterClock(std::int64_t clock, ClockRecord& record) = 0;
+  // Ships what AfterClock held, as of the last clock run (before a
+  // checkpoint's cut: CheckpointingMode). Default: nothing is held.
+  virtual Status PushHeld() { return Status::Ok(); }
   // The merged model for an evaluation during the run.
   virtual Status ReadModel(TableSet& model) = 0;
   // After the last clock (`total_clocks` protocol clocks): nothing more is pushed.

@@ -122,11 +122,13 @@ class LocalityPlan {
   std::int64_t CellOf(const App& app, std::int64_t sample) const;
   bool stratified() const { return strata_.count > 1; }
   // Stratified: the rows of B the samples of clock `clock_in_epoch` name
-  // lie in [first, last) (its sub-epoch's stripe).
+  // lie in [first, last) (its sub-epoch's stripe); the sub-epoch ends
+  // before clock `until` of the epoch.
   struct Focus {
     int table = -1;
     std::int64_t first = 0;
     std::int64_t last = 0;
+    std::int64_t until = 0;
     bool operator==(const Focus&) const = default;
   };
   Focus FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const;

@@ -105,10 +105,13 @@ std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::in
 }
 
 LocalityPlan::Focus LocalityPlan::FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const {
-  const std::int64_t stripe = VisitedStripe(SubEpochOf(clock_in_epoch, clocks_per_epoch).first);
+  const auto [t, k] = SubEpochOf(clock_in_epoch, clocks_per_epoch);
+  const std::int64_t stripe = VisitedStripe(t);
   const std::int64_t c = strata_.count;
-  // Row r is in stripe s iff s <= r c / rows < s + 1 (StripeOf).
-  return {stats_.table_b, (stripe * rows_b_ + c - 1) / c, ((stripe + 1) * rows_b_ + c - 1) / c};
+  // Row r is in stripe s iff s <= r c / rows < s + 1 (StripeOf). The last
+  // sub-epoch takes the clocks K leaves over (SubEpochOf).
+  return {stats_.table_b, (stripe * rows_b_ + c - 1) / c, ((stripe + 1) * rows_b_ + c - 1) / c,
+          t + 1 == c ? clocks_per_epoch : (t + 1) * k};
 }
 
 int LocalityPlan::VisitedStripe(int t) const {

@@ -108,6 +108,7 @@ class DeadRankAwareMode final : public ConsistencyMode {
     return inner_->FocusRows(table, first, last, until, record);
   }
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
+  Status PushHeld() override { return inner_->PushHeld(); }
   Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
   Status Finish(std::uint64_t total_clocks) override;
   Status ReadFinalModel(TableSet& model) override { return inner_->ReadFinalModel(model); }

@@ -3,9 +3,9 @@
 // rank's under the deal SampleSchedule makes. The common case is an app that
 // deals all samples naming a row of one table to one rank (the
 // GroupsSamples facet): that row has one writer. A refresh need not read
-// change records of such rows
-// under a merge that adds deltas: the replica already holds master plus its
-// own deltas there (ReplicaRefresher::set_tables_written_alone).
+// change records of such rows under a merge that adds deltas: the replica
+// already holds master plus its own deltas there
+// (ReplicaRefresher::set_tables_written_alone).
 //
 // Finding out takes one pass over every training sample (on all cores),
 // done once for the ranks of a run that share a process (ranks as threads):

@@ -104,6 +104,13 @@ class SspConsistency final : public ConsistencyMode {
   // too (DSGD's strata are bulk-synchronous: the range loaded then holds its
   // previous writer's last clocks, so no refresh of this sub-epoch needs the
   // change records of the range), then loads the range.
+  Status PushHeld() override {
+    if (held_clock_ < 0) return Status::Ok();
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(held_clock_)).status());
+    held_clock_ = -1;
+    return Status::Ok();
+  }
+
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
                    ClockRecord& record) override {
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
@@ -133,21 +140,15 @@ class SspConsistency final : public ConsistencyMode {
     STALELEARN_RETURN_IF_ERROR(
         links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(record.clock), replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
-    focused_ = true;
     stratum_begin_ = record.clock;
     stratum_until_ = until;
-    push_every_ = std::max<std::int64_t>(1, (until - record.clock + kPushesPerStratum - 1) / kPushesPerStratum);
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
-    if (held_clock_ >= 0) {  // a stop inside a stratum: its held deltas go out as its last clock
-      STALELEARN_RETURN_IF_ERROR(
-          links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(held_clock_)).status());
-      held_clock_ = -1;
-    }
+    STALELEARN_RETURN_IF_ERROR(PushHeld());  // a stop inside a stratum: the held clocks go out first
     return links_.pusher.Finish();
   }
   Status ReadFinalModel(TableSet& model) override { return links_.ReadFinalModel(env_, total_clocks_, model); }
@@ -176,16 +177,18 @@ class SspConsistency final : public ConsistencyMode {
   // synchronise only where the stripes move). A rank may then lead another
   // by up to one sub-epoch, never into a stripe the other still writes.
   bool InStratum() const {
-    if (DefectPlanted(PlantedDefect::kStratumWithSharedRows)) return focused_ && installed_;
-    return focused_ && installed_ && links_.refresher.OnlyOwnWritesChangeHeldRows(replica_);
+    return links_.refresher.focused() && installed_ &&
+           (DefectPlanted(PlantedDefect::kStratumWithSharedRows) ||
+            links_.refresher.OnlyOwnWritesChangeHeldRows(replica_));
   }
 
   // Inside a stratum no other rank reads this rank's rows before the stripe
   // moves (users: never; the stripe: after the next FocusRows, which waits
   // for every rank's clocks before it). So a clock's deltas may wait in the
   // replica and go out with a later clock's (a batch's clock says every
-  // clock up to it is in): pushed push_every_ clocks apart, at the
-  // stratum's last clock, and before a checkpoint's cut. Each push costs
+  // clock up to it is in): kPushesPerStratum pushes, always at the
+  // stratum's last clock, and before a checkpoint's cut (PushHeld, called
+  // by CheckpointingMode) or a stop (Finish). Each push costs
   // two puts and a flush per memory rank whatever it holds; the last push's
   // merge is what the next FocusRows waits for, so a stratum is cut into
   // a few pushes rather than one (8 beat 1 and one a clock at 4:1 and
@@ -193,9 +196,8 @@ class SspConsistency final : public ConsistencyMode {
   static constexpr std::int64_t kPushesPerStratum = 8;
   bool PushDue(std::int64_t clock) const {
     const std::int64_t next = clock + 1;
-    if (next >= stratum_until_ || (next - stratum_begin_) % push_every_ == 0) return true;
-    const std::int64_t every = env_.config.training().checkpoint().every_clocks();
-    return every > 0 && next % every == 0;
+    const std::int64_t every = (stratum_until_ - stratum_begin_ + kPushesPerStratum - 1) / kPushesPerStratum;
+    return next >= stratum_until_ || (next - stratum_begin_) % std::max<std::int64_t>(1, every) == 0;
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
@@ -292,10 +294,8 @@ class SspConsistency final : public ConsistencyMode {
   bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
   WrittenAloneHandle row_namers_;           // shared with this run's other ranks (tables_written_alone.h)
   bool eager_;                              // ESSP: refresh before every clock
-  bool focused_ = false;                    // a FocusRows loaded the stripe (stratified scheduling)
   std::int64_t stratum_begin_ = 0;          // the last FocusRows' first clock
   std::int64_t stratum_until_ = 0;          // and the clock the next comes before
-  std::int64_t push_every_ = 1;             // clocks between pushes inside a stratum
   std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
   std::uint64_t total_clocks_ = 0;
 };
