@@ -143,7 +143,7 @@ Result<TrainerResult> ClockLoop::Run() {
         if (!(focus == focus_)) {
           STALELEARN_RETURN_IF_ERROR(mode_.FocusRows(model::TableId{static_cast<std::uint32_t>(focus.table)},
                                                      focus.first, focus.last, record.clock + (focus.until - k),
-                                                     record));
+                                                     model::ComputeIndex{focus.writer_before}, record));
           focus_ = focus;
         }
       }

@@ -123,12 +123,16 @@ class LocalityPlan {
   bool stratified() const { return strata_.count > 1; }
   // Stratified: the rows of B the samples of clock `clock_in_epoch` name
   // lie in [first, last) (its sub-epoch's stripe); the sub-epoch ends
-  // before clock `until` of the epoch.
+  // before clock `until` of the epoch. `writer_before`: the compute rank
+  // whose sub-epoch before this one had the stripe (index + 1 mod count,
+  // in every epoch: the last sub-epoch's stripe of index + 1 is index's
+  // first).
   struct Focus {
     int table = -1;
     std::int64_t first = 0;
     std::int64_t last = 0;
     std::int64_t until = 0;
+    int writer_before = -1;
     bool operator==(const Focus&) const = default;
   };
   Focus FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const;

@@ -111,7 +111,7 @@ LocalityPlan::Focus LocalityPlan::FocusOf(std::int64_t clock_in_epoch, std::int6
   // Row r is in stripe s iff s <= r c / rows < s + 1 (StripeOf). The last
   // sub-epoch takes the clocks K leaves over (SubEpochOf).
   return {stats_.table_b, (stripe * rows_b_ + c - 1) / c, ((stripe + 1) * rows_b_ + c - 1) / c,
-          t + 1 == c ? clocks_per_epoch : (t + 1) * k};
+          t + 1 == c ? clocks_per_epoch : (t + 1) * k, static_cast<int>((strata_.index + 1) % c)};
 }
 
 int LocalityPlan::VisitedStripe(int t) const {

@@ -200,9 +200,9 @@ bool ReplicaRefresher::ReadsRecords(std::size_t m, const model::Replica& replica
   for (std::size_t t = 0; t < tables.size(); ++t) {
     if (tables[t].rows() == 0 || (t < written_alone_.size() && written_alone_[t])) continue;
     if (!focused() || t != focus_table_.value) return true;  // a shared table
-    // The focus: settled once every other rank's clocks before it are in.
+    // The focus: settled once its earlier writers' clocks before it are in.
     if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) continue;
-    if (focus_settled_[m] == 0 && sync::MinMergedClockOfOthers(installed_merged_[m], me_) < focus_clock_) return true;
+    if (focus_settled_[m] == 0 && !SettlesFocus(installed_merged_[m])) return true;
   }
   return false;
 }
@@ -263,8 +263,16 @@ Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIn
   return &readers_[m.value]->last_meta();
 }
 
+bool ReplicaRefresher::SettlesFocus(std::span<const std::uint64_t> merged_clock) const {
+  const auto writer = static_cast<std::size_t>(focus_writer_.value);
+  if (focus_writer_.value < 0 || focus_writer_ == me_ || writer >= merged_clock.size()) {
+    return sync::MinMergedClockOfOthers(merged_clock, me_) >= focus_clock_;
+  }
+  return merged_clock[writer] >= focus_clock_;
+}
+
 Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
-                                   model::Replica& replica) {
+                                   model::ComputeIndex writer_before, model::Replica& replica) {
   if (pending_batches() != 0) return FailedPrecondition("FocusRows with own batches not yet merged");
   NumberSlots(replica);
   const model::RowPartition& partition = layout_.partition(table);
@@ -290,6 +298,8 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   // generation holds every other rank's clocks before `clock` is settled
   // from the start (ReadsRecords).
   focus_settled_.assign(shards, 1);
+  focus_clock_ = clock;
+  focus_writer_ = writer_before;
   // All memory ranks' reads at once (their round trips overlap).
   std::vector<sync::SnapshotReader*> readers;
   std::vector<sync::SnapshotReader::RowRead> reads;
@@ -303,7 +313,7 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::ReadRowsOfEach(readers, each));
   for (std::size_t m = 0; m < shards; ++m) {
     if (end[m] <= begin[m]) continue;
-    focus_settled_[m] = sync::MinMergedClockOfOthers(readers_[m]->last_meta().merged_clock, me_) >= clock ? 1 : 0;
+    focus_settled_[m] = SettlesFocus(readers_[m]->last_meta().merged_clock) ? 1 : 0;
   }
   // Install the held ones (their slots ascend with their rows).
   const std::int64_t held = replica.tables()[table.value].rows();
@@ -318,7 +328,6 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   focus_table_ = table;
   focus_first_ = first;
   focus_last_ = last;
-  focus_clock_ = clock;
   return Status::Ok();
 }
 

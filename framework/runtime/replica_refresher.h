@@ -89,10 +89,11 @@ class ReplicaRefresher {
   // write it only in clocks before that (their earlier sub-epochs) or after
   // this rank's sub-epoch (which the bound does not ask for): once an
   // installed snapshot of memory rank m (or the one FocusRows read) holds
-  // every other rank's clocks below `clock`, the range needs no more of m's
-  // records.
+  // `writer_before`'s clocks below `clock` (the range's last writer before
+  // it, which waited for its own writer before: ConsistencyMode::FocusRows;
+  // -1: every other rank's), the range needs no more of m's records.
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
-                   model::Replica& replica);
+                   model::ComputeIndex writer_before, model::Replica& replica);
   bool focused() const { return focus_first_ >= 0; }
   // The kernel reads `table` only through FocusRows ranges: the first read
   // leaves its rows out (FocusRows loads each range before it is read).
@@ -168,6 +169,9 @@ class ReplicaRefresher {
   // could install may have been changed by another rank since the installed
   // generation (class comment).
   bool ReadsRecords(std::size_t m, const model::Replica& replica) const;
+  // Whether a generation with these merged clocks holds every other
+  // writer's clocks of the focus before focus_clock_ (FocusRows).
+  bool SettlesFocus(std::span<const std::uint64_t> merged_clock) const;
   // The first read of memory rank m: only the rows the replica holds (not
   // those of a table set_focus_table names, outside the focus), as runs of
   // live rows patched to one generation (SnapshotReader::ReadRows). The
@@ -198,6 +202,7 @@ class ReplicaRefresher {
   std::int64_t focus_first_ = -1;
   std::int64_t focus_last_ = -1;
   std::uint64_t focus_clock_ = 0;    // FocusRows' clock
+  model::ComputeIndex focus_writer_{-1};  // FocusRows' writer_before
   std::vector<char> focus_settled_;  // per memory rank: FocusRows read a settled generation
   std::optional<model::TableId> will_focus_;  // set_focus_table
   std::size_t operation_cost_bytes_;  // what one more get costs (the transport's Capabilities)

@@ -50,6 +50,15 @@ ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except) const {
   return slowest;
 }
 
+ClockTable::Slowest ClockTable::SlowestOf(model::ComputeIndex rank) const {
+  Slowest slowest{rank, std::numeric_limits<std::uint64_t>::max()};
+  for (int m = 0; m < memory_ranks(); ++m) {
+    const std::uint64_t clock = merged_clock(model::MemoryIndex{m}, rank);
+    if (clock < slowest.merged_clock) slowest = {rank, clock, model::MemoryIndex{m}};
+  }
+  return slowest;
+}
+
 void ClockTable::WaitOnlyFor(const Slowest& slowest) const {
   if (slowest.rank.value < 0 || slowest.memory.value < 0 || slowest.memory.value >= memory_ranks()) {
     return;

@@ -48,6 +48,8 @@ class ClockTable {
     model::MemoryIndex memory{0};  // the memory rank that reported that clock
   };
   Slowest SlowestOther(model::ComputeIndex except) const;
+  // Compute rank `rank`'s lowest merged clock over all memory ranks.
+  Slowest SlowestOf(model::ComputeIndex rank) const;
   // Tells the rank's time service that the caller's wait cannot end before
   // `slowest`'s merged clock moves (RankTime::WaitOnlyFor), so that a virtual
   // clock sleeps through the other ranks' merges. Call after a Refresh.

@@ -14,10 +14,12 @@
 // deltas of touched rows through the rings (backpressure, I5).
 // Inside a stratum (a stratified sub-epoch whose rows no other rank can
 // change: InStratum) a clock neither waits nor refreshes: what it reads
-// lacks no other rank's update, and the ranks meet at the next FocusRows.
+// lacks no other rank's update, and a rank waits only where its stripe
+// moves, for the one rank that wrote the next stripe before it.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 
 #include "framework/core/planted_defect.h"
 #include "framework/core/thread_cpu_time.h"
@@ -98,12 +100,6 @@ class SspConsistency final : public ConsistencyMode {
     return DropMergedPending();
   }
 
-  // Waits until every batch this rank pushed is in a published snapshot
-  // (ReplicaRefresher::FocusRows' precondition: the range it loads then
-  // holds all own deltas), and every other rank's clocks before this one
-  // too (DSGD's strata are bulk-synchronous: the range loaded then holds its
-  // previous writer's last clocks, so no refresh of this sub-epoch needs the
-  // change records of the range), then loads the range.
   Status PushHeld() override {
     if (held_clock_ < 0) return Status::Ok();
     STALELEARN_RETURN_IF_ERROR(links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(held_clock_)).status());
@@ -111,8 +107,19 @@ class SspConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
 
+  // Waits until every batch this rank pushed is in a published snapshot
+  // (ReplicaRefresher::FocusRows' precondition: the range it loads then
+  // holds all own deltas), and the clocks before this one of the rank that
+  // wrote the range in the sub-epoch before (`writer_before`; -1: of every
+  // other rank), then loads the range. That rank waited in turn for the
+  // range's writer before it, so the loaded range holds every earlier
+  // writer's clocks and no refresh of this sub-epoch needs the range's
+  // change records. Not a barrier over all ranks (DSGD's bulk-synchronous
+  // sub-epochs): a rank slow in one block delays only the rank that takes
+  // its stripe next, and slow and fast blocks even out along the chain of
+  // stripe hand-overs instead of every sub-epoch waiting for its slowest.
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
-                   ClockRecord& record) override {
+                   model::ComputeIndex writer_before, ClockRecord& record) override {
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     STALELEARN_ASSIGN_OR_RETURN(
         std::chrono::nanoseconds waited,
@@ -126,19 +133,25 @@ class SspConsistency final : public ConsistencyMode {
               }
               if (links_.refresher.pending_batches() != 0) return false;
               if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
-              const sync::ClockTable::Slowest slowest = links_.clocks.SlowestOther(me_);
+              const sync::ClockTable::Slowest slowest = writer_before.value >= 0 && writer_before != me_
+                                                            ? links_.clocks.SlowestOf(writer_before)
+                                                            : links_.clocks.SlowestOther(me_);
               if (slowest.merged_clock >= static_cast<std::uint64_t>(record.clock)) return true;
               links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
               return false;
             },
             [&] {
-              return fmt::format("compute rank {}: its batches and every rank's clocks before {} merged, before it "
+              return fmt::format("compute rank {}: its batches and {} clocks before {} merged, before it "
                                  "reads rows {}..{} of table {}",
-                                 me_.value, record.clock, first, last, table.value);
+                                 me_.value,
+                                 writer_before.value >= 0 ? fmt::format("compute rank {}'s", writer_before.value)
+                                                          : std::string("every rank's"),
+                                 record.clock, first, last, table.value);
             }));
     record.stall_seconds += std::chrono::duration<double>(waited).count();
     STALELEARN_RETURN_IF_ERROR(
-        links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(record.clock), replica_));
+        links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(record.clock), writer_before,
+                                   replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
     stratum_begin_ = record.clock;
     stratum_until_ = until;
@@ -168,14 +181,17 @@ class SspConsistency final : public ConsistencyMode {
   // A stratified sub-epoch in which no row the replica holds can change but
   // by this rank's own writes (ReplicaRefresher::OnlyOwnWritesChangeHeldRows:
   // a settled stripe, every other table written alone, a first read done).
-  // FocusRows waited for every other rank's clocks before the sub-epoch and
-  // loaded the stripe with them; until the next FocusRows no other rank
-  // writes a row this rank reads (strata are disjoint, the other tables'
-  // rows have one writer). So the bound holds on every read with nothing
-  // missing, and a refresh could install nothing: the clock skips the gate,
-  // the refresh and their round trips (DSGD's sub-epochs: the ranks
-  // synchronise only where the stripes move). A rank may then lead another
-  // by up to one sub-epoch, never into a stripe the other still writes.
+  // FocusRows loaded the stripe with every earlier writer's clocks before
+  // the sub-epoch; until the next FocusRows no other rank writes a row this
+  // rank reads (strata are disjoint, the other tables' rows have one
+  // writer). So the bound holds on every read with nothing missing, and a
+  // refresh could install nothing: the clock skips the gate, the refresh
+  // and their round trips (DSGD's sub-epochs: the ranks synchronise only
+  // where the stripes move, each with the stripe's writer before it). A
+  // rank may then lead another by several sub-epochs, never into a stripe
+  // the other still writes: rank i's stripe in sub-epoch t is rank i+k's in
+  // t-k, which ended before rank i+1's t-1 began, and comes back to rank
+  // i+k only in t-k+C, which waits for rank i's t.
   bool InStratum() const {
     return links_.refresher.focused() && installed_ &&
            (DefectPlanted(PlantedDefect::kStratumWithSharedRows) ||
@@ -183,8 +199,8 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   // Inside a stratum no other rank reads this rank's rows before the stripe
-  // moves (users: never; the stripe: after the next FocusRows, which waits
-  // for every rank's clocks before it). So a clock's deltas may wait in the
+  // moves (users: never; the stripe: after the next rank's FocusRows,
+  // which waits for this rank's clocks before it). So a clock's deltas may wait in the
   // replica and go out with a later clock's (a batch's clock says every
   // clock up to it is in): kPushesPerStratum pushes, always at the
   // stratum's last clock, and before a checkpoint's cut (PushHeld, called
