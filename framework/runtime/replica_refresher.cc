@@ -295,8 +295,8 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   }
   rows_buffer_.resize(total);
   // A shard without rows of the range has none to settle; one whose read
-  // generation holds every other rank's clocks before `clock` is settled
-  // from the start (ReadsRecords).
+  // generation holds `writer_before`'s clocks before `clock` is settled
+  // from the start (SettlesFocus, ReadsRecords).
   focus_settled_.assign(shards, 1);
   focus_clock_ = clock;
   focus_writer_ = writer_before;
