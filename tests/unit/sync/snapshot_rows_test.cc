@@ -85,6 +85,35 @@ TEST(SnapshotRows, FewRowsTakeOnlyTheirRecordsFromTheIndex) {
   EXPECT_GE(counting_all.counters().bytes_get, static_cast<std::int64_t>(shard.size()) + records);
 }
 
+// A third of the shard, while the records published are all outside it
+// (a stratified stripe while the other ranks write theirs): the index
+// tells it so, and the records are not read. Streaming the log, as reads
+// of a quarter of the shard or more once did, got every record.
+TEST(SnapshotRows, AThirdOfTheShardWrittenElsewhereTakesTheIndexNotTheLog) {
+  PublishedWideTable t;
+  constexpr std::int64_t kThird = kRows / 3;
+  std::vector<std::int64_t> elsewhere;
+  for (std::int64_t r = kThird; r < kRows; ++r) elsewhere.push_back(r);
+  SetRows(t.f, t.changed, elsewhere, 2);
+  t.publisher.Publish(t.f.merger().master(), t.f.poller(), t.changed);
+  t.changed.Clear();
+
+  metrics::CountingTransport counting(t.f.transport());
+  SnapshotReader reader(counting, t.f.remote_published(), t.g, WaitOptions{});
+  std::vector<std::byte> rows(static_cast<std::size_t>(kThird) * kRowBytes);
+  const SnapshotReader::RowRead third{0, rows.data(), rows.size()};
+  ASSERT_TRUE(reader.ReadRows(std::span(&third, 1)).ok());
+  std::int32_t first;
+  std::memcpy(&first, rows.data(), sizeof first);
+  EXPECT_EQ(first, 1) << "row 0 is not generation 2's";
+  const auto log = static_cast<std::int64_t>(elsewhere.size() * kRowBytes);
+  EXPECT_LT(counting.counters().bytes_get, static_cast<std::int64_t>(rows.size()) + log / 2)
+      << "the records of rows outside the read were got";
+  EXPECT_GE(counting.counters().bytes_get,
+            static_cast<std::int64_t>(rows.size() + 8 * elsewhere.size()))  // the rows and the index
+      << "the index was not read";
+}
+
 // Readers of a few rows through a NIC slow on the live shard, while a
 // writer publishes every few microseconds: after each read that returns
 // generation g, every row read must hold its value as of g. Without the
