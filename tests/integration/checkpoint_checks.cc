@@ -62,7 +62,7 @@ void CheckCheckpointDoesNotChangeTheModel(std::string_view policy, const fs::pat
   // A straggler: the others run up to s clocks ahead, so their batches past
   // a checkpoint's clock come before its last one and the cut must fork.
   config.mutable_training()->mutable_straggler()->set_rank(2);
-  config.mutable_training()->mutable_straggler()->set_slowdown(3);
+  config.mutable_training()->mutable_straggler()->set_slowdown(6);
   const std::unique_ptr<apps::mf::MfApp> app = ValueOrThrow(apps::mf::LoadMfApp(config, ratings));
   const LocalRun plain = RunLocal(config, *app, 4);
   auto* checkpoint = config.mutable_training()->mutable_checkpoint();
