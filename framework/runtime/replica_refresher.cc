@@ -265,7 +265,7 @@ Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIn
 
 bool ReplicaRefresher::SettlesFocus(std::span<const std::uint64_t> merged_clock) const {
   const auto writer = static_cast<std::size_t>(focus_writer_.value);
-  if (focus_writer_.value < 0 || focus_writer_ == me_ || writer >= merged_clock.size()) {
+  if (focus_writer_.value < 0 || writer >= merged_clock.size()) {
     return sync::MinMergedClockOfOthers(merged_clock, me_) >= focus_clock_;
   }
   return merged_clock[writer] >= focus_clock_;

@@ -42,10 +42,8 @@ ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except) const {
   Slowest slowest{except, std::numeric_limits<std::uint64_t>::max()};
   for (int c = 0; c < compute_ranks(); ++c) {
     if (c == except.value) continue;
-    for (int m = 0; m < memory_ranks(); ++m) {
-      const std::uint64_t clock = merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
-      if (clock < slowest.merged_clock) slowest = {model::ComputeIndex{c}, clock, model::MemoryIndex{m}};
-    }
+    const Slowest of = SlowestOf(model::ComputeIndex{c});
+    if (of.merged_clock < slowest.merged_clock) slowest = of;
   }
   return slowest;
 }

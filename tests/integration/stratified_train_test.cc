@@ -124,14 +124,14 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
   std::int64_t max_lead() const { return max_lead_.load(); }
 
  private:
+  static void RaiseTo(std::atomic<std::int64_t>& at_least, std::int64_t value) {
+    std::int64_t seen = at_least.load();
+    while (value > seen && !at_least.compare_exchange_weak(seen, value)) {
+    }
+  }
   void NoteLead(std::int64_t clock) const {
-    std::int64_t furthest = furthest_clock_.load();
-    while (clock > furthest && !furthest_clock_.compare_exchange_weak(furthest, clock)) {
-    }
-    const std::int64_t lead = std::max(furthest, clock) - clock;
-    std::int64_t most = max_lead_.load();
-    while (lead > most && !max_lead_.compare_exchange_weak(most, lead)) {
-    }
+    RaiseTo(furthest_clock_, clock);
+    RaiseTo(max_lead_, furthest_clock_.load() - clock);
   }
   using Increments = std::vector<std::atomic<std::int64_t>>;
   static std::size_t Index(std::int64_t clock, std::int64_t row, std::int64_t rows) {

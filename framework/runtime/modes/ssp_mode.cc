@@ -133,7 +133,7 @@ class SspConsistency final : public ConsistencyMode {
               }
               if (links_.refresher.pending_batches() != 0) return false;
               if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
-              const sync::ClockTable::Slowest slowest = writer_before.value >= 0 && writer_before != me_
+              const sync::ClockTable::Slowest slowest = writer_before.value >= 0
                                                             ? links_.clocks.SlowestOf(writer_before)
                                                             : links_.clocks.SlowestOther(me_);
               if (slowest.merged_clock >= static_cast<std::uint64_t>(record.clock)) return true;
