@@ -16,6 +16,7 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode, c
       mode_(mode),
       schedule_(schedule),
       straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
+      phases_(*env.wait.time),
       state_(facets_.CreateLocalState(info, schedule_.samples())),
       clock_offset_(facets_.initializes_from_data() ? 1 : 0) {
   const int threads = env.config.training().threads_per_rank();
@@ -141,6 +142,7 @@ Result<TrainerResult> ClockLoop::Run() {
         // A new sub-epoch: the replica keeps only its stripe of B fresh.
         const LocalityPlan::Focus focus = plan_.FocusOf(k, clocks_per_epoch);
         if (!(focus == focus_)) {
+          const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kHandOver);
           STALELEARN_RETURN_IF_ERROR(mode_.FocusRows(model::TableId{static_cast<std::uint32_t>(focus.table)},
                                                      focus.first, focus.last, record.clock + (focus.until - k),
                                                      model::ComputeIndex{focus.writer_before}, record));
@@ -150,7 +152,10 @@ Result<TrainerResult> ClockLoop::Run() {
       const std::span<const std::int64_t> samples =
           plan_.planned() ? plan_.ClockSamplesInto(epoch_cells_, k, schedule_, clock_samples_)
                           : schedule_.ClockSamples(order, k);
-      STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
+      {
+        const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kGateRefresh);
+        STALELEARN_RETURN_IF_ERROR(mode_.BeforeClock(record.clock, samples, record));
+      }
       record.staleness_epochs = static_cast<double>(record.observed_staleness) / static_cast<double>(clocks_per_epoch);
       if (env_.hooks.after_refresh && mode_.replica() != nullptr) {
         // Hooks see a full-size model: the rows the replica holds, zeros elsewhere.
@@ -162,17 +167,23 @@ Result<TrainerResult> ClockLoop::Run() {
       WorkCounters work;
       RandomStream random = RandomStream::For(info_.seed, info_.rank.value, record.clock);
       KernelContext context{info_, epoch, record.clock, random, state_.get(), work};
-      const auto compute_start = std::chrono::steady_clock::now();
-      if (!samples.empty()) RunKernel(samples, context);
-      work.samples += static_cast<std::int64_t>(samples.size());
-      if (first_epoch_ < 0) first_epoch_ = epoch;  // a resumed run's first epoch is the one it resumes in
-      if (epoch == first_epoch_) work.first_epoch_samples = work.samples;
-      STALELEARN_RETURN_IF_ERROR(
-          straggler_.EndComputeStep(*env_.wait.time, work, std::chrono::steady_clock::now() - compute_start,
-                                    record.clock));
+      {
+        const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kKernel);
+        const auto compute_start = std::chrono::steady_clock::now();
+        if (!samples.empty()) RunKernel(samples, context);
+        work.samples += static_cast<std::int64_t>(samples.size());
+        if (first_epoch_ < 0) first_epoch_ = epoch;  // a resumed run's first epoch is the one it resumes in
+        if (epoch == first_epoch_) work.first_epoch_samples = work.samples;
+        STALELEARN_RETURN_IF_ERROR(
+            straggler_.EndComputeStep(*env_.wait.time, work, std::chrono::steady_clock::now() - compute_start,
+                                      record.clock));
+      }
       result.samples += static_cast<std::int64_t>(samples.size());
 
-      STALELEARN_RETURN_IF_ERROR(mode_.AfterClock(record.clock, record));
+      {
+        const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kPush);
+        STALELEARN_RETURN_IF_ERROR(mode_.AfterClock(record.clock, record));
+      }
       result.Add(record);
       MaybeReportProgress(epoch, epochs, k + 1, clocks_per_epoch);
     }
@@ -182,6 +193,7 @@ Result<TrainerResult> ClockLoop::Run() {
     const bool before_resume = clock_offset_ + (epoch + 1) * clocks_per_epoch < first_clock_;
     if (evaluator_ != nullptr && !last && !before_resume && (epoch + 1) % eval_every == 0) {
       const auto eval_start = std::chrono::steady_clock::now();
+      const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kEvaluate);
       if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables());
       STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
@@ -195,10 +207,13 @@ Result<TrainerResult> ClockLoop::Run() {
       evaluating += std::chrono::steady_clock::now() - eval_start;
     }
   }
-  STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(end)));
-  if (env_.stop != nullptr) {
-    // Flushed: the memory ranks can see this rank finished and join too.
-    STALELEARN_RETURN_IF_ERROR(env_.stop->JoinAtEnd(end));
+  {
+    const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kFinish);
+    STALELEARN_RETURN_IF_ERROR(mode_.Finish(static_cast<std::uint64_t>(end)));
+    if (env_.stop != nullptr) {
+      // Flushed: the memory ranks can see this rank finished and join too.
+      STALELEARN_RETURN_IF_ERROR(env_.stop->JoinAtEnd(end));
+    }
   }
   result.end_clock = end;
   result.train_seconds =
@@ -206,8 +221,10 @@ Result<TrainerResult> ClockLoop::Run() {
   if (evaluator_ != nullptr) {
     // Read while the memory ranks still progress (before any collective).
     final_model_ = eval_model.empty() ? model::MakeTableSet(env_.layout.tables()) : std::move(eval_model);
+    const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kFinalRead);
     STALELEARN_RETURN_IF_ERROR(mode_.ReadFinalModel(final_model_));
   }
+  result.phases = phases_.Report();
   STALELEARN_RETURN_IF_ERROR(mode_.Release());
   return result;
 }

@@ -26,6 +26,7 @@
 #include "framework/runtime/eval_parts_exchange.h"
 #include "framework/runtime/locality_plan.h"
 #include "framework/runtime/parallel_kernel.h"
+#include "framework/runtime/phase_times.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/straggler.h"
 #include "framework/runtime/trainer_result.h"
@@ -88,6 +89,7 @@ class ClockLoop {
   std::vector<std::int64_t> clock_samples_;  // planned: the clock's samples (capacity reused)
   LocalityPlan::Focus focus_;  // the stripe the mode was last told about (stratified)  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
   Straggler straggler_;
+  PhaseTimes phases_;  // where the loop's time goes (TrainerResult::phases)
   std::unique_ptr<LocalState> state_;
   std::unique_ptr<ParallelKernel> parallel_;  // null: the kernel runs on the trainer thread
   EpochEvaluator* evaluator_ = nullptr;

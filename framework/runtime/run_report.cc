@@ -29,6 +29,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_rows_refreshed(trainer->rows_refreshed);
     r.set_meta_only_reads(trainer->meta_only_reads);
     r.set_stratum_clocks(trainer->stratum_clocks);
+    for (const proto::PhaseTime& p : trainer->phases) *r.add_phases() = p;
     r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
     const LocalityPlanStats& p = trainer->plan;
     proto::LocalityPlanReport* plan = r.mutable_locality_plan();

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "framework/core/error.h"
@@ -244,6 +245,56 @@ TEST(StratifiedTraining, ASlowRankHoldsBackOnlyTheRanksTakingItsStripes) {
   EXPECT_EQ(app.stale_user_reads(), 0);
   EXPECT_EQ(app.lost_own(), 0);
   EXPECT_EQ(report.final().value(), static_cast<double>(kSamples * kEpochs));
+}
+
+// The report's loop phases (phase_times.h): under timing they add up to
+// each compute rank's simulated compute, transfer and wait (the loop is all
+// of a compute rank's time but its start-up and release, a few round
+// trips), one hand-over per sub-epoch, one kernel per clock; in real time
+// they carry wall seconds and no simulated ones. A phase left untimed
+// leaves its share (a push's is a quarter or more) out of the sums.
+TEST(LoopPhases, AddUpToEachComputeRanksSimulatedTimeWithAHandOverPerSubEpoch) {
+  constexpr int kEpochs = 2;
+  for (const bool timing : {true, false}) {
+    SCOPED_TRACE(timing ? "timing" : "real time");
+    ItemCountingApp app(/*deal_by_user=*/true);
+    proto::Config config = StratifiedConfig(kEpochs);
+    if (timing) UseStaleLearnTiming(config);
+    const proto::Report report = RunLocal(config, app, 5).report();
+    for (const proto::RankReport& r : report.ranks()) {
+      if (r.role() != "compute") continue;
+      std::map<std::string, proto::PhaseTime> phases;
+      double compute = 0, transfer = 0, wait = 0, wall = 0;
+      for (const proto::PhaseTime& p : r.phases()) {
+        phases[p.phase()] = p;
+        compute += p.simulated_compute_seconds();
+        transfer += p.simulated_transfer_seconds();
+        wait += p.simulated_wait_seconds();
+        wall += p.wall_seconds();
+      }
+      ASSERT_EQ(phases.count("hand_over"), 1u) << "rank " << r.rank();
+      EXPECT_EQ(phases["hand_over"].entries(), kEpochs * 4) << "rank " << r.rank();
+      EXPECT_EQ(phases["kernel"].entries(), r.clocks()) << "rank " << r.rank();
+      EXPECT_EQ(phases["push"].entries(), r.clocks()) << "rank " << r.rank();
+      EXPECT_EQ(phases["finish"].entries(), 1) << "rank " << r.rank();
+      EXPECT_GT(wall, 0) << "rank " << r.rank();
+      if (!timing) {
+        EXPECT_EQ(compute + transfer + wait, 0) << "rank " << r.rank();
+        continue;
+      }
+      const proto::SimulatedRank* sim = nullptr;
+      for (const proto::SimulatedRank& s : report.simulated().ranks()) {
+        if (s.rank() == r.rank()) sim = &s;
+      }
+      ASSERT_NE(sim, nullptr) << "rank " << r.rank();
+      EXPECT_GT(phases["hand_over"].simulated_transfer_seconds(), 0) << "rank " << r.rank();
+      EXPECT_DOUBLE_EQ(compute, sim->compute_seconds()) << "rank " << r.rank();
+      EXPECT_LE(transfer, sim->transfer_seconds() * (1 + 1e-9)) << "rank " << r.rank();
+      EXPECT_GE(transfer, 0.95 * sim->transfer_seconds()) << "rank " << r.rank();
+      EXPECT_LE(wait, sim->wait_seconds() * (1 + 1e-9)) << "rank " << r.rank();
+      EXPECT_GE(wait, 0.95 * sim->wait_seconds()) << "rank " << r.rank();
+    }
+  }
 }
 
 // Each sample names one row of one table: nothing to stratify.
