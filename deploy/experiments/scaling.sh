@@ -11,7 +11,9 @@
 # a compute rank's simulated time went, in ms, the mean over compute ranks
 # of each loop phase (the report's `phases`, docs/guide/report.md:
 # compute + transfer + wait), and the final read of the rank that
-# evaluates (the largest). 4:1 must be in the rows for the ratios.
+# evaluates (the largest); and the memory ranks' mean simulated merge ms,
+# a floor under the makespan (every delta pushed is merged once, by the
+# row's memory rank). 4:1 must be in the rows for the ratios.
 #
 #   deploy/experiments/scaling.sh [--out DIR] [--ranks 4:1,16:2,32:4,64:8]
 # 64:8 takes about a minute and 4 GiB; the whole table about two minutes.
@@ -66,21 +68,24 @@ for r in ranks:
     mean = {}
     for name in phases:
         mean[name] = sum(ms(p) for x in compute for p in x.get("phases", []) if p["phase"] == name) / len(compute)
+    memory = {x["rank"] for x in rep["ranks"] if x.get("role") == "memory"}
+    merge = [1e3 * x["merge_seconds"] for x in rep["simulated"]["ranks"] if x["rank"] in memory]
     final_read = max([ms(p) for x in compute for p in x.get("phases", []) if p["phase"] == "final_read"] or [0])
     rows.append({"ranks": r, "compute_ranks": int(r.split(":")[0]),
                  "simulated_seconds": rep["simulated"]["total_seconds"], "test_rmse": rep["final"]["value"],
                  "get_over_put": got / put if put else 0, "peak_rss_gib": rss_gib, "wall_seconds": wall,
-                 **{f"{n}_ms": v for n, v in mean.items()}, "final_read_ms": final_read})
+                 **{f"{n}_ms": v for n, v in mean.items()}, "final_read_ms": final_read,
+                 "memory_merge_ms": sum(merge) / len(merge) if merge else 0})
 base = next(x for x in rows if x["ranks"] == "4:1")
 with open(f"{out}/scaling.csv", "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["ranks", "simulated_seconds", "speedup_vs_4x1", "efficiency", "test_rmse", "get_over_put",
-                "peak_rss_gib", "wall_seconds"] + [f"{n}_ms" for n in phases] + ["final_read_ms"])
+                "peak_rss_gib", "wall_seconds"] + [f"{n}_ms" for n in phases] + ["final_read_ms", "memory_merge_ms"])
     for x in rows:
         speedup = base["simulated_seconds"] / x["simulated_seconds"]
         w.writerow([x["ranks"], f"{x['simulated_seconds']:.6f}", f"{speedup:.2f}",
                     f"{speedup / (x['compute_ranks'] / 4):.2f}", f"{x['test_rmse']:.4f}",
                     f"{x['get_over_put']:.2f}", f"{x['peak_rss_gib']:.1f}", f"{x['wall_seconds']:.0f}"] +
-                   [f"{x[f'{n}_ms']:.2f}" for n in phases] + [f"{x['final_read_ms']:.2f}"])
+                   [f"{x[f'{n}_ms']:.2f}" for n in phases] + [f"{x['final_read_ms']:.2f}", f"{x['memory_merge_ms']:.2f}"])
 PY
 print_table "$OUT/scaling.csv"
