@@ -14,6 +14,7 @@
 // backend "local" (single-node emulation without mpirun).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/cli/commands.h"
@@ -75,6 +77,26 @@ std::optional<std::string_view> Env(const char* name) {
   return std::string_view(value);
 }
 
+// "compute ranks' simulated ms by loop phase (mean over the ranks in it):
+// hand_over 5.76, ...": where the makespan went (report `phases`), or "".
+std::string SimulatedPhases(const proto::Report& report) {
+  std::vector<std::pair<std::string, std::pair<double, int>>> phases;  // loop order, (sum, ranks)
+  for (const proto::RankReport& r : report.ranks()) {
+    for (const proto::PhaseTime& p : r.phases()) {
+      auto it = std::ranges::find(phases, p.phase(), [](const auto& e) { return e.first; });
+      if (it == phases.end()) it = phases.insert(phases.end(), {p.phase(), {0.0, 0}});
+      it->second.first +=
+          p.simulated_compute_seconds() + p.simulated_transfer_seconds() + p.simulated_wait_seconds();
+      ++it->second.second;
+    }
+  }
+  std::string line;
+  for (const auto& [name, sum] : phases) {
+    line += fmt::format("{}{} {:.3g}", line.empty() ? "" : ", ", name, 1e3 * sum.first / sum.second);
+  }
+  return line.empty() ? line : "compute ranks' simulated ms by loop phase (mean over the ranks in it): " + line;
+}
+
 void PrintSummary(const proto::Report& report, const std::string& report_path) {
   // A stopped run: the epochs it completed (its last curve point).
   const int epochs = report.has_stopped() && report.curve_size() > 0 ? report.curve().rbegin()->epoch() : report.epochs();
@@ -87,6 +109,8 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
                  report.simulated().memory_preset().c_str(), report.simulated().link_preset().c_str(),
                  report.simulated().compute_preset().c_str(),
                  report.simulated().deterministic() ? "deterministic" : "not deterministic");
+    const std::string phases = SimulatedPhases(report);
+    if (!phases.empty()) std::fprintf(stderr, "[stalelearn] %s\n", phases.c_str());
   }
   if (report.has_best()) {
     std::fprintf(stderr, "[stalelearn] best: %s %.4f after epoch %d (model checksum %s)\n",

@@ -271,6 +271,12 @@ TEST_F(SynthAndDivergence, ProgressLinesWithinAnEpochFollowEveryClock) {
   EXPECT_EQ(clock, clocks);
   EXPECT_GT(clocks, 10);  // 5,400 training ratings at 256 a clock
   EXPECT_EQ(lines, 2 * clocks) << every.err;
+  // The summary says where the simulated time went (report `phases`).
+  EXPECT_TRUE(std::regex_search(every.err, std::regex("\\[stalelearn\\] compute ranks' simulated ms by loop phase "
+                                                      "\\(mean over the ranks in it\\): gate_refresh [0-9.e+-]+, "
+                                                      "kernel [0-9.e+-]+, push [0-9.e+-]+, evaluate [0-9.e+-]+, finish [0-9.e+-]+, "
+                                                      "final_read [0-9.e+-]+\n")))
+      << every.err;
   const CommandRun none = Stalelearn(train + "--set output.progress_seconds=-1");
   ASSERT_EQ(none.exit_code, 0) << none.err;
   EXPECT_EQ(none.err.find(": clock "), std::string::npos) << none.err;
