@@ -105,7 +105,8 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
                report.final().value(), epochs,
                report.wall_seconds(), report.mode().c_str(), report.backend().c_str());
   if (report.has_simulated()) {
-    std::fprintf(stderr, "[stalelearn] simulated: %.6f s on %s / %s / %s (%s)\n", report.simulated().total_seconds(),
+    std::fprintf(stderr, "[stalelearn] simulated: %.6f s (training %.6f s) on %s / %s / %s (%s)\n",
+                 report.simulated().total_seconds(), report.simulated().training_seconds(),
                  report.simulated().memory_preset().c_str(), report.simulated().link_preset().c_str(),
                  report.simulated().compute_preset().c_str(),
                  report.simulated().deterministic() ? "deterministic" : "not deterministic");

@@ -6,7 +6,8 @@
 # simulated seconds to the last digit, on any machine).
 # Writes OUT/scaling.csv and prints it: per row the simulated makespan, the
 # speedup over 4:1 and the efficiency (speedup over the compute ranks'
-# ratio to 4), the final test RMSE, bytes got / bytes put over the compute
+# ratio to 4), the same for the training makespan (the report's
+# simulated.training_seconds: the final read and evaluation left out), the final test RMSE, bytes got / bytes put over the compute
 # ranks, the peak RSS of the run's process and its wall seconds; then where
 # a compute rank's simulated time went, in ms, the mean over compute ranks
 # of each loop phase (the report's `phases`, docs/guide/report.md:
@@ -72,19 +73,23 @@ for r in ranks:
     merge = [1e3 * x["merge_seconds"] for x in rep["simulated"]["ranks"] if x["rank"] in memory]
     final_read = max([ms(p) for x in compute for p in x.get("phases", []) if p["phase"] == "final_read"] or [0])
     rows.append({"ranks": r, "compute_ranks": int(r.split(":")[0]),
-                 "simulated_seconds": rep["simulated"]["total_seconds"], "test_rmse": rep["final"]["value"],
+                 "simulated_seconds": rep["simulated"]["total_seconds"],
+                 "training_seconds": rep["simulated"].get("training_seconds", 0), "test_rmse": rep["final"]["value"],
                  "get_over_put": got / put if put else 0, "peak_rss_gib": rss_gib, "wall_seconds": wall,
                  **{f"{n}_ms": v for n, v in mean.items()}, "final_read_ms": final_read,
                  "memory_merge_ms": sum(merge) / len(merge) if merge else 0})
 base = next(x for x in rows if x["ranks"] == "4:1")
 with open(f"{out}/scaling.csv", "w", newline="") as f:
     w = csv.writer(f)
-    w.writerow(["ranks", "simulated_seconds", "speedup_vs_4x1", "efficiency", "test_rmse", "get_over_put",
+    w.writerow(["ranks", "simulated_seconds", "speedup_vs_4x1", "efficiency", "training_seconds",
+                "training_speedup", "training_efficiency", "test_rmse", "get_over_put",
                 "peak_rss_gib", "wall_seconds"] + [f"{n}_ms" for n in phases] + ["final_read_ms", "memory_merge_ms"])
     for x in rows:
         speedup = base["simulated_seconds"] / x["simulated_seconds"]
+        training = base["training_seconds"] / x["training_seconds"] if x["training_seconds"] else 0
         w.writerow([x["ranks"], f"{x['simulated_seconds']:.6f}", f"{speedup:.2f}",
-                    f"{speedup / (x['compute_ranks'] / 4):.2f}", f"{x['test_rmse']:.4f}",
+                    f"{speedup / (x['compute_ranks'] / 4):.2f}", f"{x['training_seconds']:.6f}",
+                    f"{training:.2f}", f"{training / (x['compute_ranks'] / 4):.2f}", f"{x['test_rmse']:.4f}",
                     f"{x['get_over_put']:.2f}", f"{x['peak_rss_gib']:.1f}", f"{x['wall_seconds']:.0f}"] +
                    [f"{x[f'{n}_ms']:.2f}" for n in phases] + [f"{x['final_read_ms']:.2f}", f"{x['memory_merge_ms']:.2f}"])
 PY

@@ -216,6 +216,7 @@ Result<TrainerResult> ClockLoop::Run() {
     }
   }
   result.end_clock = end;
+  result.simulated_training_end = transport::ToSeconds(env_.wait.time->Now().time_since_epoch());
   result.train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() - evaluating.count();
   if (evaluator_ != nullptr) {

@@ -30,6 +30,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_meta_only_reads(trainer->meta_only_reads);
     r.set_stratum_clocks(trainer->stratum_clocks);
     for (const proto::PhaseTime& p : trainer->phases) *r.add_phases() = p;
+    r.set_simulated_training_end_seconds(trainer->simulated_training_end);
     r.set_max_observed_staleness(static_cast<std::int32_t>(trainer->max_observed_staleness));
     const LocalityPlanStats& p = trainer->plan;
     proto::LocalityPlanReport* plan = r.mutable_locality_plan();
@@ -166,6 +167,9 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
       proto::Simulated& simulated = *report.mutable_simulated();
       const bool first = simulated.ranks().empty();
       simulated.set_total_seconds(std::max(simulated.total_seconds(), part.simulated().total_seconds()));
+      for (const proto::RankReport& r : part.ranks()) {
+        simulated.set_training_seconds(std::max(simulated.training_seconds(), r.simulated_training_end_seconds()));
+      }
       simulated.set_memory_preset(part.simulated().memory_preset());
       simulated.set_link_preset(part.simulated().link_preset());
       simulated.set_compute_preset(part.simulated().compute_preset());

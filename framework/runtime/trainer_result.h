@@ -26,6 +26,7 @@ struct TrainerResult {
   std::int64_t meta_only_reads = 0;      // snapshot reads of a meta alone (report.proto)
   std::int64_t stratum_clocks = 0;       // clocks started without a gate (report.proto)
   std::vector<proto::PhaseTime> phases;  // where the loop's time went (phase_times.h)
+  double simulated_training_end = 0;     // the virtual clock after the loop's finish (timing backend; report.proto)
 
   void Add(const ClockRecord& record) {
     ++clocks;

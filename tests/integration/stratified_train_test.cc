@@ -247,7 +247,8 @@ TEST(StratifiedTraining, ASlowRankHoldsBackOnlyTheRanksTakingItsStripes) {
   EXPECT_EQ(report.final().value(), static_cast<double>(kSamples * kEpochs));
 }
 
-// The report's loop phases (phase_times.h): under timing they add up to
+// The report's loop phases (phase_times.h), and the training makespan
+// before the final read (simulated.training_seconds): under timing they add up to
 // each compute rank's simulated compute, transfer and wait (the loop is all
 // of a compute rank's time but its start-up and release, a few round
 // trips), one hand-over per sub-epoch, one kernel per clock; in real time
@@ -261,6 +262,11 @@ TEST(LoopPhases, AddUpToEachComputeRanksSimulatedTimeWithAHandOverPerSubEpoch) {
     proto::Config config = StratifiedConfig(kEpochs);
     if (timing) UseStaleLearnTiming(config);
     const proto::Report report = RunLocal(config, app, 5).report();
+    // The training makespan: the final read and evaluation come after it.
+    if (timing) {
+      EXPECT_GT(report.simulated().training_seconds(), 0);
+      EXPECT_LT(report.simulated().training_seconds(), report.simulated().total_seconds());
+    }
     for (const proto::RankReport& r : report.ranks()) {
       if (r.role() != "compute") continue;
       std::map<std::string, proto::PhaseTime> phases;
@@ -280,7 +286,17 @@ TEST(LoopPhases, AddUpToEachComputeRanksSimulatedTimeWithAHandOverPerSubEpoch) {
       EXPECT_GT(wall, 0) << "rank " << r.rank();
       if (!timing) {
         EXPECT_EQ(compute + transfer + wait, 0) << "rank " << r.rank();
+        EXPECT_EQ(r.simulated_training_end_seconds(), 0) << "rank " << r.rank();
         continue;
+      }
+      // Training ends before the final read, which ends within the makespan.
+      EXPECT_GT(r.simulated_training_end_seconds(), 0) << "rank " << r.rank();
+      EXPECT_LE(r.simulated_training_end_seconds(), report.simulated().training_seconds()) << "rank " << r.rank();
+      if (phases.count("final_read") != 0) {
+        EXPECT_LE(r.simulated_training_end_seconds() + phases["final_read"].simulated_transfer_seconds() +
+                      phases["final_read"].simulated_wait_seconds(),
+                  report.simulated().total_seconds() * (1 + 1e-9))
+            << "rank " << r.rank();
       }
       const proto::SimulatedRank* sim = nullptr;
       for (const proto::SimulatedRank& s : report.simulated().ranks()) {
