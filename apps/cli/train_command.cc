@@ -78,23 +78,28 @@ std::optional<std::string_view> Env(const char* name) {
 }
 
 // "compute ranks' simulated ms by loop phase (mean over the ranks in it):
-// hand_over 5.76, ...": where the makespan went (report `phases`), or "".
-std::string SimulatedPhases(const proto::Report& report) {
+// hand_over 5.76, ...": where the makespan went (report `phases`); in real
+// time the same in wall seconds; "" without phases.
+std::string PhasesLine(const proto::Report& report) {
+  const bool simulated = report.has_simulated();
   std::vector<std::pair<std::string, std::pair<double, int>>> phases;  // loop order, (sum, ranks)
   for (const proto::RankReport& r : report.ranks()) {
     for (const proto::PhaseTime& p : r.phases()) {
       auto it = std::ranges::find(phases, p.phase(), [](const auto& e) { return e.first; });
       if (it == phases.end()) it = phases.insert(phases.end(), {p.phase(), {0.0, 0}});
-      it->second.first +=
-          p.simulated_compute_seconds() + p.simulated_transfer_seconds() + p.simulated_wait_seconds();
+      it->second.first += simulated ? 1e3 * (p.simulated_compute_seconds() + p.simulated_transfer_seconds() +
+                                             p.simulated_wait_seconds())
+                                    : p.wall_seconds();
       ++it->second.second;
     }
   }
   std::string line;
   for (const auto& [name, sum] : phases) {
-    line += fmt::format("{}{} {:.3g}", line.empty() ? "" : ", ", name, 1e3 * sum.first / sum.second);
+    line += fmt::format("{}{} {:.3g}", line.empty() ? "" : ", ", name, sum.first / sum.second);
   }
-  return line.empty() ? line : "compute ranks' simulated ms by loop phase (mean over the ranks in it): " + line;
+  if (line.empty()) return line;
+  return fmt::format("compute ranks' {} by loop phase (mean over the ranks in it): {}",
+                     simulated ? "simulated ms" : "wall seconds", line);
 }
 
 void PrintSummary(const proto::Report& report, const std::string& report_path) {
@@ -110,8 +115,9 @@ void PrintSummary(const proto::Report& report, const std::string& report_path) {
                  report.simulated().memory_preset().c_str(), report.simulated().link_preset().c_str(),
                  report.simulated().compute_preset().c_str(),
                  report.simulated().deterministic() ? "deterministic" : "not deterministic");
-    const std::string phases = SimulatedPhases(report);
-    if (!phases.empty()) std::fprintf(stderr, "[stalelearn] %s\n", phases.c_str());
+  }
+  if (const std::string phases = PhasesLine(report); !phases.empty()) {
+    std::fprintf(stderr, "[stalelearn] %s\n", phases.c_str());
   }
   if (report.has_best()) {
     std::fprintf(stderr, "[stalelearn] best: %s %.4f after epoch %d (model checksum %s)\n",

@@ -277,6 +277,17 @@ TEST_F(SynthAndDivergence, ProgressLinesWithinAnEpochFollowEveryClock) {
                                                       "kernel [0-9.e+-]+, push [0-9.e+-]+, evaluate [0-9.e+-]+, finish [0-9.e+-]+, "
                                                       "final_read [0-9.e+-]+\n")))
       << every.err;
+  // In real time the same line in wall seconds.
+  std::string local = train;
+  local.replace(local.find("--set backend.name=timing "), std::string("--set backend.name=timing ").size(), "");
+  const CommandRun wall = Stalelearn(local + "--set output.progress_seconds=-1");
+  ASSERT_EQ(wall.exit_code, 0) << wall.err;
+  EXPECT_TRUE(std::regex_search(wall.err, std::regex("\\[stalelearn\\] compute ranks' wall seconds by loop phase "
+                                                     "\\(mean over the ranks in it\\): gate_refresh [0-9.e+-]+, "
+                                                     "kernel [0-9.e+-]+, push [0-9.e+-]+, evaluate [0-9.e+-]+, "
+                                                     "finish [0-9.e+-]+, final_read [0-9.e+-]+\n")))
+      << wall.err;
+  EXPECT_EQ(wall.err.find("simulated"), std::string::npos) << wall.err;
   const CommandRun none = Stalelearn(train + "--set output.progress_seconds=-1");
   ASSERT_EQ(none.exit_code, 0) << none.err;
   EXPECT_EQ(none.err.find(": clock "), std::string::npos) << none.err;
