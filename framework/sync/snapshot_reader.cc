@@ -45,6 +45,7 @@ bool SnapshotReader::TakeMeta(std::uint64_t g, std::uint64_t after, SnapshotMeta
   std::memcpy(words, meta_bytes_.data(), sizeof words);
   if (words[0] != 2 * g || after != 2 * g) return false;
   published_at_ps_ = words[1];
+  if (&meta == &first_meta_) first_published_at_ps_ = words[1];
   *log_begin = words[2];
   meta.generation = g;
   meta.log_end = words[3];
@@ -141,6 +142,13 @@ Status SnapshotReader::AdvanceSimulatedTime(std::uint64_t bytes) {
   return wait_.time->AdvanceTo(wait_.time->GetVisibleAt(published_at, bytes));
 }
 
+Status SnapshotReader::AdvanceAfterRead(std::uint64_t body_bytes, std::uint64_t patched) {
+  const auto body_from = transport::VirtualTimeFromPs(static_cast<std::int64_t>(first_published_at_ps_));
+  const auto patch_from = transport::VirtualTimeFromPs(static_cast<std::int64_t>(published_at_ps_));
+  return wait_.time->AdvanceTo(std::max(wait_.time->GetVisibleAt(body_from, body_bytes),
+                                        wait_.time->GetVisibleAt(patch_from, patched)));
+}
+
 template <class Body, class Patch>
 Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes, Body&& body, Patch&& patch) {
   bool read = false;
@@ -164,7 +172,7 @@ Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes,
             std::uint64_t patched = 0;
             STALELEARN_ASSIGN_OR_RETURN(bool logged, patch(begin0, &patched));
             if (!logged) return false;  // overwritten meanwhile: read the newest again
-            STALELEARN_RETURN_IF_ERROR(AdvanceSimulatedTime(bytes + patched));
+            STALELEARN_RETURN_IF_ERROR(AdvanceAfterRead(bytes, patched));
             read = true;
             return true;
           },

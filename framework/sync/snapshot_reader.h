@@ -127,6 +127,13 @@ class SnapshotReader final : private SnapshotProtocol {
   Result<bool> LogHolds(std::uint64_t position) override;
   Status Get(std::span<const RingGet> gets) override;
   Status AdvanceSimulatedTime(std::uint64_t bytes) override;
+  // After a consistent read of live rows between the metas of generations
+  // g0 (first_meta_) and g1 (meta_), then g1's records over them: the rows
+  // hold g0's state, so their bytes arrive after g0's publication; what g1
+  // rewrote comes from the `patched` record bytes, after g1's. (Charging
+  // the rows after g1's publication too counted them twice whenever a
+  // publication overtook the read.)
+  Status AdvanceAfterRead(std::uint64_t body_bytes, std::uint64_t patched);
   Result<const SnapshotMeta*> ReadWholeInstead(const SnapshotMeta& since, const RangeSink& sink) override;
 
   Result<std::uint64_t> ReadWord(std::size_t offset);
@@ -205,6 +212,7 @@ class SnapshotReader final : private SnapshotProtocol {
   std::vector<std::size_t> by_offset_;  // ReadRows: indices of rows sorted by offset
   SnapshotMeta meta_, first_meta_;
   std::uint64_t published_at_ps_ = 0;   // of the meta last read
+  std::uint64_t first_published_at_ps_ = 0;  // of the last meta read into first_meta_
   std::uint64_t whole_reads_ = 0;
   SnapshotReadPlanner planner_;         // last: it is given *this
 };

@@ -99,7 +99,7 @@ Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
     if (r.together_) {
       std::uint64_t patched = 0;
       STALELEARN_ASSIGN_OR_RETURN(r.together_, r.PatchRows(rows[i], r.begin0_, &patched));
-      if (r.together_) STALELEARN_RETURN_IF_ERROR(r.AdvanceSimulatedTime(BytesOf(rows[i]) + patched));
+      if (r.together_) STALELEARN_RETURN_IF_ERROR(r.AdvanceAfterRead(BytesOf(rows[i]), patched));
     }
     if (!r.together_) STALELEARN_RETURN_IF_ERROR(r.ReadRows(rows[i]).status());  // alone, from the start
   }
