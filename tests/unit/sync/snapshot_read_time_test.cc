@@ -24,31 +24,17 @@ using transport::VirtualTime;
 using transport::VirtualTimeFromPs;
 
 // A clock that only moves by AdvanceTo; data published at p, fetched with a
-// get of B bytes, arrives at p + B picoseconds.
-class ClockOnly final : public transport::RankTime {
+// get of B bytes, arrives at p + B picoseconds. The rest as in real time.
+class ClockOnly final : public transport::RealTime {
  public:
   VirtualTime Now() const override { return now_; }
-  VirtualTime PutVisibleAt(std::uint64_t, transport::Rank) const override { return now_; }
   VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const override {
     return published_at + transport::VirtualDuration(static_cast<std::int64_t>(bytes));
   }
-  std::optional<transport::SimulatedSummary> Summary() const override { return std::nullopt; }
-  bool survives_rank_loss() const override { return true; }
-  Status ChargeCompute(const transport::ComputeWork&, double, std::chrono::nanoseconds) override { return Status::Ok(); }
-  using RankTime::ChargeCompute;
-  Status ChargeMerge(const transport::MergeWork&) override { return Status::Ok(); }
   Status AdvanceTo(VirtualTime t) override {
     now_ = std::max(now_, t);
     return Status::Ok();
   }
-  void ConfigureIdling(Backoff::Policy&) override {}
-  void WaitOnlyFor(const transport::RemoteRegion&, std::uint64_t, const void*, std::size_t) override {}
-  Status StartSchedule() override { return Status::Ok(); }
-  Status ExitForCollective() override { return Status::Ok(); }
-  Status RejoinAfterCollective() override { return Status::Ok(); }
-  Status AllReduce(std::uint64_t, const std::function<Status()>& sum) override { return sum(); }
-  Result<VirtualTime> LatestOverRanks(const std::string&) override { return VirtualTime{}; }
-  void LeaveSchedule() override {}
 
  private:
   VirtualTime now_{};
