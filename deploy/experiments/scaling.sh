@@ -44,7 +44,9 @@ fi
 python3 - "$BIN" "$OUT" "$RANKS" <<'PY'
 import csv, json, resource, subprocess, sys, time
 
-bin_, out, ranks = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+bin_, out = sys.argv[1], sys.argv[2]
+# Smallest first: a child's peak RSS is read as the largest of all so far.
+ranks = sorted(sys.argv[3].split(","), key=lambda r: [int(x) for x in r.split(":")])
 phases = ["hand_over", "gate_refresh", "kernel", "push", "finish"]
 rows = []
 for r in ranks:
@@ -57,7 +59,7 @@ for r in ranks:
     wall = time.monotonic() - start
     if done.returncode != 0:
         sys.exit(f"scaling.sh: --ranks {r} failed (exit {done.returncode}): {' '.join(cmd)}")
-    # ru_maxrss of the children: the largest so far, so runs go in increasing size.
+    # ru_maxrss of the children: the largest so far (runs go in increasing size).
     rss_gib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
     rep = json.load(open(report))
     compute = [x for x in rep["ranks"] if x.get("role") == "compute"]

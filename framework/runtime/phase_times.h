@@ -67,7 +67,6 @@ class PhaseTimes {
   // Times `phase` until the returned scope ends.
   [[nodiscard]] Scope Time(LoopPhase phase) { return Scope(*this, phase); }
 
-  const PhaseTotal& total(LoopPhase phase) const { return totals_[static_cast<std::size_t>(phase)]; }
   // One PhaseTime per phase entered at least once, in LoopPhase order.
   std::vector<proto::PhaseTime> Report() const;
 

@@ -13,16 +13,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <filesystem>
-#include <memory>
 
 #include "framework/core/error.h"
 #include "framework/core/planted_defect.h"
-#include "framework/runtime/app_facets.h"
 #include "framework/runtime/checkpoint_store.h"
-#include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/stop_request.h"
 #include "tests/integration/item_counting_app.h"
 #include "tests/integration/train_support.h"
