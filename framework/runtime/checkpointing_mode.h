@@ -40,8 +40,8 @@ class CheckpointingMode final : public ConsistencyMode {
   Status BeforeClock(std::int64_t clock, std::span<const std::int64_t> samples, ClockRecord& record) override;
   Status AfterClock(std::int64_t clock, ClockRecord& record) override;
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
-                   model::ComputeIndex writer_before, ClockRecord& record) override {
-    return inner_->FocusRows(table, first, last, until, writer_before, record);
+                   model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
+    return inner_->FocusRows(table, first, last, until, writer_before, settled_before, record);
   }
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   Status PushHeld() override { return inner_->PushHeld(); }

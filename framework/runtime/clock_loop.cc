@@ -24,7 +24,7 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode, c
   const proto::TrainingConfig& training = env.config.training();
   if (training.locality() != "none") {
     plan_ = LocalityPlan::Make(env.app, schedule_.ascending(), training.scratchpad_bytes(), training.samples_per_clock(),
-                               Strata{StrataOf(env.config, info.compute_ranks), info.rank.value});
+                               RunStrata(StrataOf(env.config, info.compute_ranks), info.rank.value));
   }
 }
 
@@ -143,9 +143,12 @@ Result<TrainerResult> ClockLoop::Run() {
         const LocalityPlan::Focus focus = plan_.FocusOf(k, clocks_per_epoch);
         if (!(focus == focus_)) {
           const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kHandOver);
+          // The writer's sub-epoch with the stripe ended before this clock
+          // (one of the epoch before where settled_before < 0; none before 0).
+          const std::int64_t settled = std::max<std::int64_t>(0, record.clock + (focus.settled_before - k));
           STALELEARN_RETURN_IF_ERROR(mode_.FocusRows(model::TableId{static_cast<std::uint32_t>(focus.table)},
                                                      focus.first, focus.last, record.clock + (focus.until - k),
-                                                     model::ComputeIndex{focus.writer_before}, record));
+                                                     model::ComputeIndex{focus.writer_before}, settled, record));
           focus_ = focus;
         }
       }

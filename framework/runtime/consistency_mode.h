@@ -55,11 +55,13 @@ class ConsistencyMode {
   // rows and must make the range fresh before returning; adds its wait to
   // stall_seconds. `until`: the clock the next call comes before (the
   // sub-epoch's end; or the run's). `writer_before`: the compute rank that
-  // wrote the range in the sub-epoch before, the last other writer of its
-  // rows before `until` (-1: any other rank may have). Default: nothing
+  // wrote the range last, the last other writer of its rows before `until`
+  // (-1: any other rank may have); its clocks before `settled_before` hold
+  // all its writes of them (locality_plan.h: Focus). Default: nothing
   // (every row stays fresh).
   virtual Status FocusRows(model::TableId /*table*/, std::int64_t /*first*/, std::int64_t /*last*/,
-                           std::int64_t /*until*/, model::ComputeIndex /*writer_before*/, ClockRecord& /*record*/) {
+                           std::int64_t /*until*/, model::ComputeIndex /*writer_before*/,
+                           std::int64_t /*settled_before*/, ClockRecord& /*record*/) {
     return Status::Ok();
   }
   // Before ShareInitialization, under stratified scheduling: `table` will

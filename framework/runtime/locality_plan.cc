@@ -235,7 +235,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     st.reason = fmt::format("table '{}', '{}' or this rank's samples number 2^32 or more", tables[a].name, tables[b].name);
     return plan;
   }
-  if (bytes_a + bytes_b <= scratchpad_bytes && strata.count == 1) {
+  if (bytes_a + bytes_b <= scratchpad_bytes && strata.stripes() == 1) {
     st.reason = fmt::format("tables '{}' and '{}' ({} B touched) fit the scratchpad ({} B)", tables[a].name,
                             tables[b].name, bytes_a + bytes_b, scratchpad_bytes);
     return plan;
@@ -288,7 +288,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   std::vector<std::int32_t> block_b;
   std::vector<std::int32_t> no_stripes;
   st.blocks_a = CutBlocks(touched[a], st.rows_per_block_a, 1, block_a, plan.first_row_a_, no_stripes);
-  st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.count, block_b, plan.first_row_b_,
+  st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.stripes(), block_b, plan.first_row_b_,
                           plan.stripe_of_block_b_);
   touched.clear();
   // Pass 2 counts each part's samples of each cell; pass 3 puts every sample
@@ -354,7 +354,7 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   }
   st.planned = true;
   // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
-  plan.stripe_samples_.assign(static_cast<std::size_t>(strata.count), 0);
+  plan.stripe_samples_.assign(static_cast<std::size_t>(strata.stripes()), 0);
   for (std::int64_t c = 0; c < cells; ++c) {
     const auto stripe = static_cast<std::size_t>(plan.stripe_of_block_b_[static_cast<std::size_t>(c % st.blocks_b)]);
     plan.stripe_samples_[stripe] += plan.cell_start_[static_cast<std::size_t>(c + 1)] - plan.cell_start_[static_cast<std::size_t>(c)];
@@ -367,9 +367,10 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
                              "within a clock)",
                              block_bytes);
   }
-  if (strata.count > 1) {
+  if (strata.stripes() > 1) {
     st.reason = fmt::format("stratified over {} stripes of '{}' (compute rank {} starts at stripe {}), {}",
-                            strata.count, tables[b].name, strata.index, strata.index, st.reason);
+                            strata.stripes(), tables[b].name, strata.index, strata.index * strata.spacing,
+                            st.reason);
   }
   plan.MeasureCost(app, tables, samples_per_clock);
   return plan;

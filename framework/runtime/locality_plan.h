@@ -40,17 +40,28 @@
 namespace stalelearn::runtime {
 
 // Stratified scheduling (training.locality = "stratified"): table B's
-// global rows are cut into `count` equal stripes (one per compute rank);
-// an epoch is `count` sub-epochs of equal clock ranges, and in sub-epoch t
-// compute rank `index` works only on its samples in stripe (index + t) mod
-// count. In any clock no two ranks write the same row of B (DSGD's strata,
-// Gemulla et al. 2011); the grid plan orders each sub-epoch's samples.
+// global rows are cut into S = count x spacing equal stripes (`spacing` per
+// compute rank); an epoch is S sub-epochs of equal clock ranges, and in
+// sub-epoch t compute rank `index` works only on its samples in stripe
+// (index x spacing + t) mod S. In any clock no two ranks write the same row
+// of B (DSGD's strata, Gemulla et al. 2011); the grid plan orders each
+// sub-epoch's samples. With spacing 2 (the runtime's, kStripesPerRank) half
+// the stripes rest in each sub-epoch, and the stripe a rank takes next was
+// last written a whole sub-epoch before: its writer's last push is merged
+// while the rank still works on its current stripe, so the hand-over need
+// not wait for it (LocalityPlan::Focus::settled_before).
 class SampleSchedule;
 
 struct Strata {
-  int count = 1;
-  int index = 0;
+  int count = 1;    // compute ranks
+  int index = 0;    // this one
+  int spacing = 1;  // stripes per compute rank
+  int stripes() const { return count * spacing; }
 };
+// The spacing the runtime plans with (clock_loop.cc, sample_schedule.cc),
+// where there are strata: one rank (count 1) is not stratified.
+inline constexpr int kStripesPerRank = 2;
+inline Strata RunStrata(int count, int index) { return {count, index, count > 1 ? kStripesPerRank : 1}; }
 // training.locality = "auto" resolved for `app` on `compute_ranks` ranks:
 // "stratified" when there are several compute ranks and the app's two
 // largest keyed tables (found from its first samples) take more than
@@ -120,19 +131,22 @@ class LocalityPlan {
   // The grid cell of `sample` (0 when not planned). A clock's sub-batches
   // are its runs of consecutive samples in one cell.
   std::int64_t CellOf(const App& app, std::int64_t sample) const;
-  bool stratified() const { return strata_.count > 1; }
+  bool stratified() const { return strata_.stripes() > 1; }
   // Stratified: the rows of B the samples of clock `clock_in_epoch` name
   // lie in [first, last) (its sub-epoch's stripe); the sub-epoch ends
   // before clock `until` of the epoch. `writer_before`: the compute rank
-  // whose sub-epoch before this one had the stripe (index + 1 mod count,
-  // in every epoch: the last sub-epoch's stripe of index + 1 is index's
-  // first).
+  // that had the stripe last (index + 1 mod count, `spacing` sub-epochs
+  // before, in the epoch before for the first ones), whose sub-epoch with it
+  // ended before clock `settled_before` of this epoch (negative: of the one
+  // before, counted back from this epoch's first clock); with spacing 1
+  // that is this sub-epoch's first clock.
   struct Focus {
     int table = -1;
     std::int64_t first = 0;
     std::int64_t last = 0;
     std::int64_t until = 0;
     int writer_before = -1;
+    std::int64_t settled_before = 0;
     bool operator==(const Focus&) const = default;
   };
   Focus FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const;
@@ -157,7 +171,7 @@ class LocalityPlan {
   std::vector<std::int64_t> first_row_a_;  // each A block's first global row (blocks_a)
   std::vector<std::int64_t> first_row_b_;
   std::vector<std::int32_t> stripe_of_block_b_;  // blocks_b
-  std::vector<std::int64_t> stripe_samples_;     // samples per stripe of B
+  std::vector<std::int64_t> stripe_samples_;     // samples per stripe of B (strata_.stripes())
   Strata strata_;
   std::int64_t rows_b_ = 0;  // table B's rows (all of them, not only the touched)
   LocalityPlanStats stats_;

@@ -20,8 +20,8 @@ void LocalityPlan::EpochCellsInto(int epoch, std::uint64_t seed, EpochCells& epo
   std::iota(a_order.begin(), a_order.end(), 0);
   Shuffle(a_order, SplitMix64(state));
   std::vector<std::int64_t> b_order;
-  // Stratified: sub-epoch t visits only stripe (index + t) mod count of B.
-  for (int t = 0; t < strata_.count; ++t) {
+  // Stratified: sub-epoch t visits only stripe VisitedStripe(t) of B.
+  for (int t = 0; t < strata_.stripes(); ++t) {
     const int stripe = VisitedStripe(t);
     for (std::int64_t ba : a_order) {
       b_order.clear();
@@ -79,9 +79,9 @@ std::span<const std::int64_t> LocalityPlan::ClockSamplesInto(const EpochCells& e
 
 std::pair<int, std::int64_t> LocalityPlan::SubEpochOf(std::int64_t clock_in_epoch,
                                                       std::int64_t clocks_per_epoch) const {
-  // Sub-epoch t is clocks [t K, (t + 1) K), K = clocks_per_epoch / count.
-  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.count);
-  return {static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.count - 1)), k};
+  // Sub-epoch t is clocks [t K, (t + 1) K), K = clocks_per_epoch / stripes.
+  const std::int64_t k = std::max<std::int64_t>(1, clocks_per_epoch / strata_.stripes());
+  return {static_cast<int>(std::min<std::int64_t>(clock_in_epoch / k, strata_.stripes() - 1)), k};
 }
 
 std::pair<std::int64_t, std::int64_t> LocalityPlan::StratifiedClockRange(std::int64_t clock_in_epoch,
@@ -107,16 +107,24 @@ std::span<const std::int64_t> LocalityPlan::ClockSamples(std::span<const std::in
 LocalityPlan::Focus LocalityPlan::FocusOf(std::int64_t clock_in_epoch, std::int64_t clocks_per_epoch) const {
   const auto [t, k] = SubEpochOf(clock_in_epoch, clocks_per_epoch);
   const std::int64_t stripe = VisitedStripe(t);
-  const std::int64_t c = strata_.count;
+  const std::int64_t c = strata_.stripes();
   // Row r is in stripe s iff s <= r c / rows < s + 1 (StripeOf). The last
-  // sub-epoch takes the clocks K leaves over (SubEpochOf).
-  return {stats_.table_b, (stripe * rows_b_ + c - 1) / c, ((stripe + 1) * rows_b_ + c - 1) / c,
-          t + 1 == c ? clocks_per_epoch : (t + 1) * k, static_cast<int>((strata_.index + 1) % c)};
+  // sub-epoch takes the clocks K leaves over (SubEpochOf). The stripe's
+  // writer before had it in sub-epoch t - spacing (rank index + 1's stripe
+  // there is (index + 1) spacing + t - spacing), which ended where sub-epoch
+  // t - spacing + 1 begins (clocks_per_epoch is a multiple of the stripes
+  // at run time, so sub-epochs of the epoch before are K long too).
+  return {stats_.table_b,
+          (stripe * rows_b_ + c - 1) / c,
+          ((stripe + 1) * rows_b_ + c - 1) / c,
+          t + 1 == c ? clocks_per_epoch : (t + 1) * k,
+          static_cast<int>((strata_.index + 1) % strata_.count),
+          (t - strata_.spacing + 1) * k};
 }
 
 int LocalityPlan::VisitedStripe(int t) const {
   if (DefectPlanted(PlantedDefect::kStratumNotRotated)) return t;  // every rank on the same stripe
-  return (strata_.index + t) % strata_.count;
+  return (strata_.index * strata_.spacing + t) % strata_.stripes();
 }
 
 }  // namespace stalelearn::runtime

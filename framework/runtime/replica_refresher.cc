@@ -55,6 +55,19 @@ std::size_t ReplicaRefresher::pending_batches() const {
   return n;
 }
 
+bool ReplicaRefresher::PendingNames(model::TableId table, std::int64_t first, std::int64_t last) const {
+  bool named = false;
+  for (const auto& pending : pending_) {
+    for (const Pending& p : pending) {
+      sync::ForEachOwnEntry(p.batch, layout_.tables(), [&](model::TableId t, model::RowId r, const std::byte*) {
+        named = named || (t == table && r.value >= first && r.value < last);
+      });
+      if (named) return true;
+    }
+  }
+  return false;
+}
+
 void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::span<const std::byte> bytes,
                                model::Replica& replica) {
   const std::size_t start = offset;
@@ -273,7 +286,7 @@ bool ReplicaRefresher::SettlesFocus(std::span<const std::uint64_t> merged_clock)
 
 Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
                                    model::ComputeIndex writer_before, model::Replica& replica) {
-  if (pending_batches() != 0) return FailedPrecondition("FocusRows with own batches not yet merged");
+  if (PendingNames(table, first, last)) return FailedPrecondition("FocusRows with own deltas of the range not yet merged");
   NumberSlots(replica);
   const model::RowPartition& partition = layout_.partition(table);
   const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();

@@ -52,6 +52,9 @@ class ReplicaRefresher {
   // Remembers a batch sent to memory rank m.
   void AddPending(model::MemoryIndex m, std::uint64_t sequence, std::vector<std::byte> batch);
   std::size_t pending_batches() const;
+  // Whether a pending batch holds a delta of a row in [first, last) of
+  // `table` (FocusRows' precondition). Decodes the pending batches.
+  bool PendingNames(model::TableId table, std::int64_t first, std::int64_t last) const;
   // Forgets pending batches that memory rank m's published snapshots include
   // (`included`, from its control block): every generation a later refresh
   // can install includes them too. Keeps pending memory bounded when the
@@ -81,9 +84,11 @@ class ReplicaRefresher {
   // [first, last) of `table` until the focus moves, so refreshes skip
   // records of the table's other rows (they go stale in the replica, unread).
   // Moving the focus loads the new range's held rows from the latest
-  // snapshots first (LoadRows): call it with no pending batches (every own
-  // batch included in a published snapshot), so the loaded values hold all
-  // own deltas (I2); later refreshes install records since the held
+  // snapshots first (LoadRows): call it with no pending batch naming a row
+  // of the range (PendingNames: every own delta of the range included in a
+  // published snapshot), so the loaded values hold all own deltas (I2);
+  // batches of other rows may still be on their way (they are replayed
+  // where a refresh installs their rows); later refreshes install records since the held
   // generation over them, newer or equal. table < 0: every row (default).
   // `clock`: the first clock that reads the range. Strata let other ranks
   // write it only in clocks before that (their earlier sub-epochs) or after

@@ -44,7 +44,7 @@ Status RunLifecycle::CheckStrata() const {
   std::vector<std::int64_t> first(static_cast<std::size_t>(std::min<std::int64_t>(env_.app.TrainingSamples(), 4096)));
   std::iota(first.begin(), first.end(), 0);
   const LocalityPlan plan = LocalityPlan::Make(env_.app, first, config.training().scratchpad_bytes(),
-                                               config.training().samples_per_clock(), Strata{strata, 0});
+                                               config.training().samples_per_clock(), RunStrata(strata, 0));
   if (plan.planned()) return Status::Ok();
   return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "
                                      "sparse tables; app '{}': {}",

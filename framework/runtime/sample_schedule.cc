@@ -4,6 +4,7 @@
 #include "framework/core/planted_defect.h"
 
 #include "framework/runtime/app.h"
+#include "framework/runtime/locality_plan.h"
 
 #include <algorithm>
 #include <bit>
@@ -134,7 +135,9 @@ std::vector<std::int64_t> DealGroups(const App& app, const AppFacets& facets, st
 
 std::int64_t ClocksFor(std::int64_t largest_share, std::int64_t samples_per_clock, int strata) {
   const std::int64_t clocks = std::max<std::int64_t>(1, (largest_share + samples_per_clock - 1) / samples_per_clock);
-  return (clocks + strata - 1) / strata * strata;
+  // A whole number of clocks per sub-epoch (locality_plan.h: kStripesPerRank per rank).
+  const std::int64_t sub_epochs = RunStrata(strata, 0).stripes();
+  return (clocks + sub_epochs - 1) / sub_epochs * sub_epochs;
 }
 
 }  // namespace

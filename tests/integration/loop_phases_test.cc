@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "framework/runtime/locality_plan.h"
 #include "tests/integration/item_counting_app.h"
 #include "tests/integration/train_support.h"
 
@@ -43,7 +44,7 @@ TEST(LoopPhases, AddUpToEachComputeRanksSimulatedTimeWithAHandOverPerSubEpoch) {
         wall += p.wall_seconds();
       }
       ASSERT_EQ(phases.count("hand_over"), 1u) << "rank " << r.rank();
-      EXPECT_EQ(phases["hand_over"].entries(), kEpochs * 4) << "rank " << r.rank();
+      EXPECT_EQ(phases["hand_over"].entries(), kEpochs * 4 * runtime::kStripesPerRank) << "rank " << r.rank();
       EXPECT_EQ(phases["kernel"].entries(), r.clocks()) << "rank " << r.rank();
       EXPECT_EQ(phases["push"].entries(), r.clocks()) << "rank " << r.rank();
       EXPECT_EQ(phases["finish"].entries(), 1) << "rank " << r.rank();

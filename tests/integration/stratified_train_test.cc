@@ -8,6 +8,7 @@
 // Dealt by user, only one rank writes each user row: once a focus has
 // settled, clocks skip the gate and the refresh (ssp_mode.cc InStratum),
 // and the same checks hold.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "framework/core/error.h"
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/checkpoint_store.h"
+#include "framework/runtime/locality_plan.h"
 #include "framework/runtime/stop_request.h"
 #include "tests/integration/item_counting_app.h"
 #include "tests/integration/train_support.h"
@@ -41,7 +43,9 @@ void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false
   int planned = 0;
   for (const proto::RankReport& r : report.ranks()) {
     if (r.role() != "compute") continue;
-    EXPECT_NE(r.locality_plan().reason().find("stratified over 4 stripes"), std::string::npos) << r.locality_plan().reason();
+    EXPECT_NE(r.locality_plan().reason().find(fmt::format("stratified over {} stripes", 4 * runtime::kStripesPerRank)),
+              std::string::npos)
+        << r.locality_plan().reason();
     planned += r.locality_plan().planned() ? 1 : 0;
     // Users shared by ranks: every clock is gated and every refresh reads
     // records; dealt by user, clocks in a settled stripe skip both (users

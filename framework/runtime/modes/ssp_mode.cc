@@ -107,11 +107,13 @@ class SspConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
 
-  // Waits until every batch this rank pushed is in a published snapshot
-  // (ReplicaRefresher::FocusRows' precondition: the range it loads then
-  // holds all own deltas), and the clocks before this one of the rank that
-  // wrote the range in the sub-epoch before (`writer_before`; -1: of every
-  // other rank), then loads the range. That rank waited in turn for the
+  // Waits until every batch this rank pushed with a delta of the range is
+  // in a published snapshot (ReplicaRefresher::FocusRows' precondition: the
+  // range it loads then holds all own deltas; the batches of the stripe it
+  // leaves go on merging), and the clocks before `settled_before` of the
+  // rank that wrote the range last (`writer_before`; -1: of every other
+  // rank), then loads the range. With two stripes per rank the range rested
+  // for a sub-epoch, so both are in already: no wait (locality_plan.h). That rank waited in turn for the
   // range's writer before it, so the loaded range holds every earlier
   // writer's clocks and no refresh of this sub-epoch needs the range's
   // change records. Not a barrier over all ranks (DSGD's bulk-synchronous
@@ -119,7 +121,7 @@ class SspConsistency final : public ConsistencyMode {
   // its stripe next, and slow and fast blocks even out along the chain of
   // stripe hand-overs instead of every sub-epoch waiting for its slowest.
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
-                   model::ComputeIndex writer_before, ClockRecord& record) override {
+                   model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     STALELEARN_ASSIGN_OR_RETURN(
         std::chrono::nanoseconds waited,
@@ -131,26 +133,26 @@ class SspConsistency final : public ConsistencyMode {
                 const model::MemoryIndex mi{m};
                 links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
               }
-              if (links_.refresher.pending_batches() != 0) return false;
+              if (links_.refresher.PendingNames(table, first, last)) return false;
               if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
               const sync::ClockTable::Slowest slowest = writer_before.value >= 0
                                                             ? links_.clocks.SlowestOf(writer_before)
                                                             : links_.clocks.SlowestOther(me_);
-              if (slowest.merged_clock >= static_cast<std::uint64_t>(record.clock)) return true;
+              if (slowest.merged_clock >= static_cast<std::uint64_t>(settled_before)) return true;
               links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
               return false;
             },
             [&] {
-              return fmt::format("compute rank {}: its batches and {} clocks before {} merged, before it "
-                                 "reads rows {}..{} of table {}",
+              return fmt::format("compute rank {}: its deltas of the rows and {} clocks before {} merged, "
+                                 "before it reads rows {}..{} of table {}",
                                  me_.value,
                                  writer_before.value >= 0 ? fmt::format("compute rank {}'s", writer_before.value)
                                                           : std::string("every rank's"),
-                                 record.clock, first, last, table.value);
+                                 settled_before, first, last, table.value);
             }));
     record.stall_seconds += std::chrono::duration<double>(waited).count();
     STALELEARN_RETURN_IF_ERROR(
-        links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(record.clock), writer_before,
+        links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(settled_before), writer_before,
                                    replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
     stratum_begin_ = record.clock;
@@ -209,7 +211,7 @@ class SspConsistency final : public ConsistencyMode {
   // merge is what the next FocusRows waits for, so a stratum is cut into
   // a few pushes rather than one (8 beat 1 and one a clock at 4:1 and
   // 64:8 on the timing backend: docs/measurements.md).
-  static constexpr std::int64_t kPushesPerStratum = 8;
+  static constexpr std::int64_t kPushesPerStratum = 4;
   bool PushDue(std::int64_t clock) const {
     const std::int64_t next = clock + 1;
     const std::int64_t every = (stratum_until_ - stratum_begin_ + kPushesPerStratum - 1) / kPushesPerStratum;

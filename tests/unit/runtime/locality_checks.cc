@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -73,20 +74,51 @@ void CheckStratifiedRanksWriteDisjointRows(std::int64_t samples_per_clock) {
   for (int c = 0; c < kRanks; ++c) {
     schedules.emplace_back(app, kRanks, c, kSamplesPerClock, 3, kRanks);
     plans.push_back(runtime::LocalityPlan::Make(app, schedules.back().samples(), 64 << 10, kSamplesPerClock,
-                                                runtime::Strata{kRanks, c}));
+                                                runtime::RunStrata(kRanks, c)));
     ASSERT_TRUE(plans.back().planned() && plans.back().stratified()) << plans.back().stats().reason;
     grown = grown || plans.back().stats().block_bytes > (64 << 10);
     ASSERT_EQ(schedules.back().clocks_per_epoch(), schedules.front().clocks_per_epoch());
   }
   const std::int64_t clocks = schedules.front().clocks_per_epoch();
-  ASSERT_EQ(clocks % kRanks, 0) << "sub-epochs must line up";
+  ASSERT_EQ(clocks % runtime::RunStrata(kRanks, 0).stripes(), 0) << "sub-epochs must line up";
   std::vector<runtime::RowRef> rows;
   std::int64_t shared = 0;
+  // Every stripe's last visitor and the clock it left at (-1: still on it),
+  // to check every hand-over: a rank taking a stripe may rely only on the
+  // stripe's visitor before (Focus::writer_before) having left it by clock
+  // settled_before (the hand-over waits for nothing else; that visitor
+  // waited in turn for the one before it). Every write must lie in its
+  // writer's focus, so visitors are the only writers.
+  struct Visit {
+    int rank = -1;
+    std::int64_t left_at = -1;
+  };
+  std::map<std::int64_t, Visit> visit_of_stripe;  // by the stripe's first row
+  std::int64_t bad_hand_overs = 0, writes_outside_focus = 0;
+  std::vector<runtime::LocalityPlan::Focus> focus(kRanks);
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::vector<std::vector<std::int64_t>> orders(kRanks);
     for (int c = 0; c < kRanks; ++c) plans[static_cast<std::size_t>(c)].EpochOrderInto(epoch, 17 + c, orders[static_cast<std::size_t>(c)]);
     std::vector<std::int64_t> covered(kRanks, 0);
     for (std::int64_t k = 0; k < clocks; ++k) {
+      const std::int64_t clock = epoch * clocks + k;
+      std::vector<int> moving;
+      for (int c = 0; c < kRanks; ++c) {  // every rank that moves leaves its stripe first
+        if (plans[static_cast<std::size_t>(c)].FocusOf(k, clocks) == focus[static_cast<std::size_t>(c)]) continue;
+        moving.push_back(c);
+        if (focus[static_cast<std::size_t>(c)].table >= 0) visit_of_stripe[focus[static_cast<std::size_t>(c)].first].left_at = clock;
+      }
+      for (int c : moving) {
+        const runtime::LocalityPlan::Focus now = plans[static_cast<std::size_t>(c)].FocusOf(k, clocks);
+        focus[static_cast<std::size_t>(c)] = now;
+        Visit& visit = visit_of_stripe[now.first];
+        const std::int64_t settled = clock + now.settled_before - k;
+        if (visit.rank >= 0 && visit.rank != c &&
+            (visit.rank != now.writer_before || visit.left_at < 0 || visit.left_at > settled)) {
+          ++bad_hand_overs;
+        }
+        visit = {c, -1};
+      }
       std::unordered_map<std::int64_t, int> writer_of_item;
       for (int c = 0; c < kRanks; ++c) {
         const auto samples = plans[static_cast<std::size_t>(c)].ClockSamples(orders[static_cast<std::size_t>(c)], k, clocks);
@@ -97,6 +129,8 @@ void CheckStratifiedRanksWriteDisjointRows(std::int64_t samples_per_clock) {
           const std::int64_t item = rows[1].row.value;
           const auto [it, inserted] = writer_of_item.emplace(item, c);
           if (!inserted && it->second != c) ++shared;
+          const runtime::LocalityPlan::Focus& mine = focus[static_cast<std::size_t>(c)];
+          if (item < mine.first || item >= mine.last) ++writes_outside_focus;
         }
       }
     }
@@ -107,6 +141,8 @@ void CheckStratifiedRanksWriteDisjointRows(std::int64_t samples_per_clock) {
   }
   EXPECT_EQ(shared, 0) << kSharedStripeMessage << " (" << shared << " times over two epochs"
                        << (grown ? ", blocks grown past the scratchpad)" : ")");
+  EXPECT_EQ(writes_outside_focus, 0) << "a rank wrote a row outside its stripe";
+  EXPECT_EQ(bad_hand_overs, 0) << kUnsettledHandOverMessage << " (" << bad_hand_overs << " hand-overs in two epochs)";
 }
 
 }  // namespace stalelearn::testing

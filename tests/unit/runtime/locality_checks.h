@@ -39,10 +39,15 @@ inline constexpr const char* kSubBatchOverflowMessage = "a planned sub-batch's r
 void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock = 1024);
 
 inline constexpr const char* kSharedStripeMessage = "two compute ranks wrote the same row in one clock";
+inline constexpr const char* kUnsettledHandOverMessage =
+    "a rank took a stripe whose visitor before was not its writer_before, or left it after settled_before";
 
-// Stratified scheduling over 4 compute ranks: in every clock of two epochs,
-// the rows of the stratified table that the ranks' samples name are
-// disjoint, and each rank's clocks cover its share exactly once.
+// Stratified scheduling over 4 compute ranks, as the runtime plans it
+// (RunStrata): in every clock of two epochs, the rows of the stratified
+// table that the ranks' samples name are disjoint, each rank's clocks cover
+// its share exactly once, every write lies in its rank's stripe, and at
+// every hand-over the stripe's visitor before is the Focus's writer_before
+// and left it by settled_before.
 void CheckStratifiedRanksWriteDisjointRows(std::int64_t samples_per_clock = 512);
 
 }  // namespace stalelearn::testing
