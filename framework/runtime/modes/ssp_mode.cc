@@ -208,9 +208,11 @@ class SspConsistency final : public ConsistencyMode {
   // stratum's last clock, and before a checkpoint's cut (PushHeld, called
   // by CheckpointingMode) or a stop (Finish). Each push costs
   // two puts and a flush per memory rank whatever it holds; the last push's
-  // merge is what the next FocusRows waits for, so a stratum is cut into
-  // a few pushes rather than one (8 beat 1 and one a clock at 4:1 and
-  // 64:8 on the timing backend: docs/measurements.md).
+  // merge is what the rank taking the stripe two sub-epochs later waits
+  // for, so a stratum is cut into a few pushes rather than one (8 beat 1
+  // and one a clock at 4:1 and 64:8 on the timing backend with a stripe
+  // per rank; with two, strata are half as long and 4 beat 8:
+  // docs/measurements.md).
   static constexpr std::int64_t kPushesPerStratum = 4;
   bool PushDue(std::int64_t clock) const {
     const std::int64_t next = clock + 1;
