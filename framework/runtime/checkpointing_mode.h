@@ -43,6 +43,9 @@ class CheckpointingMode final : public ConsistencyMode {
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
     return inner_->FocusRows(table, first, last, until, writer_before, settled_before, record);
   }
+  Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last) override {
+    return inner_->PrefetchFocus(table, first, last);
+  }
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   Status PushHeld() override { return inner_->PushHeld(); }
   Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }

@@ -150,6 +150,11 @@ Result<TrainerResult> ClockLoop::Run() {
                                                      focus.first, focus.last, record.clock + (focus.until - k),
                                                      model::ComputeIndex{focus.writer_before}, settled, record));
           focus_ = focus;
+          if (focus.until < clocks_per_epoch) {  // the next stripe, read ahead where the mode can
+            const LocalityPlan::Focus next = plan_.FocusOf(focus.until, clocks_per_epoch);
+            STALELEARN_RETURN_IF_ERROR(mode_.PrefetchFocus(model::TableId{static_cast<std::uint32_t>(next.table)},
+                                                           next.first, next.last));
+          }
         }
       }
       const std::span<const std::int64_t> samples =

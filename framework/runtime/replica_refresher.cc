@@ -156,6 +156,7 @@ void ReplicaRefresher::NumberSlots(const model::Replica& replica) {
 }
 
 Result<std::uint64_t> ReplicaRefresher::Refresh(model::Replica& replica) {
+  STALELEARN_RETURN_IF_ERROR(DropPrefetch());  // the readers serve one read at a time
   NumberSlots(replica);
   ++refresh_number_;
   // Memory ranks with nothing to read but the meta: all their metas at once.
@@ -284,67 +285,8 @@ bool ReplicaRefresher::SettlesFocus(std::span<const std::uint64_t> merged_clock)
   return merged_clock[writer] >= focus_clock_;
 }
 
-Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
-                                   model::ComputeIndex writer_before, model::Replica& replica) {
-  if (PendingNames(table, first, last)) return FailedPrecondition("FocusRows with own deltas of the range not yet merged");
-  NumberSlots(replica);
-  const model::RowPartition& partition = layout_.partition(table);
-  const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
-  // The range's rows of each shard are contiguous there (range and hash
-  // partitions keep rows in order): one read per memory rank, into one buffer.
-  const auto shards = static_cast<std::size_t>(layout_.memory_ranks());
-  std::vector<std::size_t> begin(shards, SIZE_MAX), end(shards, 0);
-  for (std::int64_t r = first; r < last; ++r) {
-    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
-    const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
-    begin[m] = std::min(begin[m], offset);
-    end[m] = std::max(end[m], offset + row_bytes);
-  }
-  std::vector<std::size_t> at(shards, 0);
-  std::size_t total = 0;
-  for (std::size_t m = 0; m < shards; ++m) {
-    at[m] = total;
-    if (end[m] > begin[m]) total += end[m] - begin[m];
-  }
-  rows_buffer_.resize(total);
-  // A shard without rows of the range has none to settle; one whose read
-  // generation holds `writer_before`'s clocks before `clock` is settled
-  // from the start (SettlesFocus, ReadsRecords).
-  focus_settled_.assign(shards, 1);
-  focus_clock_ = clock;
-  focus_writer_ = writer_before;
-  // All memory ranks' reads at once (their round trips overlap).
-  std::vector<sync::SnapshotReader*> readers;
-  std::vector<sync::SnapshotReader::RowRead> reads;
-  for (std::size_t m = 0; m < shards; ++m) {
-    if (end[m] <= begin[m]) continue;
-    readers.push_back(readers_[m].get());
-    reads.push_back({begin[m], rows_buffer_.data() + at[m], end[m] - begin[m]});
-  }
-  std::vector<std::span<const sync::SnapshotReader::RowRead>> each;
-  for (const sync::SnapshotReader::RowRead& read : reads) each.emplace_back(&read, 1);
-  STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::ReadRowsOfEach(readers, each));
-  for (std::size_t m = 0; m < shards; ++m) {
-    if (end[m] <= begin[m]) continue;
-    focus_settled_[m] = SettlesFocus(readers_[m]->last_meta().merged_clock) ? 1 : 0;
-  }
-  // Install the held ones (their slots ascend with their rows).
-  const std::int64_t held = replica.tables()[table.value].rows();
-  for (std::int64_t slot = 0; slot < held; ++slot) {
-    const std::int64_t r = replica.RowOfSlot(table, slot);
-    if (r < first || r >= last) continue;
-    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
-    const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
-    if (DefectPlanted(PlantedDefect::kFocusLoadsNothing)) continue;
-    InstallRow(table, slot, std::span(rows_buffer_.data() + at[m] + (offset - begin[m]), row_bytes), replica);
-  }
-  focus_table_ = table;
-  focus_first_ = first;
-  focus_last_ = last;
-  return Status::Ok();
-}
-
 Status ReplicaRefresher::ReadMergedModel(model::TableSet& model) {
+  STALELEARN_RETURN_IF_ERROR(DropPrefetch());  // the readers serve one read at a time
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     const model::MemoryIndex m{static_cast<int>(i)};
     shard_buffer_.resize(layout_.ShardBytes(m));

@@ -41,6 +41,7 @@ struct RefreshCounters {
   std::uint64_t bytes_installed = 0;
   std::uint64_t whole_reads = 0;     // refreshes that fell back to a whole shard
   std::uint64_t meta_only_reads = 0; // snapshot reads of the meta alone (no row could have changed)
+  std::uint64_t loads_read_ahead = 0;  // FocusRows loads PrefetchRows had begun
 };
 
 class ReplicaRefresher {
@@ -100,6 +101,19 @@ class ReplicaRefresher {
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
                    model::ComputeIndex writer_before, model::Replica& replica);
   bool focused() const { return focus_first_ >= 0; }
+  // Starts FocusRows' load of a range ahead of the call that moves the
+  // focus there: reads the first metas and issues the rows' gets, which
+  // arrive while the kernel runs (a stratified rank's next stripe, resting
+  // meanwhile). FocusRows with the same range finishes the read: the second
+  // metas and the records published since the first, as a read done at
+  // once, so the rows it installs are as fresh as FocusRows' own read
+  // (FocusRows' preconditions hold there, not here). Any other read (a
+  // refresh, the merged model, another range) first finishes it unused.
+  Status PrefetchRows(model::TableId table, std::int64_t first, std::int64_t last);
+  bool prefetching() const { return prefetching_; }
+  // Finishes a started prefetch unused (no-op without one): before the
+  // readers read anything else, and before the transport goes.
+  Status DropPrefetch();
   // The kernel reads `table` only through FocusRows ranges: the first read
   // leaves its rows out (FocusRows loads each range before it is read).
   void set_focus_table(model::TableId table) { will_focus_ = table; }
@@ -185,6 +199,20 @@ class ReplicaRefresher {
   Result<const sync::SnapshotMeta*> ReadHeldRows(model::MemoryIndex m, model::Replica& replica);
   // Sizes installed_in_ and numbers the picker ids on first use (the replica's shape is fixed).
   void NumberSlots(const model::Replica& replica);
+  // FocusRows' and PrefetchRows' read of a range: per memory rank the span
+  // of shard bytes its rows lie in, and where that lands in `buffer`.
+  struct RangeRead {
+    model::TableId table{0};
+    std::int64_t first = -1, last = -1;
+    std::vector<std::size_t> begin, end, at;  // [m]
+    std::vector<std::byte> buffer;
+    std::vector<sync::SnapshotReader*> readers;  // memory ranks with rows of the range
+    std::vector<sync::SnapshotReader::RowRead> reads;
+    std::vector<std::span<const sync::SnapshotReader::RowRead>> each;  // one read per reader
+  };
+  void PlanRangeRead(model::TableId table, std::int64_t first, std::int64_t last);
+  RangeRead range_read_;
+  bool prefetching_ = false;  // range_read_ begun (BeginRowsOfEach), not finished
 
   const model::ModelLayout& layout_;
   model::ComputeIndex me_;

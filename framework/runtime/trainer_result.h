@@ -25,6 +25,7 @@ struct TrainerResult {
   std::int64_t rows_refreshed = 0;       // rows they installed
   std::int64_t meta_only_reads = 0;      // snapshot reads of a meta alone (report.proto)
   std::int64_t stratum_clocks = 0;       // clocks started without a gate (report.proto)
+  std::int64_t stripes_read_ahead = 0;   // stripe loads read ahead (report.proto)
   std::vector<proto::PhaseTime> phases;  // where the loop's time went (phase_times.h)
   double simulated_training_end = 0;     // the virtual clock after the loop's finish (timing backend; report.proto)
 
@@ -34,6 +35,7 @@ struct TrainerResult {
     refresh_cpu_seconds += record.refresh_cpu_seconds;
     rows_refreshed += record.rows_refreshed;
     meta_only_reads += record.meta_only_reads;
+    stripes_read_ahead += record.stripes_read_ahead;
     stratum_clocks += record.in_stratum ? 1 : 0;
     if (record.observed_staleness > max_observed_staleness) max_observed_staleness = record.observed_staleness;
     records.push_back(record);

@@ -114,6 +114,16 @@ class SnapshotReader final : private SnapshotProtocol {
   // Each reader's last_meta() is the generation it read. Blocking.
   static Status ReadRowsOfEach(std::span<SnapshotReader* const> readers,
                                std::span<const std::span<const RowRead>> rows);
+  // ReadRowsOfEach in two halves, for rows read ahead of their use (a
+  // stratified rank's next stripe, while the kernel runs): Begin reads the
+  // first metas and issues the live rows' gets without waiting for them;
+  // Finish waits for them, then reads the second metas and patches. Between
+  // the two the readers read nothing else, and `rows` (with the memory its
+  // destinations point to) stays as given. Every Begin needs its Finish.
+  static Status BeginRowsOfEach(std::span<SnapshotReader* const> readers,
+                                std::span<const std::span<const RowRead>> rows);
+  static Status FinishRowsOfEach(std::span<SnapshotReader* const> readers,
+                                 std::span<const std::span<const RowRead>> rows);
   // The meta of the generation the last ReadRows or ReadNewer returned
   // (valid until the next read).
   const SnapshotMeta& last_meta() const { return meta_; }

@@ -80,6 +80,12 @@ Status SnapshotReader::ReadNewerMetas(std::span<SnapshotReader* const> readers, 
 
 Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
                                       std::span<const std::span<const RowRead>> rows) {
+  STALELEARN_RETURN_IF_ERROR(BeginRowsOfEach(readers, rows));
+  return FinishRowsOfEach(readers, rows);
+}
+
+Status SnapshotReader::BeginRowsOfEach(std::span<SnapshotReader* const> readers,
+                                       std::span<const std::span<const RowRead>> rows) {
   if (readers.empty()) return Status::Ok();
   SnapshotReader& front = *readers.front();
   std::vector<transport::RequestPtr>& requests = front.requests_;  // as in ReadMetasTogether
@@ -90,7 +96,14 @@ Status SnapshotReader::ReadRowsOfEach(std::span<SnapshotReader* const> readers,
   for (std::size_t i = 0; i < readers.size(); ++i) {
     if (readers[i]->together_) STALELEARN_RETURN_IF_ERROR(readers[i]->IssueRowGets(rows[i], requests));
   }
-  STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
+  return Status::Ok();
+}
+
+Status SnapshotReader::FinishRowsOfEach(std::span<SnapshotReader* const> readers,
+                                        std::span<const std::span<const RowRead>> rows) {
+  if (readers.empty()) return Status::Ok();
+  SnapshotReader& front = *readers.front();
+  STALELEARN_RETURN_IF_ERROR(front.WaitForGets());  // the live rows Begin issued
   std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second metas
   STALELEARN_RETURN_IF_ERROR(ReadMetasTogether(readers, {}, /*second=*/true));
   // The patches, reader after reader (a few round trips each).

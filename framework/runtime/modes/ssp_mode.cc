@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "framework/core/planted_defect.h"
@@ -97,6 +98,18 @@ class SspConsistency final : public ConsistencyMode {
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
                                                         record.staleness_epochs));
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
+    if (record.in_stratum && next_focus_.has_value() && PrefetchDue(clock)) {
+      // The next stripe rests until this rank takes it, and its writer's
+      // last push went out a sub-epoch ago: its rows' gets go out now,
+      // after this push's puts, and arrive while the kernel runs the last
+      // part of the stratum; FocusRows lays on them what was published
+      // since (ReplicaRefresher::PrefetchRows). Not earlier: a flush to a
+      // memory rank waits for the gets to it too (as ucp_ep_flush does),
+      // and the records to lay on grow with the wait.
+      const NextFocus next = *next_focus_;
+      next_focus_.reset();
+      STALELEARN_RETURN_IF_ERROR(links_.refresher.PrefetchRows(next.table, next.first, next.last));
+    }
     return DropMergedPending();
   }
 
@@ -151,18 +164,26 @@ class SspConsistency final : public ConsistencyMode {
                                  settled_before, first, last, table.value);
             }));
     record.stall_seconds += std::chrono::duration<double>(waited).count();
+    const std::uint64_t ahead_before = links_.refresher.counters().loads_read_ahead;
     STALELEARN_RETURN_IF_ERROR(
         links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(settled_before), writer_before,
                                    replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
+    record.stripes_read_ahead += static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead - ahead_before);
     stratum_begin_ = record.clock;
     stratum_until_ = until;
+    return Status::Ok();
+  }
+  Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last) override {
+    next_focus_ = NextFocus{table, first, last};  // read ahead at this stratum's first push
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
   Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
+    next_focus_.reset();
+    STALELEARN_RETURN_IF_ERROR(links_.refresher.DropPrefetch());  // a stop inside a stratum: its gets complete
     STALELEARN_RETURN_IF_ERROR(PushHeld());  // a stop inside a stratum: the held clocks go out first
     return links_.pusher.Finish();
   }
@@ -214,10 +235,18 @@ class SspConsistency final : public ConsistencyMode {
   // per rank; with two, strata are half as long and 4 beat 8:
   // docs/measurements.md).
   static constexpr std::int64_t kPushesPerStratum = 4;
+  // The stratum's last push but one (or its first, with fewer clocks):
+  // where the next stripe's read ahead goes out.
+  bool PrefetchDue(std::int64_t clock) const {
+    const std::int64_t next = clock + 1;
+    return next < stratum_until_ && stratum_until_ - next <= PushEvery();
+  }
+  std::int64_t PushEvery() const {
+    return std::max<std::int64_t>(1, (stratum_until_ - stratum_begin_ + kPushesPerStratum - 1) / kPushesPerStratum);
+  }
   bool PushDue(std::int64_t clock) const {
     const std::int64_t next = clock + 1;
-    const std::int64_t every = (stratum_until_ - stratum_begin_ + kPushesPerStratum - 1) / kPushesPerStratum;
-    return next >= stratum_until_ || (next - stratum_begin_) % std::max<std::int64_t>(1, every) == 0;
+    return next >= stratum_until_ || (next - stratum_begin_) % PushEvery() == 0;
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
@@ -317,6 +346,11 @@ class SspConsistency final : public ConsistencyMode {
   std::int64_t stratum_begin_ = 0;          // the last FocusRows' first clock
   std::int64_t stratum_until_ = 0;          // and the clock the next comes before
   std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
+  struct NextFocus {
+    model::TableId table;
+    std::int64_t first, last;
+  };
+  std::optional<NextFocus> next_focus_;     // PrefetchFocus's range, until its read begins
   std::uint64_t total_clocks_ = 0;
 };
 

@@ -1,0 +1,107 @@
+// ReplicaRefresher's stratified reads (replica_refresher.h): FocusRows,
+// which loads a stripe's held rows when the focus moves, and PrefetchRows,
+// which starts that load ahead, while the stripe rests and the kernel runs
+// on the current one.
+#include <algorithm>
+
+#include "framework/core/planted_defect.h"
+#include "framework/runtime/replica_refresher.h"
+
+namespace stalelearn::runtime {
+
+void ReplicaRefresher::PlanRangeRead(model::TableId table, std::int64_t first, std::int64_t last) {
+  RangeRead& read = range_read_;
+  read.table = table;
+  read.first = first;
+  read.last = last;
+  const model::RowPartition& partition = layout_.partition(table);
+  const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
+  // The range's rows of each shard are contiguous there (range and hash
+  // partitions keep rows in order): one read per memory rank, into one buffer.
+  const auto shards = static_cast<std::size_t>(layout_.memory_ranks());
+  read.begin.assign(shards, SIZE_MAX);
+  read.end.assign(shards, 0);
+  for (std::int64_t r = first; r < last; ++r) {
+    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
+    const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
+    read.begin[m] = std::min(read.begin[m], offset);
+    read.end[m] = std::max(read.end[m], offset + row_bytes);
+  }
+  read.at.assign(shards, 0);
+  std::size_t total = 0;
+  for (std::size_t m = 0; m < shards; ++m) {
+    read.at[m] = total;
+    if (read.end[m] > read.begin[m]) total += read.end[m] - read.begin[m];
+  }
+  read.buffer.resize(total);
+  // All memory ranks' reads at once (their round trips overlap).
+  read.readers.clear();
+  read.reads.clear();
+  for (std::size_t m = 0; m < shards; ++m) {
+    if (read.end[m] <= read.begin[m]) continue;
+    read.readers.push_back(readers_[m].get());
+    read.reads.push_back({read.begin[m], read.buffer.data() + read.at[m], read.end[m] - read.begin[m]});
+  }
+  read.each.clear();
+  for (const sync::SnapshotReader::RowRead& r : read.reads) read.each.emplace_back(&r, 1);
+}
+
+Status ReplicaRefresher::PrefetchRows(model::TableId table, std::int64_t first, std::int64_t last) {
+  STALELEARN_RETURN_IF_ERROR(DropPrefetch());
+  PlanRangeRead(table, first, last);
+  STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::BeginRowsOfEach(range_read_.readers, range_read_.each));
+  prefetching_ = true;
+  return Status::Ok();
+}
+
+Status ReplicaRefresher::DropPrefetch() {
+  if (!prefetching_) return Status::Ok();
+  prefetching_ = false;  // finished (its gets waited for), its rows unused
+  return sync::SnapshotReader::FinishRowsOfEach(range_read_.readers, range_read_.each);
+}
+
+Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::uint64_t clock,
+                                   model::ComputeIndex writer_before, model::Replica& replica) {
+  if (PendingNames(table, first, last)) return FailedPrecondition("FocusRows with own deltas of the range not yet merged");
+  NumberSlots(replica);
+  const bool prefetched = prefetching_ && range_read_.table == table && range_read_.first == first &&
+                          range_read_.last == last;
+  if (!prefetched) {
+    STALELEARN_RETURN_IF_ERROR(DropPrefetch());
+    PlanRangeRead(table, first, last);
+    STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::BeginRowsOfEach(range_read_.readers, range_read_.each));
+  }
+  prefetching_ = false;
+  if (prefetched) ++counters_.loads_read_ahead;
+  STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::FinishRowsOfEach(range_read_.readers, range_read_.each));
+  // A shard without rows of the range has none to settle; one whose read
+  // generation holds `writer_before`'s clocks before `clock` is settled
+  // from the start (SettlesFocus, ReadsRecords).
+  const auto shards = static_cast<std::size_t>(layout_.memory_ranks());
+  const RangeRead& read = range_read_;
+  focus_settled_.assign(shards, 1);
+  focus_clock_ = clock;
+  focus_writer_ = writer_before;
+  for (std::size_t m = 0; m < shards; ++m) {
+    if (read.end[m] <= read.begin[m]) continue;
+    focus_settled_[m] = SettlesFocus(readers_[m]->last_meta().merged_clock) ? 1 : 0;
+  }
+  // Install the held ones (their slots ascend with their rows).
+  const model::RowPartition& partition = layout_.partition(table);
+  const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
+  const std::int64_t held = replica.tables()[table.value].rows();
+  for (std::int64_t slot = 0; slot < held; ++slot) {
+    const std::int64_t r = replica.RowOfSlot(table, slot);
+    if (r < first || r >= last) continue;
+    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
+    const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
+    if (DefectPlanted(PlantedDefect::kFocusLoadsNothing)) continue;
+    InstallRow(table, slot, std::span(read.buffer.data() + read.at[m] + (offset - read.begin[m]), row_bytes), replica);
+  }
+  focus_table_ = table;
+  focus_first_ = first;
+  focus_last_ = last;
+  return Status::Ok();
+}
+
+}  // namespace stalelearn::runtime
