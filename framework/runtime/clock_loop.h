@@ -87,7 +87,7 @@ class ClockLoop {
   LocalityPlan plan_;
   LocalityPlan::EpochCells epoch_cells_;      // planned: the epoch's order, as cells
   std::vector<std::int64_t> clock_samples_;  // planned: the clock's samples (capacity reused)
-  LocalityPlan::Focus focus_;  // the stripe the mode was last told about (stratified)  // planned() when training.locality = grid and the keyed tables exceed the scratchpad
+  LocalityPlan::Focus focus_;  // the stripe the mode was last told about (stratified)
   Straggler straggler_;
   PhaseTimes phases_;  // where the loop's time goes (TrainerResult::phases)
   std::unique_ptr<LocalState> state_;

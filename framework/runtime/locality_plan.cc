@@ -235,9 +235,9 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     st.reason = fmt::format("table '{}', '{}' or this rank's samples number 2^32 or more", tables[a].name, tables[b].name);
     return plan;
   }
-  if (bytes_a + bytes_b <= scratchpad_bytes && strata.stripes() == 1) {
-    st.reason = fmt::format("tables '{}' and '{}' ({} B touched) fit the scratchpad ({} B)", tables[a].name,
-                            tables[b].name, bytes_a + bytes_b, scratchpad_bytes);
+  if (bytes_a + bytes_b <= kPlanAboveScratchpads * scratchpad_bytes && strata.stripes() == 1) {
+    st.reason = fmt::format("tables '{}' and '{}' ({} B touched) fit {} scratchpads ({} B each)", tables[a].name,
+                            tables[b].name, bytes_a + bytes_b, kPlanAboveScratchpads, scratchpad_bytes);
     return plan;
   }
   // Budgets: a table that fits half the blocks' bytes takes what it needs, the other the rest.

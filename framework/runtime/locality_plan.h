@@ -15,9 +15,10 @@
 // tables (more samples per touched row; ties in the data set's order), so
 // consecutive samples share that row and both blocks stay in cache. Apps
 // with fewer than two keyed tables (one keyed table and dense ones, or
-// samples naming many rows), and models whose keyed tables fit the
-// scratchpad whole, are not planned: the schedule's seeded shuffle stands
-// (so small runs keep their published orders and checksums).
+// samples naming many rows), and models whose touched keyed rows fit
+// kPlanAboveScratchpads scratchpads, are not planned: the schedule's seeded
+// shuffle stands (so small runs keep their published orders and checksums
+// on machines whose L2 sizes differ).
 //
 // The cost model (rows named, distinct rows and bytes per clock and per
 // sub-batch, over the plan's first 64 clocks) is in stats() and in the report.
@@ -71,6 +72,13 @@ inline Strata RunStrata(int count, int index) { return {count, index, count > 1 
 // per row and clock); on a model under 1 MB (about one scratchpad) they
 // cost test error (0.885 against 0.876 at 3:1).
 inline constexpr std::int64_t kStratifyAboveScratchpads = 16;
+// Plans only where a rank's touched keyed rows take more than this many
+// scratchpads. Below, a grid has a handful of blocks, its reuse gains
+// little (the rows stay in the next cache level), and its order costs test
+// error: MovieLens (ml-latest-small, 829 KB touched a rank at 3:1) planned
+// as 1 x 2 blocks for a 512 KB L2 gave 0.8817 under mpirun -np 4 against
+// 0.8778 shuffled, which machines with a 1 MB L2 ran.
+inline constexpr std::int64_t kPlanAboveScratchpads = 4;
 std::string ResolvedLocality(const App& app, const proto::Config& config, int compute_ranks);
 
 // The stripe of global row `row` of a table of `rows` rows.

@@ -125,8 +125,9 @@ class SspConsistency final : public ConsistencyMode {
   // range it loads then holds all own deltas; the batches of the stripe it
   // leaves go on merging), and the clocks before `settled_before` of the
   // rank that wrote the range last (`writer_before`; -1: of every other
-  // rank), then loads the range. With two stripes per rank the range rested
-  // for a sub-epoch, so both are in already: no wait (locality_plan.h). That rank waited in turn for the
+  // rank), then loads the range (finishing its read ahead, if begun). With
+  // two stripes per rank the range rested for a sub-epoch, so both are in
+  // already: no wait (locality_plan.h). That rank waited in turn for the
   // range's writer before it, so the loaded range holds every earlier
   // writer's clocks and no refresh of this sub-epoch needs the range's
   // change records. Not a barrier over all ranks (DSGD's bulk-synchronous
@@ -175,7 +176,7 @@ class SspConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
   Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last) override {
-    next_focus_ = NextFocus{table, first, last};  // read ahead at this stratum's first push
+    next_focus_ = NextFocus{table, first, last};  // read ahead at this stratum's last push but one (AfterClock)
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }

@@ -196,7 +196,17 @@ TEST(LocalityPlan, TablesThatFitTheScratchpadKeepTheShuffle) {
   const TwoTableApp app(300, 500, 5000, 5);  // 67 KB of rows
   const runtime::LocalityPlan plan = runtime::LocalityPlan::Make(app, AllSamples(app), 1 << 20, 1024);
   EXPECT_FALSE(plan.planned());
-  EXPECT_NE(plan.stats().reason.find("fit the scratchpad"), std::string::npos) << plan.stats().reason;
+  EXPECT_NE(plan.stats().reason.find("fit 4 scratchpads"), std::string::npos) << plan.stats().reason;
+}
+
+// A model of a few scratchpads is not planned either (a grid of two or
+// three blocks); one of more than kPlanAboveScratchpads is.
+TEST(LocalityPlan, TablesOfAFewScratchpadsKeepTheShuffle) {
+  const TwoTableApp app(300, 500, 5000, 5);  // 67 KB of rows
+  const runtime::LocalityPlan few = runtime::LocalityPlan::Make(app, AllSamples(app), 32 << 10, 1024);
+  EXPECT_FALSE(few.planned()) << few.stats().reason;
+  const runtime::LocalityPlan many = runtime::LocalityPlan::Make(app, AllSamples(app), 8 << 10, 1024);
+  EXPECT_TRUE(many.planned()) << many.stats().reason;
 }
 
 // Each sample names two rows of one table: no keyed table.
