@@ -89,11 +89,13 @@ class ReplicaRefresher {
   // of the range (PendingNames: every own delta of the range included in a
   // published snapshot), so the loaded values hold all own deltas (I2);
   // batches of other rows may still be on their way (they are replayed
-  // where a refresh installs their rows); later refreshes install records since the held
-  // generation over them, newer or equal. table < 0: every row (default).
-  // `clock`: the first clock that reads the range. Strata let other ranks
-  // write it only in clocks before that (their earlier sub-epochs) or after
-  // this rank's sub-epoch (which the bound does not ask for): once an
+  // where a refresh installs their rows); later refreshes install records
+  // since the held generation over them, newer or equal. table < 0: every
+  // row (default). `clock`: the clock by which the range's last writer had
+  // left it (LocalityPlan::Focus::settled_before; with one stripe a rank,
+  // the first clock that reads the range). Strata let other ranks write it
+  // only in clocks before that (their earlier sub-epochs) or after this
+  // rank's sub-epoch (which the bound does not ask for): once an
   // installed snapshot of memory rank m (or the one FocusRows read) holds
   // `writer_before`'s clocks below `clock` (the range's last writer before
   // it, which waited for its own writer before: ConsistencyMode::FocusRows;
@@ -110,7 +112,6 @@ class ReplicaRefresher {
   // (FocusRows' preconditions hold there, not here). Any other read (a
   // refresh, the merged model, another range) first finishes it unused.
   Status PrefetchRows(model::TableId table, std::int64_t first, std::int64_t last);
-  bool prefetching() const { return prefetching_; }
   // Finishes a started prefetch unused (no-op without one): before the
   // readers read anything else, and before the transport goes.
   Status DropPrefetch();
