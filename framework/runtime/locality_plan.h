@@ -75,9 +75,10 @@ inline constexpr std::int64_t kStratifyAboveScratchpads = 16;
 // Plans only where a rank's touched keyed rows take more than this many
 // scratchpads. Below, a grid has a handful of blocks, its reuse gains
 // little (the rows stay in the next cache level), and its order costs test
-// error: MovieLens (ml-latest-small, 829 KB touched a rank at 3:1) planned
-// as 1 x 2 blocks for a 512 KB L2 gave 0.8817 under mpirun -np 4 against
-// 0.8778 shuffled, which machines with a 1 MB L2 ran.
+// error: a model of 829 KB touched a rank, planned as 1 x 2 blocks for a
+// 512 KB L2, scored worse than shuffled, as machines with a 1 MB L2 ran it
+// (docs/measurements.md), and a plan that depends on the L2 size makes
+// results differ between machines.
 inline constexpr std::int64_t kPlanAboveScratchpads = 4;
 std::string ResolvedLocality(const App& app, const proto::Config& config, int compute_ranks);
 

@@ -66,13 +66,12 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   NumberSlots(replica);
   const bool prefetched = prefetching_ && range_read_.table == table && range_read_.first == first &&
                           range_read_.last == last;
-  if (!prefetched) {
-    STALELEARN_RETURN_IF_ERROR(DropPrefetch());
-    PlanRangeRead(table, first, last);
-    STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::BeginRowsOfEach(range_read_.readers, range_read_.each));
+  if (prefetched) {
+    ++counters_.loads_read_ahead;
+  } else {
+    STALELEARN_RETURN_IF_ERROR(PrefetchRows(table, first, last));  // begun now: the same read, finished at once
   }
   prefetching_ = false;
-  if (prefetched) ++counters_.loads_read_ahead;
   STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::FinishRowsOfEach(range_read_.readers, range_read_.each));
   // A shard without rows of the range has none to settle; one whose read
   // generation holds `writer_before`'s clocks before `clock` is settled
