@@ -111,8 +111,18 @@ class Replica final : public ModelView {
   // bytes, `writer.EndRow(bool changed)` keeps or drops it (an unchanged row
   // is dropped). A template, so a final writer's calls inline: this runs once
   // per changed row of every clock (runtime/delta_pusher.h is the writer).
+  // `keep[t]`: table t is not drained; its touched rows and their deltas
+  // stay for a later drain (a table only this rank writes, whose deltas
+  // no other rank waits for: runtime/modes/ssp_mode.cc). Empty: drain all.
   template <class Writer>
-  void DrainDeltasInto(Writer& writer);
+  void DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep = {});
+  // Whether `slot` of `table` holds a delta not yet drained (always false
+  // for dense tables, which callers never keep). Installing a value there
+  // would lose that delta (runtime/replica_refresher.cc InstallRow).
+  bool Undrained(TableId table, std::int64_t slot) const {
+    const TouchLog& log = touch_[table.value];
+    return !log.touch_of_slot.empty() && log.touch_of_slot[static_cast<std::size_t>(slot)] >= 0;
+  }
 
   // SlotOf, or a stalelearn::Error naming the row when the replica does not hold it.
   std::int64_t CheckedSlot(TableId table, RowId row) const {
@@ -185,8 +195,9 @@ class Replica final : public ModelView {
 
 // ---- implementation ----
 template <class Writer>
-void Replica::DrainDeltasInto(Writer& writer) {
+void Replica::DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep) {
   for (std::size_t t = 0; t < touch_.size(); ++t) {
+    if (t < keep.size() && keep[t]) continue;
     TouchLog& log = touch_[t];
     const RowBlock& block = values_[t];
     const TableId id{static_cast<std::uint32_t>(t)};

@@ -131,6 +131,7 @@ Result<TrainerResult> ClockLoop::Run() {
       ClockRecord record;
       record.rank = info_.rank;
       record.clock = clock_offset_ + epoch * clocks_per_epoch + k;
+      record.ends_epoch = k + 1 == clocks_per_epoch;
       if (record.clock < first_clock_) continue;  // resumed: in the checkpoint
       STALELEARN_ASSIGN_OR_RETURN(const bool stops, StopsBefore(record.clock));
       if (stops) {  // a stop every rank agreed on (stop_agreement.h)

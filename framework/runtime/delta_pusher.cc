@@ -43,14 +43,14 @@ void DeltaPusher::GiveSpare(sync::BatchEncoder& encoder) {
 }
 
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock,
-                                                        double staleness_epochs) {
+                                                        double staleness_epochs, std::span<const std::uint8_t> keep) {
   STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute
   RecycleBuffers();
   sealed_.clear();
   std::fill(sealed_count_.begin(), sealed_count_.end(), 0);
   clock_ = clock;
   stale_epochs_x1024_ = static_cast<std::uint32_t>(std::clamp(staleness_epochs * 1024.0, 0.0, 4294967295.0));
-  replica.DrainDeltasInto(*this);
+  replica.DrainDeltasInto(*this, keep);
   for (int m = 0; m < static_cast<int>(writers_.size()); ++m) Seal(m, sync::kEndOfClock);
 
   std::chrono::nanoseconds stalled{0};

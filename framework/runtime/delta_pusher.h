@@ -34,9 +34,11 @@ class DeltaPusher final {
   // Drains `replica`'s deltas as clock `clock` and pushes them, each batch
   // marked with the clock's staleness in epochs (ClockRecord::
   // staleness_epochs; sync::BatchHeader::stale_epochs_x1024). Returns the
-  // time spent waiting for ring slots (backpressure stall).
+  // time spent waiting for ring slots (backpressure stall). Tables marked
+  // in `keep` stay in the replica (Replica::DrainDeltasInto): the batches
+  // then say the clock is in for every other table only.
   Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock,
-                                             double staleness_epochs = 0);
+                                             double staleness_epochs = 0, std::span<const std::uint8_t> keep = {});
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
   // Completes every push so far at the memory ranks (before pending batches

@@ -50,6 +50,9 @@ struct ClockRecord {
   // other rank can change (ssp_mode.cc InStratum; report.proto
   // stratum_clocks). min_merged_of_others is then the clock itself.
   bool in_stratum = false;
+  // The epoch's last clock (set by the clock loop): deltas a mode kept
+  // back go out with it at the latest.
+  bool ends_epoch = false;
 };
 
 struct RuntimeHooks {

@@ -84,6 +84,10 @@ void ReplicaRefresher::Install(model::MemoryIndex m, std::size_t offset, std::sp
 
 void ReplicaRefresher::InstallRow(model::TableId table, std::int64_t slot, std::span<const std::byte> row,
                                   model::Replica& replica) {
+  // A row with a delta the replica keeps (a table written alone, whose
+  // deltas wait for the epoch's end: ssp_mode.cc) holds master plus all
+  // own deltas already; the master's value would lose the kept ones.
+  if (replica.Undrained(table, slot)) return;
   std::memcpy(replica.mutable_tables()[table.value].RowBytes(slot), row.data(), row.size());
   replica.NoteWritten(table, slot);  // ReplayPending writes only installed rows too
   installed_in_[table.value][static_cast<std::size_t>(slot)] = refresh_number_;
@@ -235,6 +239,10 @@ Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIn
     const model::TableId table{static_cast<std::uint32_t>(t)};
     const bool focus = focused() && focus_table_ == table;
     if (!focus && will_focus_ == table) continue;  // read when a focus names its rows
+    // A settled focus FocusRows loaded: no other rank writes it until this
+    // rank leaves it, so it holds what this read would (and the refreshes
+    // after read its records only if it were unsettled: ReadsRecords).
+    if (focus && focus_settled_[m.value] != 0) continue;
     const model::RowPartition& partition = layout_.partition(table);
     const std::size_t row_bytes = layout_.tables()[t].row_bytes();
     for (std::int64_t slot = 0; slot < tables[t].rows(); ++slot) {

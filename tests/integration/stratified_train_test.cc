@@ -65,6 +65,15 @@ void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false
     }
   }
   EXPECT_EQ(planned, 4);
+  if (deal_by_user) {
+    // Users are written alone: their deltas stay in the replicas until each
+    // epoch's end (ssp_mode.cc kept_tables_), and an evaluation waits for
+    // every rank's epoch: each point holds exactly the epochs before it.
+    ASSERT_EQ(report.curve_size(), kEpochs);
+    for (const proto::CurvePoint& point : report.curve()) {
+      EXPECT_EQ(point.metrics().at("users"), static_cast<double>(kSamples * point.epoch())) << "epoch " << point.epoch();
+    }
+  }
 }
 
 TEST(StratifiedTraining, FocusedReadsAreFreshOwnWritesVisibleAndCountsExact) {

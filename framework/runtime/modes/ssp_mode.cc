@@ -89,14 +89,20 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   Status AfterClock(std::int64_t clock, ClockRecord& record) override {
+    last_clock_ = clock;
     if (record.in_stratum && !PushDue(clock)) {
       held_clock_ = clock;  // its deltas stay in the replica until a later push
       return Status::Ok();
     }
     held_clock_ = -1;
+    // Tables no other rank reads stay back until the epoch's last clock.
+    const bool keep = record.in_stratum && !record.ends_epoch && !kept_tables_.empty();
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
-                                                        record.staleness_epochs));
+                                                        record.staleness_epochs,
+                                                        keep ? std::span<const std::uint8_t>(kept_tables_)
+                                                             : std::span<const std::uint8_t>()));
+    kept_clock_ = keep ? clock : -1;
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
     if (record.in_stratum && next_focus_.has_value() && PrefetchDue(clock)) {
       // The next stripe rests until this rank takes it, and its writer's
@@ -114,9 +120,14 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   Status PushHeld() override {
-    if (held_clock_ < 0) return Status::Ok();
-    STALELEARN_RETURN_IF_ERROR(links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(held_clock_)).status());
+    // Held clocks are later than the last push; kept tables' deltas
+    // (AfterClock) go out again as that push's clock (a batch's clock only
+    // raises the merged clock: ring_poller.cc).
+    const std::int64_t clock = std::max(held_clock_, kept_clock_);
+    if (clock < 0) return Status::Ok();
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock)).status());
     held_clock_ = -1;
+    kept_clock_ = -1;
     return Status::Ok();
   }
 
@@ -180,7 +191,11 @@ class SspConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
-  Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
+  Status ReadModel(TableSet& model) override {
+    STALELEARN_RETURN_IF_ERROR(PushHeld());  // what the model lacks of this rank's (none at an epoch's end)
+    if (!kept_tables_.empty()) STALELEARN_RETURN_IF_ERROR(AwaitEpochOfAll());
+    return links_.refresher.ReadMergedModel(model);
+  }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
     next_focus_.reset();
@@ -223,8 +238,11 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   // Inside a stratum no other rank reads this rank's rows before the stripe
-  // moves (users: never; the stripe: after the next rank's FocusRows,
-  // which waits for this rank's clocks before it). So a clock's deltas may wait in the
+  // moves (the stripe: after the next rank's FocusRows, which waits for
+  // this rank's clocks before it; a table written alone: never, so its
+  // deltas wait longer, until the epoch's last clock: kept_tables_; a
+  // refresh never installs over them, ReplicaRefresher::InstallRow).
+  // So a clock's deltas may wait in the
   // replica and go out with a later clock's (a batch's clock says every
   // clock up to it is in): kPushesPerStratum pushes, always at the
   // stratum's last clock, and before a checkpoint's cut (PushHeld, called
@@ -314,8 +332,39 @@ class SspConsistency final : public ConsistencyMode {
     if (ranks > 1 && StrataOf(env_.config, ranks) <= 1) return;
     const RowNamers none;  // one rank: no pass, it writes every table alone
     if (ranks > 1) row_namers_ = FindRowNamers(env_.app, ranks, env_.config.seed());
-    links_.refresher.set_tables_written_alone(
-        TablesWrittenAlone(row_namers_ != nullptr ? *row_namers_ : none, ranks, me_, replica_));
+    std::vector<bool> alone = TablesWrittenAlone(row_namers_ != nullptr ? *row_namers_ : none, ranks, me_, replica_);
+    if (ranks > 1 && std::find(alone.begin(), alone.end(), true) != alone.end()) {
+      kept_tables_.assign(alone.begin(), alone.end());
+    }
+    links_.refresher.set_tables_written_alone(std::move(alone));
+  }
+
+  // An evaluation during a run whose ranks keep tables back (kept_tables_):
+  // the other ranks' kept rows go out only at their epoch's end, so the
+  // evaluation waits until every rank's clocks up to this rank's epoch end
+  // are merged, its own included. Its model then holds every rank's whole
+  // epoch (and what faster ranks pushed since of the other tables), not
+  // rows a whole epoch behind for the ranks that have not finished it.
+  Status AwaitEpochOfAll() {
+    const auto epoch_end = static_cast<std::uint64_t>(last_clock_ + 1);
+    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
+    return sync::WaitUntil(
+               env_.wait, env_.transport,
+               [&]() -> Result<bool> {
+                 STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
+                 for (const sync::ClockTable::Slowest slowest :
+                      {links_.clocks.SlowestOther(me_), links_.clocks.SlowestOf(me_)}) {
+                   if (slowest.merged_clock >= epoch_end) continue;
+                   links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
+                   return false;
+                 }
+                 return true;
+               },
+               [&] {
+                 return fmt::format("compute rank {}: every rank's clocks before {} merged, before it evaluates",
+                                    me_.value, epoch_end);
+               })
+        .status();
   }
 
   // Pending batches wait for a refresh to be dropped; a rank that rarely
@@ -347,6 +396,11 @@ class SspConsistency final : public ConsistencyMode {
   std::int64_t stratum_begin_ = 0;          // the last FocusRows' first clock
   std::int64_t stratum_until_ = 0;          // and the clock the next comes before
   std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
+  // Tables written alone (stratified, several ranks): their deltas stay in
+  // the replica inside strata, until the epoch's last clock (AfterClock).
+  std::vector<std::uint8_t> kept_tables_;  // [table]: 1 = kept
+  std::int64_t kept_clock_ = -1;            // the last push that kept them (-1: none kept)
+  std::int64_t last_clock_ = -1;            // the last clock AfterClock saw
   struct NextFocus {
     model::TableId table;
     std::int64_t first, last;
