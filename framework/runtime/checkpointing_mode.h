@@ -47,6 +47,7 @@ class CheckpointingMode final : public ConsistencyMode {
     return inner_->PrefetchFocus(table, first, last);
   }
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
+  void StartsFromInitialValues() override { inner_->StartsFromInitialValues(); }
   Status PushHeld() override { return inner_->PushHeld(); }
   Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
   Status Finish(std::uint64_t total_clocks) override { return inner_->Finish(total_clocks); }

@@ -93,6 +93,7 @@ Result<TrainerResult> ClockLoop::Run() {
     mode_.WillFocus(model::TableId{static_cast<std::uint32_t>(plan_.stats().table_b)});
   }
   if (clock_offset_ > 0 && first_clock_ == 0) STALELEARN_RETURN_IF_ERROR(Initialize());
+  if (clock_offset_ == 0 && first_clock_ == 0) mode_.StartsFromInitialValues();
   if (StrataOf(env_.config, info_.compute_ranks) > 1 && !plan_.planned()) {
     return InvalidArgument(fmt::format("training.locality=stratified needs samples that each name one row of two "
                                        "sparse tables; app '{}': {}",

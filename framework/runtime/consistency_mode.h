@@ -74,6 +74,11 @@ class ConsistencyMode {
   // be read only through FocusRows ranges, so a mode may leave it out of
   // what it reads before the first. Default: nothing.
   virtual void WillFocus(model::TableId /*table*/) {}
+  // Before the first clock of a run that starts at clock 0 from the app's
+  // initial values (App::InitRow: no checkpoint, no initialization from
+  // data), whose memory ranks' first generation holds exactly those: a mode
+  // may set rows from App::InitRow instead of reading them. Default: nothing.
+  virtual void StartsFromInitialValues() {}
   // After the kernel ran: ships the clock's changes, or holds them for a
   // later clock's push where nobody reads them before (SSP inside a
   // stratum); adds to stall_seconds.

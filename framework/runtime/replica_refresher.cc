@@ -239,6 +239,7 @@ Result<const sync::SnapshotMeta*> ReplicaRefresher::ReadHeldRows(model::MemoryIn
     const model::TableId table{static_cast<std::uint32_t>(t)};
     const bool focus = focused() && focus_table_ == table;
     if (!focus && will_focus_ == table) continue;  // read when a focus names its rows
+    if (t < set_initially_.size() && set_initially_[t] != 0) continue;
     // A settled focus FocusRows loaded: no other rank writes it until this
     // rank leaves it, so it holds what this read would (and the refreshes
     // after read its records only if it were unsettled: ReadsRecords).

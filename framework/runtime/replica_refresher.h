@@ -80,6 +80,10 @@ class ReplicaRefresher {
   // need not be read: with every table so (or the focused one, below), a
   // refresh reads only the metas. Default: none.
   void set_tables_written_alone(std::vector<bool> alone) { written_alone_ = std::move(alone); }
+  // Tables whose held rows the caller set to the memory ranks' first
+  // generation already (ConsistencyMode::StartsFromInitialValues): the
+  // first read leaves them out.
+  void set_tables_set_initially(std::vector<std::uint8_t> tables) { set_initially_ = std::move(tables); }
 
   // Stratified scheduling (locality_plan.h): the kernel reads only rows
   // [first, last) of `table` until the focus moves, so refreshes skip
@@ -241,6 +245,7 @@ class ReplicaRefresher {
   std::optional<model::TableId> will_focus_;  // set_focus_table
   std::size_t operation_cost_bytes_;  // what one more get costs (the transport's Capabilities)
   std::vector<bool> written_alone_;  // set_tables_written_alone
+  std::vector<std::uint8_t> set_initially_;  // set_tables_set_initially
   // Refresh's scratch for the memory ranks it reads only the metas of (in
   // memory-rank order).
   std::vector<sync::SnapshotReader*> meta_only_readers_;

@@ -63,6 +63,13 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
   std::vector<runtime::TableSpec> Tables() const override {
     return {{"user", runtime::ElementType::kInt32, kUsers, 1}, {"item", runtime::ElementType::kInt32, kItems, 1}};
   }
+  // Rows start at a value of their table's (users 7, items 3), not 0, so a
+  // row left at zeros instead of its first generation reads as missing
+  // increments (ssp_mode.cc StartsFromInitialValues).
+  static constexpr std::int32_t kInitial[2] = {7, 3};
+  void InitRow(runtime::TableId table, runtime::RowId, runtime::RowValues values) const override {
+    values.ints()[0] = kInitial[table.value];
+  }
   std::int64_t TrainingSamples() const override { return kSamples; }
   void RowsOf(std::int64_t s, std::vector<runtime::RowRef>& rows) const override {
     rows.push_back({runtime::TableId{0}, runtime::RowId{pairs_[static_cast<std::size_t>(s)].first}});
@@ -96,16 +103,16 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
     NoteLead(ctx.clock);
     // Every increment of clocks <= t - s - 1 (all ranks' kernels for them have
     // ended: SSP let this clock start), and every own one.
-    CheckAndCount(model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0], increments_, kItems, item,
+    CheckAndCount(model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0], kInitial[1], increments_, kItems, item,
                   own.item_counts, ctx.clock, stale_reads_);
-    CheckAndCount(model.IntRow(runtime::TableId{0}, runtime::RowId{user})[0], user_increments_, kUsers, user,
-                  own.user_counts, ctx.clock, stale_user_reads_);
+    CheckAndCount(model.IntRow(runtime::TableId{0}, runtime::RowId{user})[0], kInitial[0], user_increments_, kUsers,
+                  user, own.user_counts, ctx.clock, stale_user_reads_);
     ctx.work.random_row_accesses += 2;
   }
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double users = 0, items = 0;
-    for (std::int64_t r = 0; r < kUsers; ++r) users += model[0].IntRow(r)[0];
-    for (std::int64_t r = 0; r < kItems; ++r) items += model[1].IntRow(r)[0];
+    for (std::int64_t r = 0; r < kUsers; ++r) users += model[0].IntRow(r)[0] - kInitial[0];
+    for (std::int64_t r = 0; r < kItems; ++r) items += model[1].IntRow(r)[0] - kInitial[1];
     return {"items", items, {{"users", users}}};
   }
   int stale_reads() const { return stale_reads_.load(); }
@@ -130,15 +137,18 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
     if (clock >= kMaxClocks) throw Error(Internal("ItemCountingApp: clock beyond kMaxClocks"));
     return static_cast<std::size_t>(clock * rows + row);
   }
-  // Checks `count` (row `row` of a table of `rows` rows, as clock `clock`
-  // reads it) against the bound and own increments, then adds one.
-  void CheckAndCount(std::int32_t& count, Increments& increments, std::int64_t rows, std::int64_t row,
-                     std::vector<std::int64_t>& own, std::int64_t clock, std::atomic<int>& stale) const {
+  // Checks `value` (row `row` of a table of `rows` rows starting at
+  // `initial`, as clock `clock` reads it) against the bound and own
+  // increments, then adds one.
+  void CheckAndCount(std::int32_t& value, std::int32_t initial, Increments& increments, std::int64_t rows,
+                     std::int64_t row, std::vector<std::int64_t>& own, std::int64_t clock,
+                     std::atomic<int>& stale) const {
+    const std::int64_t count = value - initial;
     std::int64_t required = 0;
     for (std::int64_t c = 0; c <= clock - kStaleness - 1; ++c) required += increments[Index(c, row, rows)].load();
     if (count < required) stale.fetch_add(1);
     if (count < own[static_cast<std::size_t>(row)]) lost_own_.fetch_add(1);
-    count += 1;
+    value += 1;
     ++own[static_cast<std::size_t>(row)];
     increments[Index(clock, row, rows)].fetch_add(1);
   }

@@ -191,6 +191,28 @@ class SspConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
+  // A table written alone holds, at the first generation, exactly what
+  // App::InitRow gives its rows (no other rank writes them): set, not read.
+  // At 4:1 a rank's users spread over the whole table, whose first read
+  // got it whole (16 MB of the synthetic set's, twice with its patch).
+  void StartsFromInitialValues() override {
+    if (kept_tables_.empty()) return;
+    model::TableSet& values = replica_.mutable_tables();
+    for (std::size_t t = 0; t < kept_tables_.size(); ++t) {
+      if (kept_tables_[t] == 0) continue;
+      const model::TableId table{static_cast<std::uint32_t>(t)};
+      model::RowBlock& block = values[t];
+      for (std::int64_t slot = 0; slot < block.rows(); ++slot) {
+        const model::RowId row{replica_.RowOfSlot(table, slot)};
+        if (block.type() == ElementType::kFloat32) {
+          env_.app.InitRow(table, row, RowValues(block.FloatRow(slot)));
+        } else {
+          env_.app.InitRow(table, row, RowValues(block.IntRow(slot)));
+        }
+      }
+    }
+    links_.refresher.set_tables_set_initially(kept_tables_);
+  }
   Status ReadModel(TableSet& model) override {
     STALELEARN_RETURN_IF_ERROR(PushHeld());  // what the model lacks of this rank's (none at an epoch's end)
     if (!kept_tables_.empty()) STALELEARN_RETURN_IF_ERROR(AwaitEpochOfAll());
