@@ -19,19 +19,24 @@ class StopBoard {
 
   void Begin(int rank, std::int64_t first_clock) {
     std::lock_guard lock(mutex_);
-    committed_.at(static_cast<std::size_t>(rank)) = first_clock;
+    committed_.at(static_cast<std::size_t>(rank)) = first_clock + Ahead(rank);
+  }
+  void SetAhead(int rank) {
+    std::lock_guard lock(mutex_);
+    if (ahead_.size() < committed_.size()) ahead_.assign(committed_.size(), 0);
+    ahead_.at(static_cast<std::size_t>(rank)) = 1;
   }
   // `local`: this rank's own request (StopAgreement::RequestLocal), 0 if none.
   bool StopsBefore(int rank, std::int64_t clock, int local) {
     std::lock_guard lock(mutex_);
     if (!decision_) {
       if (const int signal = StopSignal() != 0 ? StopSignal() : local; signal != 0) {
-        committed_.at(static_cast<std::size_t>(rank)) = clock;
+        committed_.at(static_cast<std::size_t>(rank)) = clock + Ahead(rank);
         decision_ = StopDecision{signal, *std::ranges::max_element(committed_)};
       }
     }
     if (decision_ && clock >= decision_->clock) return true;
-    committed_.at(static_cast<std::size_t>(rank)) = clock + 1;  // this rank trains `clock`
+    committed_.at(static_cast<std::size_t>(rank)) = clock + 1 + Ahead(rank);  // this rank trains `clock`
     return false;
   }
   std::optional<StopDecision> decision() const {
@@ -40,8 +45,12 @@ class StopBoard {
   }
 
  private:
+  std::int64_t Ahead(int rank) const {
+    return static_cast<std::size_t>(rank) < ahead_.size() ? ahead_[static_cast<std::size_t>(rank)] : 0;
+  }
   mutable std::mutex mutex_;
   std::vector<std::int64_t> committed_;
+  std::vector<std::int64_t> ahead_;  // [rank]: set_commits_ahead
   std::optional<StopDecision> decision_;
 };
 
@@ -60,9 +69,14 @@ StopAgreement::~StopAgreement() = default;
 
 void StopAgreement::Open() { open_ = kind_ == Kind::kOnRequest && board_ == nullptr && !stop_.has_value(); }
 
+void StopAgreement::set_commits_ahead(int rank) {
+  ahead_ = 1;
+  if (board_ != nullptr) board_->SetAhead(rank);
+}
+
 void StopAgreement::Begin(int rank, std::int64_t first_clock) {
   if (board_ != nullptr) board_->Begin(rank, first_clock);
-  committed_ = first_clock;
+  committed_ = first_clock + ahead_;
 }
 
 Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
@@ -75,12 +89,12 @@ Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
     open_ = true;
     STALELEARN_RETURN_IF_ERROR(Join(clock));
   } else {
-    committed_ = clock;
+    committed_ = clock + ahead_;
     STALELEARN_RETURN_IF_ERROR(HearAnnouncements(/*now=*/true));
     STALELEARN_RETURN_IF_ERROR(Poll());
   }
   if (stop_ && clock >= stop_->clock) return true;
-  committed_ = clock + 1;  // from here on this rank trains `clock`
+  committed_ = clock + 1 + ahead_;  // from here on this rank trains `clock`
   return false;
 }
 

@@ -87,6 +87,12 @@ class StopAgreement {
   // a run that never announces pays no probe per clock.
   void set_hears_announcements(bool on) { hears_announcements_ = on; }
   bool in_threads() const { return board_ != nullptr; }
+  // Compute rank `rank`, before Begin: its pushes may keep deltas back past
+  // a clock (ssp_mode.cc kept_tables_), and it pushes all of them once it
+  // knows a stop is decided. It commits one clock further than it trains,
+  // so every stop is decided before the push of the last clock any rank
+  // trains (a push after that clock's would not be waited for).
+  void set_commits_ahead(int rank);
   ~StopAgreement();
 
   // After the start barrier, on every rank.
@@ -123,6 +129,7 @@ class StopAgreement {
   std::shared_ptr<StopBoard> board_;  // ranks as threads; null for processes
   bool open_ = false;                 // processes: between Open and this rank's join
   std::int64_t committed_ = 0;
+  int ahead_ = 0;                      // set_commits_ahead: 1
   std::int64_t request_at_clock_ = 0;  // 0: none
   int request_rank_ = -1;              // the compute rank that asks at request_at_clock_; -1: every one
   int local_request_ = 0;              // RequestLocal's signal; 0: none

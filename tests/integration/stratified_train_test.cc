@@ -178,32 +178,44 @@ std::int64_t Sum(const proto::Report& report, std::int64_t (proto::RankReport::*
 }
 
 // A stop inside a stratum: the clocks held go out before the rank finishes,
-// so the model holds every sample trained once.
+// and so do the user rows kept back since the epoch began (written alone:
+// ssp_mode.cc kept_tables_), also where the stop comes right after a push
+// (nothing held then, users still kept). So the model holds every sample
+// trained once. The stops span more than a push's clocks.
 TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeld) {
-  ItemCountingApp app(/*deal_by_user=*/true);
-  proto::Config config = HeldPushesConfig(2);
-  config.mutable_debug()->set_stop_at_clock(37);  // inside the second sub-epoch, between pushes
-  const proto::Report report = RunLocal(config, app, 5).report();
-  runtime::ClearStopRequest();  // process-wide (stop_request.h): the next test's run must not see it
-  ASSERT_TRUE(report.has_stopped());
-  const std::int64_t trained = Sum(report, &proto::RankReport::samples);
-  EXPECT_LT(trained, kSamples * 2) << "the stop came after the last clock";
-  EXPECT_GT(Sum(report, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
-  EXPECT_EQ(report.final().value(), static_cast<double>(trained)) << "item increments of held clocks lost";
-  EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(trained));
+  for (std::int64_t stop = 31; stop <= 38; ++stop) {  // inside the second sub-epoch
+    ItemCountingApp app(/*deal_by_user=*/true);
+    proto::Config config = HeldPushesConfig(2);
+    config.mutable_debug()->set_stop_at_clock(stop);
+    const proto::Report report = RunLocal(config, app, 5).report();
+    runtime::ClearStopRequest();  // process-wide (stop_request.h): the next run must not see it
+    ASSERT_TRUE(report.has_stopped()) << "stop at " << stop;
+    const std::int64_t trained = Sum(report, &proto::RankReport::samples);
+    EXPECT_LT(trained, kSamples * 2) << "the stop came after the last clock";
+    EXPECT_GT(Sum(report, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
+    EXPECT_EQ(report.final().value(), static_cast<double>(trained)) << "item increments of held clocks lost, stop at "
+                                                                     << stop;
+    EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(trained))
+        << "kept user increments lost, stop at " << stop;
+  }
 }
 
-// A checkpoint cut inside a stratum (every 7 clocks, pushes every 3): the
-// clocks before it are pushed by then, so a run resumed from it ends with
-// every increment once.
-TEST(StratifiedTraining, ACheckpointInsideAStratumHoldsEveryClockBeforeIt) {
+// A checkpoint cut inside a stratum: the clocks before it are pushed by
+// then, so a run resumed from it ends with every increment once. Pushes
+// come every 6 clocks (24-clock sub-epochs): cuts every 7 clocks mostly
+// fall between pushes (held clocks), cuts every 6 right after them, where
+// only the user rows kept back wait (PushHeld pushes both, as the clock
+// before the cut: the memory ranks' cut takes every batch of a clock
+// before it, checkpoint_cut.h).
+void CheckResumedFromACutInsideAStratum(int every) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / ("stalelearn_stratum_resume." + std::to_string(::getpid()));
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       ("stalelearn_stratum_resume." + std::to_string(::getpid()) + "." + std::to_string(every));
   fs::remove_all(dir);
   constexpr int kEpochs = 2;
   proto::Config config = HeldPushesConfig(kEpochs);
   auto* checkpoint = config.mutable_training()->mutable_checkpoint();
-  checkpoint->set_every_clocks(7);
+  checkpoint->set_every_clocks(every);
   checkpoint->set_keep(100);
   checkpoint->set_dir((dir / "all").string());
   ItemCountingApp first(/*deal_by_user=*/true);
@@ -211,7 +223,8 @@ TEST(StratifiedTraining, ACheckpointInsideAStratumHoldsEveryClockBeforeIt) {
   EXPECT_EQ(whole.final().value(), static_cast<double>(kSamples * kEpochs));
   std::int64_t clocks = 0;
   for (const proto::RankReport& r : whole.ranks()) clocks = std::max(clocks, r.clocks());
-  const std::int64_t middle = clocks / 2 / 7 * 7;
+  // In the first epoch, not at its end (whose push sends all).
+  const std::int64_t middle = (clocks / 2 - 1) / every * every;
   const fs::path only = dir / "only" / runtime::CheckpointDirFor("", static_cast<std::uint64_t>(middle));
   fs::create_directories(only.parent_path());
   fs::copy(runtime::CheckpointDirFor(dir / "all", static_cast<std::uint64_t>(middle)), only,
@@ -223,9 +236,14 @@ TEST(StratifiedTraining, ACheckpointInsideAStratumHoldsEveryClockBeforeIt) {
   EXPECT_EQ(resumed.resumed_from_clock(), static_cast<std::uint64_t>(middle));
   EXPECT_GT(Sum(resumed, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
   EXPECT_EQ(resumed.final().value(), static_cast<double>(kSamples * kEpochs)) << "increments before the cut lost";
-  EXPECT_EQ(resumed.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs));
+  EXPECT_EQ(resumed.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs))
+      << "user increments before the cut lost (cut at " << middle << ")";
   fs::remove_all(dir);
 }
+
+TEST(StratifiedTraining, ACheckpointInsideAStratumHoldsEveryClockBeforeIt) { CheckResumedFromACutInsideAStratum(7); }
+
+TEST(StratifiedTraining, ACheckpointRightAfterAPushHoldsTheRowsKeptBack) { CheckResumedFromACutInsideAStratum(6); }
 
 // A focus taken as settled before the stripe's previous writer (the
 // straggler) has its last clocks in: their increments are never read, and

@@ -29,6 +29,7 @@
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/modes/builtin_modes.h"
 #include "framework/runtime/sample_schedule.h"
+#include "framework/runtime/stop_agreement.h"
 #include "framework/runtime/tables_written_alone.h"
 #include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
@@ -95,8 +96,10 @@ class SspConsistency final : public ConsistencyMode {
       return Status::Ok();
     }
     held_clock_ = -1;
-    // Tables no other rank reads stay back until the epoch's last clock.
-    const bool keep = record.in_stratum && !record.ends_epoch && !kept_tables_.empty();
+    // Tables no other rank reads stay back until the epoch's last clock, a
+    // cut, or a stop (decided before the clock it comes at: KeepsDeltas).
+    const bool keep = record.in_stratum && !record.ends_epoch && !kept_tables_.empty() &&
+                      (env_.stop == nullptr || !env_.stop->stop().has_value());
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
                                                         record.staleness_epochs,
@@ -357,6 +360,7 @@ class SspConsistency final : public ConsistencyMode {
     std::vector<bool> alone = TablesWrittenAlone(row_namers_ != nullptr ? *row_namers_ : none, ranks, me_, replica_);
     if (ranks > 1 && std::find(alone.begin(), alone.end(), true) != alone.end()) {
       kept_tables_.assign(alone.begin(), alone.end());
+      if (env_.stop != nullptr) env_.stop->set_commits_ahead(me_.value);
     }
     links_.refresher.set_tables_written_alone(std::move(alone));
   }
