@@ -167,8 +167,8 @@ TEST(StratifiedTraining, AStratumOverRowsOthersWriteIsCaught) {
 }
 
 // Inside a stratum a rank holds its deltas for a few clocks and pushes them
-// with a later clock's (ssp_mode.cc PushDue). 16 samples a clock: 24-clock
-// sub-epochs, a push every 3 clocks.
+// with a later clock's (ssp_mode.cc PushDue). 16 samples a clock: 12-clock
+// sub-epochs, a push every 6 clocks.
 proto::Config HeldPushesConfig(int epochs) { return StratifiedConfig(epochs, /*samples_per_clock=*/16); }
 
 std::int64_t Sum(const proto::Report& report, std::int64_t (proto::RankReport::*field)() const) {
@@ -202,7 +202,7 @@ TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeld) {
 
 // A checkpoint cut inside a stratum: the clocks before it are pushed by
 // then, so a run resumed from it ends with every increment once. Pushes
-// come every 6 clocks (24-clock sub-epochs): cuts every 7 clocks mostly
+// come every 6 clocks (12-clock sub-epochs): cuts every 7 clocks mostly
 // fall between pushes (held clocks), cuts every 6 right after them, where
 // only the user rows kept back wait (PushHeld pushes both, as the clock
 // before the cut: the memory ranks' cut takes every batch of a clock

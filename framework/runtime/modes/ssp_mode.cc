@@ -276,9 +276,11 @@ class SspConsistency final : public ConsistencyMode {
   // merge is what the rank taking the stripe two sub-epochs later waits
   // for, so a stratum is cut into a few pushes rather than one (8 beat 1
   // and one a clock at 4:1 and 64:8 on the timing backend with a stripe
-  // per rank; with two, strata are half as long and 4 beat 8:
-  // docs/measurements.md).
-  static constexpr std::int64_t kPushesPerStratum = 4;
+  // per rank; with two, strata are half as long and 4 beat 8; with the
+  // rows written alone kept back, pushes hold only the stripe's rows and 2
+  // beat 4 and 1: docs/measurements.md). Two leave the read ahead of the
+  // next stripe its place at the first (PrefetchDue).
+  static constexpr std::int64_t kPushesPerStratum = 2;
   // The stratum's last push but one (or its first, with fewer clocks):
   // where the next stripe's read ahead goes out.
   bool PrefetchDue(std::int64_t clock) const {
