@@ -181,15 +181,22 @@ std::int64_t Sum(const proto::Report& report, std::int64_t (proto::RankReport::*
 // and so do the user rows kept back since the epoch began (written alone:
 // ssp_mode.cc kept_tables_), also where the stop comes right after a push
 // (nothing held then, users still kept). So the model holds every sample
-// trained once. The stops span more than a push's clocks.
-TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeld) {
-  for (std::int64_t stop = 31; stop <= 38; ++stop) {  // inside the second sub-epoch
+// trained once. The stops span more than a push's clocks, in real time and
+// under deterministic timing (where a final read that does not wait for a
+// push after the last clock's reads before it, every time).
+void CheckStopsInsideAStratum(bool timing) {
+  for (std::int64_t stop = 31; stop <= 38; ++stop) {  // inside the third sub-epoch
     ItemCountingApp app(/*deal_by_user=*/true);
     proto::Config config = HeldPushesConfig(2);
+    if (timing) UseStaleLearnTiming(config);
     config.mutable_debug()->set_stop_at_clock(stop);
     const proto::Report report = RunLocal(config, app, 5).report();
     runtime::ClearStopRequest();  // process-wide (stop_request.h): the next run must not see it
     ASSERT_TRUE(report.has_stopped()) << "stop at " << stop;
+    // Ranks that keep rows back commit a clock ahead (StopAgreement::
+    // set_commits_ahead), so the stop lands one clock after the one asked
+    // for, decided before any rank's last push: that push sends all.
+    EXPECT_EQ(report.stopped().clock(), stop + 1);
     const std::int64_t trained = Sum(report, &proto::RankReport::samples);
     EXPECT_LT(trained, kSamples * 2) << "the stop came after the last clock";
     EXPECT_GT(Sum(report, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
@@ -198,6 +205,12 @@ TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeld) {
     EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(trained))
         << "kept user increments lost, stop at " << stop;
   }
+}
+
+TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeld) { CheckStopsInsideAStratum(/*timing=*/false); }
+
+TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeldUnderDeterministicTiming) {
+  CheckStopsInsideAStratum(/*timing=*/true);
 }
 
 // A checkpoint cut inside a stratum: the clocks before it are pushed by

@@ -225,6 +225,15 @@ class SspConsistency final : public ConsistencyMode {
     total_clocks_ = total_clocks;
     next_focus_.reset();
     STALELEARN_RETURN_IF_ERROR(links_.refresher.DropPrefetch());  // a stop inside a stratum: its gets complete
+    if (held_clock_ < 0 && kept_clock_ >= 0) {
+      // The last clock's push kept rows back: pushed now, they would come
+      // after that push claimed the clock, and the final read waits only
+      // for clocks. A stop is decided a clock ahead (set_commits_ahead)
+      // so that never happens; should it, fail rather than lose them.
+      return Internal(fmt::format("compute rank {}: rows kept back after its last clock {} (a stop it did not "
+                                  "know of before that clock's push)",
+                                  me_.value, kept_clock_));
+    }
     STALELEARN_RETURN_IF_ERROR(PushHeld());  // a stop inside a stratum: the held clocks go out first
     return links_.pusher.Finish();
   }
