@@ -9,7 +9,8 @@
 //    At the top of each clock t a compute rank, under the board's lock,
 //    stops if a decision says C <= t; else, if a stop was asked for, decides
 //    C = the largest clock any compute rank is committed to (t included);
-//    else commits to t + 1. Nobody blocks, so the run up to C is the run
+//    else commits to t + 1 (t + 2 for a rank that commits ahead:
+//    set_commits_ahead). Nobody blocks, so the run up to C is the run
 //    without the stop (deterministic emulation stays deterministic).
 //  - Ranks as processes (MPI): one collective (AllReduceMax) per run
 //    that every rank joins exactly once, with the clocks it is committed to
