@@ -72,15 +72,22 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
     STALELEARN_RETURN_IF_ERROR(PrefetchRows(table, first, last));  // begun now: the same read, finished at once
   }
   prefetching_ = false;
-  STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::FinishRowsOfEach(range_read_.readers, range_read_.each));
+  focus_clock_ = clock;
+  focus_writer_ = writer_before;
+  // A range settled by the generation the read began at changes in none
+  // after it: nobody writes a stripe between its writer's last clock and
+  // this rank's first (the plan's strata; own deltas of it are merged:
+  // PendingNames above).
+  STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::FinishRowsOfEach(
+      range_read_.readers, range_read_.each, [&](const sync::SnapshotMeta& first) {
+        return DefectPlanted(PlantedDefect::kFocusSettledAtOnce) || SettlesFocus(first.merged_clock);
+      }));
   // A shard without rows of the range has none to settle; one whose read
   // generation holds `writer_before`'s clocks before `clock` is settled
   // from the start (SettlesFocus, ReadsRecords).
   const auto shards = static_cast<std::size_t>(layout_.memory_ranks());
   const RangeRead& read = range_read_;
   focus_settled_.assign(shards, 1);
-  focus_clock_ = clock;
-  focus_writer_ = writer_before;
   for (std::size_t m = 0; m < shards; ++m) {
     if (read.end[m] <= read.begin[m]) continue;
     focus_settled_[m] = SettlesFocus(readers_[m]->last_meta().merged_clock) ? 1 : 0;

@@ -335,13 +335,17 @@ Result<bool> SnapshotReader::PatchRows(std::span<const RowRead> rows, std::uint6
   // much at that share. A 3:1 stripe load (28% of the shard) once streamed
   // every record the other ranks pushed while it read: 100-200 MB an
   // epoch a rank in real time, against 80 MB of stripes.
-  const double log_bytes = static_cast<double>(meta_.log_end - begin0);
-  const double records = static_cast<double>(meta_.index_end - first_meta_.index_begin);
+  // Up to the second meta's generation, or only the first's own records
+  // where nothing after it can change the rows (FinishRowsOfEach's
+  // UnchangedAfter).
+  const SnapshotMeta& to = patch_first_only_ ? first_meta_ : meta_;
+  const double log_bytes = static_cast<double>(to.log_end - begin0);
+  const double records = static_cast<double>(to.index_end - first_meta_.index_begin);
   const double index_bytes = static_cast<double>(PublishedGeometry::kIndexEntryBytes) * records;
   const double share = static_cast<double>(BytesOf(rows)) / static_cast<double>(geometry_.shard_bytes);
   if (index_bytes + share * log_bytes >= log_bytes) {
-    *patched = meta_.log_end - begin0;
-    return StreamLog(begin0, meta_.log_end, copy);
+    *patched = to.log_end - begin0;
+    return StreamLog(begin0, to.log_end, copy);
   }
   // Take only the records that overlap the rows, found through the change
   // index: a stripe load at 64:8 got 130 KB of records a memory rank, of
@@ -351,7 +355,7 @@ Result<bool> SnapshotReader::PatchRows(std::span<const RowRead> rows, std::uint6
     return it != by_offset_.end() && rows[*it].offset < offset + length ? kAnyRecord : kNotPicked;
   }};
   *patched = 0;
-  return planner_.PatchPicked(first_meta_.index_begin, meta_.index_end, begin0, overlapping, copy, patched);
+  return planner_.PatchPicked(first_meta_.index_begin, to.index_end, begin0, overlapping, copy, patched);
 }
 
 Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {

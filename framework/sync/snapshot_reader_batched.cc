@@ -100,7 +100,8 @@ Status SnapshotReader::BeginRowsOfEach(std::span<SnapshotReader* const> readers,
 }
 
 Status SnapshotReader::FinishRowsOfEach(std::span<SnapshotReader* const> readers,
-                                        std::span<const std::span<const RowRead>> rows) {
+                                        std::span<const std::span<const RowRead>> rows,
+                                        const UnchangedAfter& unchanged_after) {
   if (readers.empty()) return Status::Ok();
   SnapshotReader& front = *readers.front();
   STALELEARN_RETURN_IF_ERROR(front.WaitForGets());  // the live rows Begin issued
@@ -111,7 +112,10 @@ Status SnapshotReader::FinishRowsOfEach(std::span<SnapshotReader* const> readers
     SnapshotReader& r = *readers[i];
     if (r.together_) {
       std::uint64_t patched = 0;
-      STALELEARN_ASSIGN_OR_RETURN(r.together_, r.PatchRows(rows[i], r.begin0_, &patched));
+      r.patch_first_only_ = unchanged_after && unchanged_after(r.first_meta_);
+      Result<bool> together = r.PatchRows(rows[i], r.begin0_, &patched);
+      r.patch_first_only_ = false;
+      STALELEARN_ASSIGN_OR_RETURN(r.together_, std::move(together));
       if (r.together_) STALELEARN_RETURN_IF_ERROR(r.AdvanceAfterRead(BytesOf(rows[i]), patched));
     }
     if (!r.together_) STALELEARN_RETURN_IF_ERROR(r.ReadRows(rows[i]).status());  // alone, from the start
