@@ -1,5 +1,6 @@
 #include "framework/runtime/app.h"
 
+#include "framework/model/replica.h"
 #include "framework/runtime/app_facets.h"
 
 #include <fmt/format.h>
@@ -82,6 +83,23 @@ void InitializeTables(const App& app, TableSet& tables) {
         app.InitRow(id, RowId{r}, RowValues(block.FloatRow(r)));
       } else {
         app.InitRow(id, RowId{r}, RowValues(block.IntRow(r)));
+      }
+    }
+  }
+}
+
+void InitializeHeldRows(const App& app, std::span<const std::uint8_t> tables, model::Replica& replica) {
+  TableSet& values = replica.mutable_tables();
+  for (std::size_t t = 0; t < tables.size() && t < values.size(); ++t) {
+    if (tables[t] == 0) continue;
+    const TableId id{static_cast<std::uint32_t>(t)};
+    model::RowBlock& block = values[t];
+    for (std::int64_t slot = 0; slot < block.rows(); ++slot) {
+      const RowId row{replica.RowOfSlot(id, slot)};
+      if (block.type() == ElementType::kFloat32) {
+        app.InitRow(id, row, RowValues(block.FloatRow(slot)));
+      } else {
+        app.InitRow(id, row, RowValues(block.IntRow(slot)));
       }
     }
   }

@@ -91,6 +91,10 @@
 #include "framework/model/table_spec.h"
 #include "framework/runtime/random_stream.h"
 
+namespace stalelearn::model {
+class Replica;  // replica.h
+}  // namespace stalelearn::model
+
 namespace stalelearn::runtime {
 
 using metrics::WorkCounters;
@@ -208,5 +212,8 @@ concept RunnableApp = std::derived_from<T, App> && !std::is_abstract_v<T>;
 void InitializeTables(const App& app, TableSet& tables);
 // Fills memory rank `shard`'s master rows (from layout.MakeShard) likewise.
 void InitializeShard(const App& app, const model::ModelLayout& layout, model::MemoryIndex shard, TableSet& rows);
+// Fills the rows `replica` holds of each table t with tables[t] != 0
+// likewise (before any is touched: no delta is taken).
+void InitializeHeldRows(const App& app, std::span<const std::uint8_t> tables, model::Replica& replica);
 
 }  // namespace stalelearn::runtime

@@ -35,29 +35,32 @@ ComputeLinks::ComputeLinks(const RankEnv& env, ComputeEndpoints moved, const Dat
                 geometry.published, env.wait),
       pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr) {}
 
-Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
+Status ComputeLinks::AwaitMergedBefore(const RankEnv& env, std::uint64_t clock) {
   std::string missing;
-  STALELEARN_RETURN_IF_ERROR(sync::WaitUntil(
-                                 env.wait, env.transport,
-                                 [&]() -> Result<bool> {
-                                   STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
-                                   for (int m = 0; m < clocks.memory_ranks(); ++m) {
-                                     for (int c = 0; c < clocks.compute_ranks(); ++c) {
-                                       const std::uint64_t merged =
-                                           clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
-                                       if (merged < total_clocks) {
-                                         missing = fmt::format("memory rank {} has {} of compute rank {}'s {} clocks",
-                                                               m, merged, c, total_clocks);
-                                         // Nothing else can end the wait (timing backend: sleep until then).
-                                         clocks.WaitOnlyFor({model::ComputeIndex{c}, merged, model::MemoryIndex{m}});
-                                         return false;
-                                       }
-                                     }
-                                   }
-                                   return true;
-                                 },
-                                 [&] { return "the final model (" + missing + ")"; })
-                                 .status());
+  return sync::WaitUntil(
+             env.wait, env.transport,
+             [&]() -> Result<bool> {
+               STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
+               for (int m = 0; m < clocks.memory_ranks(); ++m) {
+                 for (int c = 0; c < clocks.compute_ranks(); ++c) {
+                   const std::uint64_t merged = clocks.merged_clock(model::MemoryIndex{m}, model::ComputeIndex{c});
+                   if (merged < clock) {
+                     missing = fmt::format("memory rank {} has {} of compute rank {}'s {} clocks", m, merged, c,
+                                           clock);
+                     // Nothing else can end the wait (timing backend: sleep until then).
+                     clocks.WaitOnlyFor({model::ComputeIndex{c}, merged, model::MemoryIndex{m}});
+                     return false;
+                   }
+                 }
+               }
+               return true;
+             },
+             [&] { return "every rank's clocks merged (" + missing + ")"; })
+      .status();
+}
+
+Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
+  STALELEARN_RETURN_IF_ERROR(AwaitMergedBefore(env, total_clocks).WithContext("the final model"));
   // The control blocks move as batches merge, the snapshots when the memory
   // rank publishes next: a whole-shard read begun in between laid every
   // record published meanwhile over the shard (the last pushes' rows: tens

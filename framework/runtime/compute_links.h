@@ -23,6 +23,9 @@ struct ComputeLinks {
   // holding all `total_clocks` clocks of every compute rank and reads it
   // into `model`. Call before Release.
   Status ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model);
+  // Waits until every memory rank has merged every compute rank's clocks
+  // before `clock` (this rank's included), as its control block says.
+  Status AwaitMergedBefore(const RankEnv& env, std::uint64_t clock);
   // The last call to the memory ranks (they progress until every compute
   // rank released them).
   Status Release() { return pusher.Release(); }

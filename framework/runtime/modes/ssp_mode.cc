@@ -97,7 +97,8 @@ class SspConsistency final : public ConsistencyMode {
     }
     held_clock_ = -1;
     // Tables no other rank reads stay back until the epoch's last clock, a
-    // cut, or a stop (decided before the clock it comes at: KeepsDeltas).
+    // cut (PushHeld) or a stop (decided a clock ahead for this rank:
+    // StopAgreement::set_commits_ahead).
     const bool keep = record.in_stratum && !record.ends_epoch && !kept_tables_.empty() &&
                       (env_.stop == nullptr || !env_.stop->stop().has_value());
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
@@ -125,7 +126,8 @@ class SspConsistency final : public ConsistencyMode {
   Status PushHeld() override {
     // Held clocks are later than the last push; kept tables' deltas
     // (AfterClock) go out again as that push's clock (a batch's clock only
-    // raises the merged clock: ring_poller.cc).
+    // raises the merged clock: ring_poller.cc): at a cut, whose memory-side
+    // part takes every batch of a clock before it. Not at a stop (Finish).
     const std::int64_t clock = std::max(held_clock_, kept_clock_);
     if (clock < 0) return Status::Ok();
     STALELEARN_RETURN_IF_ERROR(links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock)).status());
@@ -200,25 +202,20 @@ class SspConsistency final : public ConsistencyMode {
   // got it whole (16 MB of the synthetic set's, twice with its patch).
   void StartsFromInitialValues() override {
     if (kept_tables_.empty()) return;
-    model::TableSet& values = replica_.mutable_tables();
-    for (std::size_t t = 0; t < kept_tables_.size(); ++t) {
-      if (kept_tables_[t] == 0) continue;
-      const model::TableId table{static_cast<std::uint32_t>(t)};
-      model::RowBlock& block = values[t];
-      for (std::int64_t slot = 0; slot < block.rows(); ++slot) {
-        const model::RowId row{replica_.RowOfSlot(table, slot)};
-        if (block.type() == ElementType::kFloat32) {
-          env_.app.InitRow(table, row, RowValues(block.FloatRow(slot)));
-        } else {
-          env_.app.InitRow(table, row, RowValues(block.IntRow(slot)));
-        }
-      }
-    }
+    InitializeHeldRows(env_.app, kept_tables_, replica_);
     links_.refresher.set_tables_set_initially(kept_tables_);
   }
+  // With tables kept back, the other ranks' kept rows go out only at their
+  // epoch's end: an evaluation waits until every rank's clocks up to this
+  // rank's epoch end are merged, so its model holds every rank's whole
+  // epoch, not rows an epoch behind for the ranks still in it.
   Status ReadModel(TableSet& model) override {
     STALELEARN_RETURN_IF_ERROR(PushHeld());  // what the model lacks of this rank's (none at an epoch's end)
-    if (!kept_tables_.empty()) STALELEARN_RETURN_IF_ERROR(AwaitEpochOfAll());
+    if (!kept_tables_.empty()) {
+      STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
+      STALELEARN_RETURN_IF_ERROR(links_.AwaitMergedBefore(env_, static_cast<std::uint64_t>(last_clock_ + 1))
+                                     .WithContext(fmt::format("compute rank {}, before it evaluates", me_.value)));
+    }
     return links_.refresher.ReadMergedModel(model);
   }
   Status Finish(std::uint64_t total_clocks) override {
@@ -374,34 +371,6 @@ class SspConsistency final : public ConsistencyMode {
       if (env_.stop != nullptr) env_.stop->set_commits_ahead(me_.value);
     }
     links_.refresher.set_tables_written_alone(std::move(alone));
-  }
-
-  // An evaluation during a run whose ranks keep tables back (kept_tables_):
-  // the other ranks' kept rows go out only at their epoch's end, so the
-  // evaluation waits until every rank's clocks up to this rank's epoch end
-  // are merged, its own included. Its model then holds every rank's whole
-  // epoch (and what faster ranks pushed since of the other tables), not
-  // rows a whole epoch behind for the ranks that have not finished it.
-  Status AwaitEpochOfAll() {
-    const auto epoch_end = static_cast<std::uint64_t>(last_clock_ + 1);
-    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
-    return sync::WaitUntil(
-               env_.wait, env_.transport,
-               [&]() -> Result<bool> {
-                 STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
-                 for (const sync::ClockTable::Slowest slowest :
-                      {links_.clocks.SlowestOther(me_), links_.clocks.SlowestOf(me_)}) {
-                   if (slowest.merged_clock >= epoch_end) continue;
-                   links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
-                   return false;
-                 }
-                 return true;
-               },
-               [&] {
-                 return fmt::format("compute rank {}: every rank's clocks before {} merged, before it evaluates",
-                                    me_.value, epoch_end);
-               })
-        .status();
   }
 
   // Pending batches wait for a refresh to be dropped; a rank that rarely
