@@ -61,15 +61,6 @@ Status ComputeLinks::AwaitMergedBefore(const RankEnv& env, std::uint64_t clock) 
 
 Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
   STALELEARN_RETURN_IF_ERROR(AwaitMergedBefore(env, total_clocks).WithContext("the final model"));
-  // The control blocks move as batches merge, the snapshots when the memory
-  // rank publishes next: a whole-shard read begun in between laid every
-  // record published meanwhile over the shard (the last pushes' rows: tens
-  // of MB at the end of a stratified run), or read the shard twice.
-  STALELEARN_RETURN_IF_ERROR(
-      sync::WaitUntil(env.wait, env.transport, [&]() -> Result<bool> { return refresher.PublishedAllBefore(total_clocks); },
-                      [&] { return fmt::format("the final snapshots (every compute rank's {} clocks published)",
-                                               total_clocks); })
-          .status());
   return refresher.ReadMergedModel(model);
 }
 

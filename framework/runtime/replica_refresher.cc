@@ -294,23 +294,6 @@ bool ReplicaRefresher::SettlesFocus(std::span<const std::uint64_t> merged_clock)
   return merged_clock[writer] >= focus_clock_;
 }
 
-Result<bool> ReplicaRefresher::PublishedAllBefore(std::uint64_t clock) {
-  STALELEARN_RETURN_IF_ERROR(DropPrefetch());  // the readers serve one read at a time
-  meta_only_readers_.clear();
-  for (const auto& reader : readers_) meta_only_readers_.push_back(reader.get());
-  meta_only_since_.assign(readers_.size(), 0);
-  meta_only_metas_.resize(readers_.size());
-  STALELEARN_RETURN_IF_ERROR(
-      sync::SnapshotReader::ReadNewerMetas(meta_only_readers_, meta_only_since_, meta_only_metas_));
-  for (const sync::SnapshotMeta* meta : meta_only_metas_) {
-    if (meta == nullptr) return false;
-    for (const std::uint64_t merged : meta->merged_clock) {
-      if (merged < clock) return false;
-    }
-  }
-  return true;
-}
-
 Status ReplicaRefresher::ReadMergedModel(model::TableSet& model) {
   STALELEARN_RETURN_IF_ERROR(DropPrefetch());  // the readers serve one read at a time
   for (std::size_t i = 0; i < readers_.size(); ++i) {

@@ -137,11 +137,6 @@ class ReplicaRefresher {
   // Reads the latest snapshots of all memory ranks into `model` (no own
   // deltas): the merged model, for evaluation. Blocking.
   Status ReadMergedModel(model::TableSet& model);
-  // Whether every memory rank's latest published generation holds every
-  // compute rank's clocks before `clock` (one overlapped read of the
-  // metas). Before the final read: once true nothing more is published,
-  // so the whole-shard reads need no patch laid over them.
-  Result<bool> PublishedAllBefore(std::uint64_t clock);
 
  // Dropped batches kept for TakeDropped (their memory is reused, not freed).
   static constexpr std::size_t kKeptDropped = 16;
