@@ -17,26 +17,22 @@ class StopBoard {
  public:
   explicit StopBoard(int compute_ranks) : committed_(static_cast<std::size_t>(std::max(compute_ranks, 1)), 0) {}
 
-  void Begin(int rank, std::int64_t first_clock) {
+  void Begin(int rank, std::int64_t committed) {
     std::lock_guard lock(mutex_);
-    committed_.at(static_cast<std::size_t>(rank)) = first_clock + Ahead(rank);
+    committed_.at(static_cast<std::size_t>(rank)) = committed;
   }
-  void SetAhead(int rank) {
-    std::lock_guard lock(mutex_);
-    if (ahead_.size() < committed_.size()) ahead_.assign(committed_.size(), 0);
-    ahead_.at(static_cast<std::size_t>(rank)) = 1;
-  }
-  // `local`: this rank's own request (StopAgreement::RequestLocal), 0 if none.
-  bool StopsBefore(int rank, std::int64_t clock, int local) {
+  // `local`: this rank's own request (StopAgreement::RequestLocal), 0 if none;
+  // `ahead`: StopAgreement::set_commits_ahead's clock (0 or 1).
+  bool StopsBefore(int rank, std::int64_t clock, int local, std::int64_t ahead) {
     std::lock_guard lock(mutex_);
     if (!decision_) {
       if (const int signal = StopSignal() != 0 ? StopSignal() : local; signal != 0) {
-        committed_.at(static_cast<std::size_t>(rank)) = clock + Ahead(rank);
+        committed_.at(static_cast<std::size_t>(rank)) = clock + ahead;
         decision_ = StopDecision{signal, *std::ranges::max_element(committed_)};
       }
     }
     if (decision_ && clock >= decision_->clock) return true;
-    committed_.at(static_cast<std::size_t>(rank)) = clock + 1 + Ahead(rank);  // this rank trains `clock`
+    committed_.at(static_cast<std::size_t>(rank)) = clock + 1 + ahead;  // this rank trains `clock`
     return false;
   }
   std::optional<StopDecision> decision() const {
@@ -45,12 +41,8 @@ class StopBoard {
   }
 
  private:
-  std::int64_t Ahead(int rank) const {
-    return static_cast<std::size_t>(rank) < ahead_.size() ? ahead_[static_cast<std::size_t>(rank)] : 0;
-  }
   mutable std::mutex mutex_;
   std::vector<std::int64_t> committed_;
-  std::vector<std::int64_t> ahead_;  // [rank]: set_commits_ahead
   std::optional<StopDecision> decision_;
 };
 
@@ -69,14 +61,9 @@ StopAgreement::~StopAgreement() = default;
 
 void StopAgreement::Open() { open_ = kind_ == Kind::kOnRequest && board_ == nullptr && !stop_.has_value(); }
 
-void StopAgreement::set_commits_ahead(int rank) {
-  ahead_ = 1;
-  if (board_ != nullptr) board_->SetAhead(rank);
-}
-
 void StopAgreement::Begin(int rank, std::int64_t first_clock) {
-  if (board_ != nullptr) board_->Begin(rank, first_clock);
   committed_ = first_clock + ahead_;
+  if (board_ != nullptr) board_->Begin(rank, committed_);
 }
 
 Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
@@ -84,7 +71,7 @@ Result<bool> StopAgreement::StopsBefore(int rank, std::int64_t clock) {
   if (request_at_clock_ > 0 && clock == request_at_clock_ && (request_rank_ < 0 || rank == request_rank_)) {
     RequestStop(SIGTERM);
   }
-  if (board_ != nullptr) return board_->StopsBefore(rank, clock, local_request_);
+  if (board_ != nullptr) return board_->StopsBefore(rank, clock, local_request_, ahead_);
   if (kind_ == Kind::kEveryClock) {
     open_ = true;
     STALELEARN_RETURN_IF_ERROR(Join(clock));

@@ -88,12 +88,12 @@ class StopAgreement {
   // a run that never announces pays no probe per clock.
   void set_hears_announcements(bool on) { hears_announcements_ = on; }
   bool in_threads() const { return board_ != nullptr; }
-  // Compute rank `rank`, before Begin: its pushes may keep deltas back past
+  // A compute rank, before Begin: its pushes may keep deltas back past
   // a clock (ssp_mode.cc kept_tables_), and it pushes all of them once it
   // knows a stop is decided. It commits one clock further than it trains,
   // so every stop is decided before the push of the last clock any rank
   // trains (a push after that clock's would not be waited for).
-  void set_commits_ahead(int rank);
+  void set_commits_ahead() { ahead_ = 1; }
   ~StopAgreement();
 
   // After the start barrier, on every rank.

@@ -368,7 +368,7 @@ class SspConsistency final : public ConsistencyMode {
     std::vector<bool> alone = TablesWrittenAlone(row_namers_ != nullptr ? *row_namers_ : none, ranks, me_, replica_);
     if (ranks > 1 && std::find(alone.begin(), alone.end(), true) != alone.end()) {
       kept_tables_.assign(alone.begin(), alone.end());
-      if (env_.stop != nullptr) env_.stop->set_commits_ahead(me_.value);
+      if (env_.stop != nullptr) env_.stop->set_commits_ahead();
     }
     links_.refresher.set_tables_written_alone(std::move(alone));
   }
