@@ -16,7 +16,7 @@ ClockLoop::ClockLoop(const RankEnv& env, RankInfo info, ConsistencyMode& mode, c
       mode_(mode),
       schedule_(schedule),
       straggler_(env.config.training().straggler(), info.rank.value, env.config.seed()),
-      phases_(*env.wait.time),
+      phases_(*env.wait.time, env.transport),
       state_(facets_.CreateLocalState(info, schedule_.samples())),
       clock_offset_(facets_.initializes_from_data() ? 1 : 0) {
   const int threads = env.config.training().threads_per_rank();

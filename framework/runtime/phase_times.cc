@@ -22,9 +22,11 @@ transport::TimeBreakdown PhaseTimes::SimulatedNow() const {
 }
 
 void PhaseTimes::End(LoopPhase phase, std::chrono::steady_clock::time_point wall_from,
-                     const transport::TimeBreakdown& from) {
+                     const transport::TimeBreakdown& from, std::int64_t get_from, std::int64_t put_from) {
   PhaseTotal& t = totals_[static_cast<std::size_t>(phase)];
   ++t.entries;
+  t.bytes_get += counting_.bytes_get() - get_from;
+  t.bytes_put += counting_.bytes_put() - put_from;
   t.wall += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall_from);
   if (!simulated_) return;
   const transport::TimeBreakdown now = SimulatedNow();
@@ -46,6 +48,8 @@ std::vector<proto::PhaseTime> PhaseTimes::Report() const {
     out->set_simulated_compute_seconds(transport::ToSeconds(t.simulated.compute));
     out->set_simulated_transfer_seconds(transport::ToSeconds(t.simulated.transfer));
     out->set_simulated_wait_seconds(transport::ToSeconds(t.simulated.wait));
+    out->set_bytes_get(t.bytes_get);
+    out->set_bytes_put(t.bytes_put);
   }
   return report;
 }

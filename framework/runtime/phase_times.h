@@ -1,15 +1,18 @@
 // Where a compute rank's time goes, phase by phase of the clock loop
 // (clock_loop.h): wall seconds always, and under the timing backend the
 // simulated compute, transfer and wait seconds each phase added to the
-// rank's virtual clock (TimeBreakdown deltas). The report's `phases`
+// rank's virtual clock (TimeBreakdown deltas), and the bytes its gets and
+// puts moved (the counting transport's deltas: gets issued in a phase count
+// there, whenever they complete). The report's `phases`
 // (docs/guide/report.md) carries them, so a run at scale shows what bounds
 // it (the stripe hand-overs, the pushes, the final read) without a profiler.
 //
-//   PhaseTimes phases(*env.wait.time);
+//   PhaseTimes phases(*env.wait.time, env.transport);
 //   { const PhaseTimes::Scope timed = phases.Time(LoopPhase::kPush); mode.AfterClock(...); }
 //   result.phases = phases.Report();
 //
-// Not thread-safe: the compute rank's main thread. The RankTime must outlive
+// Not thread-safe: the compute rank's main thread (the byte counts are the
+// transport's, relaxed atomics). The RankTime and the transport must outlive
 // it and its scopes; a scope must end before the next begins (phases do not
 // nest).
 #pragma once
@@ -20,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "framework/metrics/counting_transport.h"
 #include "framework/proto/report.pb.h"
 #include "framework/transport/rank_time.h"
 
@@ -42,15 +46,18 @@ struct PhaseTotal {
   std::int64_t entries = 0;
   std::chrono::nanoseconds wall{0};
   transport::TimeBreakdown simulated;  // zero in real time
+  std::int64_t bytes_get = 0;
+  std::int64_t bytes_put = 0;
 };
 
 class PhaseTimes {
  public:
-  explicit PhaseTimes(const transport::RankTime& time) : time_(time), simulated_(time.Summary().has_value()) {}
+  PhaseTimes(const transport::RankTime& time, const metrics::CountingTransport& counting)
+      : time_(time), counting_(counting), simulated_(time.Summary().has_value()) {}
 
   class Scope {
    public:
-    ~Scope() { owner_.End(phase_, wall_from_, simulated_from_); }
+    ~Scope() { owner_.End(phase_, wall_from_, simulated_from_, get_from_, put_from_); }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
@@ -58,11 +65,14 @@ class PhaseTimes {
     friend class PhaseTimes;
     Scope(PhaseTimes& owner, LoopPhase phase)
         : owner_(owner), phase_(phase), wall_from_(std::chrono::steady_clock::now()),
-          simulated_from_(owner.SimulatedNow()) {}
+          simulated_from_(owner.SimulatedNow()), get_from_(owner.counting_.bytes_get()),
+          put_from_(owner.counting_.bytes_put()) {}
     PhaseTimes& owner_;
     LoopPhase phase_;
     std::chrono::steady_clock::time_point wall_from_;
     transport::TimeBreakdown simulated_from_;
+    std::int64_t get_from_;
+    std::int64_t put_from_;
   };
   // Times `phase` until the returned scope ends.
   [[nodiscard]] Scope Time(LoopPhase phase) { return Scope(*this, phase); }
@@ -72,9 +82,11 @@ class PhaseTimes {
 
  private:
   transport::TimeBreakdown SimulatedNow() const;
-  void End(LoopPhase phase, std::chrono::steady_clock::time_point wall_from, const transport::TimeBreakdown& from);
+  void End(LoopPhase phase, std::chrono::steady_clock::time_point wall_from, const transport::TimeBreakdown& from,
+           std::int64_t get_from, std::int64_t put_from);
 
   const transport::RankTime& time_;
+  const metrics::CountingTransport& counting_;
   bool simulated_;
   std::array<PhaseTotal, static_cast<std::size_t>(LoopPhase::kCount)> totals_{};
 };

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "framework/metrics/counting_transport.h"
 #include "framework/metrics/progress.h"
 #include "framework/model/shard_layout.h"
 #include "framework/proto/config.pb.h"
@@ -76,7 +77,7 @@ struct RankEnv {
   AppFacets facets;  // the app's optional facets, found once (app_facets.h)
   const model::ModelLayout& layout;
   const RoleMap& roles;
-  transport::Transport& transport;  // counting decorator over the backend
+  metrics::CountingTransport& transport;  // counting decorator over the backend
   transport::Bootstrap& bootstrap;
   const RuntimeHooks& hooks;
   sync::WaitOptions wait;  // wait.time: the rank's time service (never null)

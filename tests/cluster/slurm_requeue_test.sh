@@ -26,28 +26,43 @@ job=$(sbatch --parsable --time=1 --signal=B:USR1@30 --chdir="$WORK" --output="$W
   "$ROOT/deploy/slurm/stalelearn.sbatch" --set output.quiet=true --set training.epochs=300 \
   --set training.straggler.rank=1 --set training.straggler.slowdown=3)
 note "job $job submitted"
+# The job's "STATE REASON" from scontrol, which keeps a finished job for
+# MinJobAge (5 min) and says so; squeue lists only queued and running jobs,
+# so a job that was just requeued, or that failed at once, looks like one that
+# ended. Empty when slurmctld did not answer (busy under a -j2 suite).
+job_state() { scontrol -o show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\) Reason=\([^ ]*\).*/\1 \2/p'; }
+# Everything Slurm knew, for a failure's message.
+show_slurm() {
+  cat "$WORK"/slurm-*.out >&2 2>/dev/null || true
+  echo "-- states seen: ${seen[*]}" >&2
+  scontrol show job "$job" >&2 2>/dev/null || true
+  tail -n 40 "$(dirname "$SLURM_CONF")/slurmctld.log" >&2 2>/dev/null || true
+}
 deadline=$((SECONDS + 420))
-gone=0  # consecutive polls that did not find the job: one can be a busy slurmctld's failed squeue
+seen=()  # each state the job went through, in order
+last=""
+ended=0  # consecutive polls that found the job in a final state
 while :; do
-  state=$(squeue -h -j "$job" -o "%T %r" 2>/dev/null || true)
-  if [ -z "$state" ]; then
-    gone=$((gone + 1))
-    [ "$gone" -lt 3 ] || break
-    sleep 2
-    continue
-  fi
-  gone=0
-  if [ "$state" = "PENDING BeginTime" ]; then
-    note "requeued: releasing its BeginTime hold"
-    scontrol update JobId="$job" StartTime=now
-  fi
-  [ "$SECONDS" -lt "$deadline" ] || { scancel "$job"; cat "$WORK"/slurm-*.out >&2; fail "the job did not finish in 7 minutes"; }
+  state=$(job_state "$job")
+  if [ -n "$state" ] && [ "$state" != "$last" ]; then seen+=("$state"); last=$state; fi
+  case "$state" in
+    "PENDING BeginTime")
+      note "requeued: releasing its BeginTime hold"
+      scontrol update JobId="$job" StartTime=now || note "the hold was gone before the release" ;;
+    COMPLETED* | FAILED* | CANCELLED* | TIMEOUT* | NODE_FAIL* | OUT_OF_MEMORY* | BOOT_FAIL* | DEADLINE*)
+      ended=$((ended + 1))
+      [ "$ended" -lt 2 ] || break ;;  # twice in a row: not a passing state around a requeue
+    *) ended=0 ;;
+  esac
+  [ "$SECONDS" -lt "$deadline" ] || { scancel "$job"; show_slurm; fail "the job did not finish in 7 minutes"; }
   sleep 2
 done
+note "states seen: ${seen[*]}"
+[ "${state%% *}" = COMPLETED ] || { show_slurm; fail "the job ended $state"; }
 log=$(cat "$WORK"/slurm-*.out)
-grep -q "requeueing" <<<"$log" || { echo "$log" >&2; fail "the job was never stopped and requeued"; }
-grep -q "resuming from" <<<"$log" || { echo "$log" >&2; fail "no attempt resumed"; }
-[ -s "$STALELEARN_REPORT" ] || { echo "$log" >&2; fail "the job wrote no report"; }
+grep -q "requeueing" <<<"$log" || { show_slurm; fail "the job was never stopped and requeued"; }
+grep -q "resuming from" <<<"$log" || { show_slurm; fail "no attempt resumed"; }
+[ -s "$STALELEARN_REPORT" ] || { show_slurm; fail "the job wrote no report"; }
 resumed=$(jq -r '.resumed_from_clock // 0' "$STALELEARN_REPORT")
 stopped=$(jq -r '.stopped // empty' "$STALELEARN_REPORT")
 rmse=$(jq -r .final.value "$STALELEARN_REPORT")

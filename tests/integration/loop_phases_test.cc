@@ -78,5 +78,42 @@ TEST(LoopPhases, AddUpToEachComputeRanksSimulatedTimeWithAHandOverPerSubEpoch) {
   }
 }
 
+// Each phase's bytes are the counting transport's deltas over it: the
+// kernel moves nothing, hand-overs only get (the stripe), pushes put (the
+// deltas; and get the next stripe read ahead), the final read gets at least
+// the whole model, and the phases together account for no more than the
+// rank's bytes_get and bytes_put (the rest: start-up and release). Counts
+// swapped between gets and puts, or taken from the wrong phase's window,
+// break one of these.
+TEST(LoopPhases, CountTheBytesEachPhaseGotAndPut) {
+  ItemCountingApp app(/*deal_by_user=*/true);
+  const proto::Report report = RunLocal(StratifiedConfig(2), app, 5).report();
+  std::int64_t model_bytes = 0;
+  for (const runtime::TableSpec& t : app.Tables()) model_bytes += t.rows * static_cast<std::int64_t>(t.row_bytes());
+  int final_readers = 0;
+  for (const proto::RankReport& r : report.ranks()) {
+    if (r.role() != "compute") continue;
+    std::map<std::string, proto::PhaseTime> phases;
+    std::int64_t got = 0, put = 0;
+    for (const proto::PhaseTime& p : r.phases()) {
+      phases[p.phase()] = p;
+      got += p.bytes_get();
+      put += p.bytes_put();
+    }
+    EXPECT_EQ(phases["kernel"].bytes_get() + phases["kernel"].bytes_put(), 0) << "rank " << r.rank();
+    EXPECT_GT(phases["hand_over"].bytes_get(), 0) << "rank " << r.rank();
+    EXPECT_EQ(phases["hand_over"].bytes_put(), 0) << "rank " << r.rank();
+    EXPECT_GT(phases["push"].bytes_put(), 0) << "rank " << r.rank();
+    EXPECT_LE(got, r.bytes_get()) << "rank " << r.rank();
+    EXPECT_LE(put, r.bytes_put()) << "rank " << r.rank();
+    EXPECT_GT(put, r.bytes_put() / 2) << "rank " << r.rank();  // the pushes are most of a rank's puts
+    if (phases.count("final_read") != 0) {
+      ++final_readers;
+      EXPECT_GE(phases["final_read"].bytes_get(), model_bytes) << "rank " << r.rank();
+    }
+  }
+  EXPECT_GE(final_readers, 1);
+}
+
 }  // namespace
 }  // namespace stalelearn::testing
