@@ -99,7 +99,9 @@ struct PublishedGeometry {
   std::size_t included_offset(model::ComputeIndex c) const { return head_offset(c) + 16 * n(); }
   std::size_t control_published_at_offset() const { return 8 + 24 * n(); }
   std::size_t log_oldest_offset() const { return 16 + 24 * n(); }
-  std::size_t control_bytes() const { return RoundUp(24 + 24 * n(), kCacheLine); }
+  // The newest generation whose live rows are all written (snapshot.h, step 6).
+  std::size_t live_generation_offset() const { return 24 + 24 * n(); }
+  std::size_t control_bytes() const { return RoundUp(32 + 24 * n(), kCacheLine); }
 
   // Meta slot k.
   std::size_t meta_bytes() const { return RoundUp(kMetaHeaderBytes + 16 * n(), kCacheLine); }

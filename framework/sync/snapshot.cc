@@ -147,6 +147,9 @@ void SnapshotPublisher::Publish(const model::TableSet& master, const RingPoller&
   // 5. The live rows.
   std::byte* data = base + geometry_.data_offset();
   for (const Range& r : ranges_) model::CopyRows(data + r.offset, r.source, r.bytes);
+  // 6. Then the word saying they are all written (the rows before it).
+  std::atomic_thread_fence(std::memory_order_release);
+  transport::StoreRelease64(base + geometry_.live_generation_offset(), g);
   log_end_ = end;
 }
 

@@ -40,6 +40,11 @@ Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::
   return TakeMeta(g, after, meta, log_begin);
 }
 
+void SnapshotReader::TakeLiveGeneration(std::uint64_t live, std::uint64_t* begin0) {
+  live_holds_first_ = live >= first_meta_.generation;
+  if (live_holds_first_) *begin0 = first_meta_.log_end;
+}
+
 bool SnapshotReader::TakeMeta(std::uint64_t g, std::uint64_t after, SnapshotMeta& meta, std::uint64_t* log_begin) {
   std::uint64_t words[7];
   std::memcpy(words, meta_bytes_.data(), sizeof words);
@@ -161,14 +166,17 @@ Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes,
             std::uint64_t begin0 = 0, begin1 = 0;
             STALELEARN_ASSIGN_OR_RETURN(bool meta0, ReadMeta(g0, first_meta_, &begin0));
             if (!meta0) return false;  // its slot is being rewritten by a newer generation
+            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t live, ReadWord(geometry_.live_generation_offset()));
+            TakeLiveGeneration(live, &begin0);
+            std::atomic_thread_fence(std::memory_order_acquire);  // the live word before the rows
             STALELEARN_RETURN_IF_ERROR(body());
             std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second meta
             STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g1, ReadWord(geometry_.latest_generation_offset()));
             STALELEARN_ASSIGN_OR_RETURN(bool meta1, ReadMeta(g1, meta_, &begin1));
             if (!meta1) return false;
             // Every live row rewritten while we read belongs to g0..g1: lay
-            // their records over it (from g0's first: its rows may still have
-            // been in writing when the read began).
+            // their records over it (from g0's first, unless the live word
+            // said its rows were written: TakeLiveGeneration).
             std::uint64_t patched = 0;
             STALELEARN_ASSIGN_OR_RETURN(bool logged, patch(begin0, &patched));
             if (!logged) return false;  // overwritten meanwhile: read the newest again
@@ -339,8 +347,9 @@ Result<bool> SnapshotReader::PatchRows(std::span<const RowRead> rows, std::uint6
   // where nothing after it can change the rows (FinishRowsOfEach's
   // UnchangedAfter).
   const SnapshotMeta& to = patch_first_only_ ? first_meta_ : meta_;
+  const std::uint64_t index_from = live_holds_first_ ? first_meta_.index_end : first_meta_.index_begin;
   const double log_bytes = static_cast<double>(to.log_end - begin0);
-  const double records = static_cast<double>(to.index_end - first_meta_.index_begin);
+  const double records = static_cast<double>(to.index_end - index_from);
   const double index_bytes = static_cast<double>(PublishedGeometry::kIndexEntryBytes) * records;
   const double share = static_cast<double>(BytesOf(rows)) / static_cast<double>(geometry_.shard_bytes);
   if (index_bytes + share * log_bytes >= log_bytes) {
@@ -355,7 +364,7 @@ Result<bool> SnapshotReader::PatchRows(std::span<const RowRead> rows, std::uint6
     return it != by_offset_.end() && rows[*it].offset < offset + length ? kAnyRecord : kNotPicked;
   }};
   *patched = 0;
-  return planner_.PatchPicked(first_meta_.index_begin, to.index_end, begin0, overlapping, copy, patched);
+  return planner_.PatchPicked(index_from, to.index_end, begin0, overlapping, copy, patched);
 }
 
 Result<std::uint64_t> SnapshotReader::ReadRows(std::span<const RowRead> rows) {

@@ -175,6 +175,11 @@ class SnapshotReader final : private SnapshotProtocol {
   // ReadMeta's check and copy, from meta_bytes_ (read) and the version word
   // read after it.
   bool TakeMeta(std::uint64_t g, std::uint64_t version_after, SnapshotMeta& meta, std::uint64_t* log_begin);
+  // After first_meta_ (generation g0, its records from *begin0): the live
+  // word `live` read before the rows says whether g0's rows were all
+  // written then; if so the patch starts after g0's records
+  // (live_holds_first_, *begin0 moved to g0's log end).
+  void TakeLiveGeneration(std::uint64_t live, std::uint64_t* begin0);
   // Copies log bytes [begin, end) into log_copy_ after its first `keep`
   // bytes; false if the log no longer holds them (overwritten before or
   // while reading). check_first: also ask before reading (else only after).
@@ -222,10 +227,11 @@ class SnapshotReader final : private SnapshotProtocol {
   std::vector<std::byte> meta_bytes_;   // one meta slot
   // The batched reads': the latest generation and the version re-read,
   // whether this reader is still on the shared path, and g0's log begin.
-  std::uint64_t words_[2] = {0, 0};
+  std::uint64_t words_[3] = {0, 0, 0};  // ReadMetasTogether: latest, version re-check, live word
   bool together_ = false;
   std::uint64_t begin0_ = 0;
   bool patch_first_only_ = false;       // PatchRows: lay first_meta_'s records only (UnchangedAfter)
+  bool live_holds_first_ = false;       // PatchRows: first_meta_'s rows were written before the read (no records of it)
   std::vector<std::byte> log_copy_;     // records being read (capacity reused)
   std::size_t log_copy_bytes_ = 0;
   std::vector<std::byte> whole_shard_;  // only while a whole read replaces change records

@@ -45,17 +45,24 @@ Status SnapshotReader::ReadMetasTogether(std::span<SnapshotReader* const> reader
   }
   STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
   std::atomic_thread_fence(std::memory_order_acquire);  // the slots before the re-checks
+  // Before a read of live rows (not `second`), with the re-checks: the
+  // live-generation word (TakeLiveGeneration).
   for (SnapshotReader* r : readers) {
     if (!r->together_) continue;
     STALELEARN_RETURN_IF_ERROR(
         r->IssueWord(&r->words_[1], r->geometry_.version_offset(r->geometry_.MetaSlotOf(r->words_[0])), requests));
+    if (!second) STALELEARN_RETURN_IF_ERROR(r->IssueWord(&r->words_[2], r->geometry_.live_generation_offset(), requests));
   }
   STALELEARN_RETURN_IF_ERROR(front.WaitForGets());
+  std::atomic_thread_fence(std::memory_order_acquire);  // the live words before the rows
   for (SnapshotReader* r : readers) {
     if (!r->together_) continue;
     std::uint64_t begin = 0;
     r->together_ = r->TakeMeta(r->words_[0], r->words_[1], second ? r->meta_ : r->first_meta_, &begin);
-    if (!second) r->begin0_ = begin;
+    if (!second && r->together_) {
+      r->TakeLiveGeneration(r->words_[2], &begin);
+      r->begin0_ = begin;
+    }
   }
   return Status::Ok();
 }

@@ -88,6 +88,15 @@ struct Installed {
   }
 };
 
+// The latest generation's live rows as if still in writing (snapshot.h,
+// step 5 before step 6): the live-generation word one behind the latest, so
+// a read laying records from that generation's first ones must take them.
+inline void LiveRowsStillInWriting(RingFixture& f, const PublishedGeometry& g) {
+  std::byte* base = f.published_region().data();
+  const std::uint64_t latest = transport::LoadAcquire64(base + g.latest_generation_offset());
+  transport::StoreRelease64(base + g.live_generation_offset(), latest - 1);
+}
+
 // The wide table published whole once (generation 1), with the changed-row
 // set and the publisher that later generations use.
 struct PublishedWideTable {

@@ -51,6 +51,7 @@ TEST(SnapshotRows, FewRowsTakeOnlyTheirRecordsFromTheIndex) {
   t.publisher.Publish(t.f.merger().master(), t.f.poller(), t.changed);
   t.changed.Clear();
 
+  LiveRowsStillInWriting(t.f, t.g);  // generation 3's records are then laid too
   metrics::CountingTransport counting(t.f.transport());
   SnapshotReader reader(counting, t.f.remote_published(), t.g, WaitOptions{});
   std::vector<std::byte> rows;
@@ -66,11 +67,12 @@ TEST(SnapshotRows, FewRowsTakeOnlyTheirRecordsFromTheIndex) {
   // Exactly: the live rows; generation 3's two index entries and row 4's
   // row bytes (not its log: row 10's record is not read); two metas, each
   // with the latest-generation word before it and its version after it;
-  // the oldest-valid word after the index and after the rows.
+  // the live-generation word; the oldest-valid word after the index and
+  // after the rows.
   const std::int64_t records = 2 * static_cast<std::int64_t>(8 + kRowBytes);
   const auto row = static_cast<std::int64_t>(kRowBytes);
   const auto meta = static_cast<std::int64_t>(t.g.meta_bytes());
-  EXPECT_EQ(counting.counters().bytes_get, 3 * row + 2 * 8 + row + 2 * (meta + 16) + 2 * 8);
+  EXPECT_EQ(counting.counters().bytes_get, 3 * row + 2 * 8 + row + 2 * (meta + 16) + 8 + 2 * 8);
 
   // Rows that are most of the shard take every record instead: each
   // record overlaps them, and the index would only add its bytes.
@@ -98,6 +100,7 @@ TEST(SnapshotRows, AThirdOfTheShardWrittenElsewhereTakesTheIndexNotTheLog) {
   t.publisher.Publish(t.f.merger().master(), t.f.poller(), t.changed);
   t.changed.Clear();
 
+  LiveRowsStillInWriting(t.f, t.g);
   metrics::CountingTransport counting(t.f.transport());
   SnapshotReader reader(counting, t.f.remote_published(), t.g, WaitOptions{});
   std::vector<std::byte> rows(static_cast<std::size_t>(kThird) * kRowBytes);
@@ -112,6 +115,48 @@ TEST(SnapshotRows, AThirdOfTheShardWrittenElsewhereTakesTheIndexNotTheLog) {
   EXPECT_GE(counting.counters().bytes_get,
             static_cast<std::int64_t>(rows.size() + 8 * elsewhere.size()))  // the rows and the index
       << "the index was not read";
+}
+
+// A read that begins after the latest generation's live rows are written
+// (the live-generation word at it) gets the rows and the words around them,
+// no index and no records: nothing it read can be in writing, and nothing
+// was published after. With the word one behind, the same read lays that
+// generation's records over the rows, and rows left half-written by its
+// step 5 come back as that generation's: a reader that trusted a stale
+// live word would return them half-written.
+TEST(SnapshotRows, ALiveWordAtTheGenerationReadTakesNoRecords) {
+  PublishedWideTable t;
+  std::vector<std::int64_t> all;
+  for (std::int64_t r = 0; r < kRows; ++r) all.push_back(r);
+  SetRows(t.f, t.changed, all, 2);
+  t.publisher.Publish(t.f.merger().master(), t.f.poller(), t.changed);
+  t.changed.Clear();
+  const auto meta = static_cast<std::int64_t>(t.g.meta_bytes());
+  constexpr std::int64_t kThird = kRows / 3;
+  std::vector<std::byte> rows(static_cast<std::size_t>(kThird) * kRowBytes);
+  const SnapshotReader::RowRead third{0, rows.data(), rows.size()};
+  const auto check = [&](const char* what) {
+    int mixed = 0;
+    for (int i = 0; i < kThird; ++i) ASSERT_EQ(RowValue(rows, i, &mixed), 2) << what << ": row " << i;
+    EXPECT_EQ(mixed, 0) << what;
+  };
+  {
+    metrics::CountingTransport counting(t.f.transport());
+    SnapshotReader reader(counting, t.f.remote_published(), t.g, WaitOptions{});
+    ASSERT_TRUE(reader.ReadRows(std::span(&third, 1)).ok());
+    check("live word at the generation");
+    EXPECT_EQ(counting.counters().bytes_get, static_cast<std::int64_t>(rows.size()) + 2 * (meta + 16) + 8);
+  }
+  // Step 5 of generation 2 caught half done: its rows 0..kThird/2 still
+  // hold garbage, the word says generation 1.
+  LiveRowsStillInWriting(t.f, t.g);
+  std::memset(t.f.published_region().data() + t.g.data_offset(), 0x5a, kThird / 2 * kRowBytes);
+  metrics::CountingTransport counting(t.f.transport());
+  SnapshotReader reader(counting, t.f.remote_published(), t.g, WaitOptions{});
+  ASSERT_TRUE(reader.ReadRows(std::span(&third, 1)).ok());
+  check("rows still in writing");
+  EXPECT_GT(counting.counters().bytes_get, static_cast<std::int64_t>(2 * rows.size()))
+      << "the records of the generation in writing were not laid over the rows";
 }
 
 // Readers of a few rows through a NIC slow on the live shard, while a
