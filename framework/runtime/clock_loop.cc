@@ -147,15 +147,18 @@ Result<TrainerResult> ClockLoop::Run() {
           const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kHandOver);
           // The writer's sub-epoch with the stripe ended before this clock
           // (one of the epoch before where settled_before < 0; none before 0).
-          const std::int64_t settled = std::max<std::int64_t>(0, record.clock + (focus.settled_before - k));
+          const auto settled = [&](const LocalityPlan::Focus& f) {
+            return std::max<std::int64_t>(0, record.clock + (f.settled_before - k));
+          };
           STALELEARN_RETURN_IF_ERROR(mode_.FocusRows(model::TableId{static_cast<std::uint32_t>(focus.table)},
                                                      focus.first, focus.last, record.clock + (focus.until - k),
-                                                     model::ComputeIndex{focus.writer_before}, settled, record));
+                                                     model::ComputeIndex{focus.writer_before}, settled(focus), record));
           focus_ = focus;
           if (focus.until < clocks_per_epoch) {  // the next stripe, read ahead where the mode can
             const LocalityPlan::Focus next = plan_.FocusOf(focus.until, clocks_per_epoch);
             STALELEARN_RETURN_IF_ERROR(mode_.PrefetchFocus(model::TableId{static_cast<std::uint32_t>(next.table)},
-                                                           next.first, next.last));
+                                                           next.first, next.last,
+                                                           model::ComputeIndex{next.writer_before}, settled(next)));
           }
         }
       }

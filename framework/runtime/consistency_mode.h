@@ -64,10 +64,12 @@ class ConsistencyMode {
                            std::int64_t /*settled_before*/, ClockRecord& /*record*/) {
     return Status::Ok();
   }
-  // Stratified scheduling: the range the next FocusRows will name (called
-  // right after each FocusRows but the last of an epoch). A mode may start
-  // loading it while the kernel runs on the current one. Default: nothing.
-  virtual Status PrefetchFocus(model::TableId /*table*/, std::int64_t /*first*/, std::int64_t /*last*/) {
+  // Stratified scheduling: the range the next FocusRows will name, with its
+  // `writer_before` and `settled_before` (called right after each FocusRows
+  // but the last of an epoch). A mode may start loading it while the kernel
+  // runs on the current one. Default: nothing.
+  virtual Status PrefetchFocus(model::TableId /*table*/, std::int64_t /*first*/, std::int64_t /*last*/,
+                               model::ComputeIndex /*writer_before*/, std::int64_t /*settled_before*/) {
     return Status::Ok();
   }
   // Before ShareInitialization, under stratified scheduling: `table` will

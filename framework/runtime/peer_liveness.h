@@ -107,8 +107,9 @@ class DeadRankAwareMode final : public ConsistencyMode {
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
     return inner_->FocusRows(table, first, last, until, writer_before, settled_before, record);
   }
-  Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last) override {
-    return inner_->PrefetchFocus(table, first, last);
+  Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
+                       std::int64_t settled_before) override {
+    return inner_->PrefetchFocus(table, first, last, writer_before, settled_before);
   }
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   Status PushHeld() override { return inner_->PushHeld(); }

@@ -78,10 +78,14 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   // after it: nobody writes a stripe between its writer's last clock and
   // this rank's first (the plan's strata; own deltas of it are merged:
   // PendingNames above).
+  bool unsettled = false;
   STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::FinishRowsOfEach(
       range_read_.readers, range_read_.each, [&](const sync::SnapshotMeta& first) {
-        return DefectPlanted(PlantedDefect::kFocusSettledAtOnce) || SettlesFocus(first.merged_clock);
+        const bool settled = SettlesFocus(first.merged_clock);
+        unsettled = unsettled || !settled;
+        return DefectPlanted(PlantedDefect::kFocusSettledAtOnce) || settled;
       }));
+  if (prefetched && unsettled) ++counters_.loads_read_ahead_unsettled;
   // A shard without rows of the range has none to settle; one whose read
   // generation holds `writer_before`'s clocks before `clock` is settled
   // from the start (SettlesFocus, ReadsRecords).

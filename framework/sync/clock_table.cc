@@ -12,9 +12,13 @@ ClockTable::ClockTable(transport::Transport& transport, std::vector<const transp
   blocks_.assign(published_.size(), std::vector<std::byte>(geometry_.control_bytes()));
 }
 
-Status ClockTable::Refresh() {
+Status ClockTable::Refresh() { return RefreshOnly({}); }
+
+Status ClockTable::RefreshOnly(std::span<const std::uint8_t> which) {
+  const auto read = [&](std::size_t m) { return which.empty() || (m < which.size() && which[m] != 0); };
   requests_.clear();
   for (std::size_t m = 0; m < published_.size(); ++m) {
+    if (!read(m)) continue;
     STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
                                 transport_.Get(blocks_[m].data(), blocks_[m].size(), *published_[m], 0));
     requests_.push_back(std::move(r));
@@ -24,6 +28,7 @@ Status ClockTable::Refresh() {
   // What was read is known no earlier than it can have arrived (virtual time).
   transport::VirtualTime visible{};
   for (std::size_t m = 0; m < published_.size(); ++m) {
+    if (!read(m)) continue;
     const auto published_at = static_cast<std::int64_t>(
         Word(model::MemoryIndex{static_cast<int>(m)}, geometry_.control_published_at_offset()));
     visible = std::max(visible, wait_.time->GetVisibleAt(transport::VirtualTimeFromPs(published_at),

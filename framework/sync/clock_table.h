@@ -28,6 +28,10 @@ class ClockTable {
   // simulated clock, then advances it to when the latest publication read can
   // have arrived. Blocking.
   Status Refresh();
+  // Refresh of the control blocks of the memory ranks with `which[m]` != 0
+  // only (the others keep what was read before): a poll about rows those
+  // ranks alone hold (a stratified stripe's writer) at a fraction of the gets.
+  Status RefreshOnly(std::span<const std::uint8_t> which);
 
   int memory_ranks() const { return static_cast<int>(published_.size()); }
   int compute_ranks() const { return geometry_.compute_ranks; }

@@ -93,7 +93,7 @@ class SspConsistency final : public ConsistencyMode {
     last_clock_ = clock;
     if (record.in_stratum && !PushDue(clock)) {
       held_clock_ = clock;  // its deltas stay in the replica until a later push
-      return Status::Ok();
+      return ReadAheadIfSettled(clock, record);
     }
     held_clock_ = -1;
     // Tables no other rank reads stay back until the epoch's last clock, a
@@ -108,18 +108,7 @@ class SspConsistency final : public ConsistencyMode {
                                                              : std::span<const std::uint8_t>()));
     kept_clock_ = keep ? clock : -1;
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
-    if (record.in_stratum && next_focus_.has_value() && PrefetchDue(clock)) {
-      // The next stripe rests until this rank takes it, and its writer's
-      // last push went out a sub-epoch ago: its rows' gets go out now,
-      // after this push's puts, and arrive while the kernel runs the last
-      // part of the stratum; FocusRows lays on them what was published
-      // since (ReplicaRefresher::PrefetchRows). Not earlier: a flush to a
-      // memory rank waits for the gets to it too (as ucp_ep_flush does),
-      // and the records to lay on grow with the wait.
-      const NextFocus next = *next_focus_;
-      next_focus_.reset();
-      STALELEARN_RETURN_IF_ERROR(links_.refresher.PrefetchRows(next.table, next.first, next.last));
-    }
+    STALELEARN_RETURN_IF_ERROR(ReadAheadIfSettled(clock, record));
     return DropMergedPending();
   }
 
@@ -182,17 +171,22 @@ class SspConsistency final : public ConsistencyMode {
             }));
     record.stall_seconds += std::chrono::duration<double>(waited).count();
     const std::uint64_t ahead_before = links_.refresher.counters().loads_read_ahead;
+    const std::uint64_t unsettled_before = links_.refresher.counters().loads_read_ahead_unsettled;
     STALELEARN_RETURN_IF_ERROR(
         links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(settled_before), writer_before,
                                    replica_));
     replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
     record.stripes_read_ahead += static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead - ahead_before);
+    record.stripes_read_ahead_unsettled +=
+        static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead_unsettled - unsettled_before);
     stratum_begin_ = record.clock;
     stratum_until_ = until;
     return Status::Ok();
   }
-  Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last) override {
-    next_focus_ = NextFocus{table, first, last};  // read ahead at this stratum's last push but one (AfterClock)
+  Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
+                       std::int64_t settled_before) override {
+    // Read ahead from this stratum's last push but one (ReadAheadIfSettled).
+    next_focus_ = NextFocus{table, first, last, writer_before, settled_before, {}};
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
@@ -299,6 +293,43 @@ class SspConsistency final : public ConsistencyMode {
   bool PushDue(std::int64_t clock) const {
     const std::int64_t next = clock + 1;
     return next >= stratum_until_ || (next - stratum_begin_) % PushEvery() == 0;
+  }
+
+  // The next stripe rests until this rank takes it; its writer's last push
+  // went out a sub-epoch ago when that rank keeps pace. From the stratum's
+  // last push but one (PrefetchDue), once the writer's clocks before
+  // `settled_before` are merged, the stripe's gets go out after the clock's
+  // puts and arrive while the kernel runs the rest of the stratum;
+  // FocusRows lays on them what was published since the read began
+  // (ReplicaRefresher::PrefetchRows). Not earlier: a flush to a memory rank
+  // waits for the gets to it too (as ucp_ep_flush does). Not before the
+  // writer is done: its last push would come back as a patch of most of the
+  // stripe (a lagging writer gave a rank up to 5 stripes of patches an
+  // epoch at 3:1 in real time). A later clock of the stratum asks again; if
+  // the writer is not done by the stratum's end, FocusRows reads the stripe
+  // once, settled.
+  Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
+    if (!record.in_stratum || !next_focus_.has_value() || !PrefetchDue(clock)) return Status::Ok();
+    NextFocus& next = *next_focus_;
+    if (next.shards.empty()) {  // the memory ranks with rows of the stripe: only their clocks matter
+      next.shards.assign(static_cast<std::size_t>(links_.clocks.memory_ranks()), 0);
+      const model::RowPartition& partition = env_.layout.partition(next.table);
+      for (std::int64_t r = next.first; r < next.last; ++r) next.shards[partition.Owner(model::RowId{r}).value] = 1;
+    }
+    STALELEARN_RETURN_IF_ERROR(links_.clocks.RefreshOnly(next.shards));
+    for (int c = 0; c < links_.clocks.compute_ranks(); ++c) {
+      if (next.writer_before.value >= 0 ? c != next.writer_before.value : c == me_.value) continue;
+      for (std::size_t m = 0; m < next.shards.size(); ++m) {
+        if (next.shards[m] != 0 && links_.clocks.merged_clock(model::MemoryIndex{static_cast<int>(m)},
+                                                              model::ComputeIndex{c}) <
+                                       static_cast<std::uint64_t>(next.settled_before)) {
+          return Status::Ok();  // the writer is not done with the stripe: ask again next clock
+        }
+      }
+    }
+    const NextFocus ready = std::move(next);
+    next_focus_.reset();
+    return links_.refresher.PrefetchRows(ready.table, ready.first, ready.last);
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
@@ -410,6 +441,9 @@ class SspConsistency final : public ConsistencyMode {
   struct NextFocus {
     model::TableId table;
     std::int64_t first, last;
+    model::ComputeIndex writer_before;  // as FocusRows will get them
+    std::int64_t settled_before;
+    std::vector<std::uint8_t> shards;   // [memory rank]: 1 = holds rows of the range (once asked)
   };
   std::optional<NextFocus> next_focus_;     // PrefetchFocus's range, until its read begins
   std::uint64_t total_clocks_ = 0;
