@@ -48,6 +48,7 @@ struct ClockRecord {
   std::int64_t meta_only_reads = 0; // their snapshot reads of a meta alone (report.proto)
   std::int64_t stripes_read_ahead = 0;  // its stripe load was read ahead (report.proto)
   std::int64_t stripes_read_ahead_unsettled = 0;  // and begun before the stripe's writer was done
+  std::int64_t stripes_read_ahead_dropped = 0;    // reads ahead dropped unused since the last clock
   // Started without a gate or refresh: a stratified clock whose rows no
   // other rank can change (ssp_mode.cc InStratum; report.proto
   // stratum_clocks). min_merged_of_others is then the clock itself.

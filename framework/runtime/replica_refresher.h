@@ -43,6 +43,7 @@ struct RefreshCounters {
   std::uint64_t meta_only_reads = 0; // snapshot reads of the meta alone (no row could have changed)
   std::uint64_t loads_read_ahead = 0;  // FocusRows loads PrefetchRows had begun
   std::uint64_t loads_read_ahead_unsettled = 0;  // of them, begun at a generation without the writer's clocks
+  std::uint64_t reads_ahead_dropped = 0;          // PrefetchRows reads finished unused (DropPrefetch)
 };
 
 class ReplicaRefresher {

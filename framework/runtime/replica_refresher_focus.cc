@@ -57,6 +57,7 @@ Status ReplicaRefresher::PrefetchRows(model::TableId table, std::int64_t first, 
 Status ReplicaRefresher::DropPrefetch() {
   if (!prefetching_) return Status::Ok();
   prefetching_ = false;  // finished (its gets waited for), its rows unused
+  ++counters_.reads_ahead_dropped;
   return sync::SnapshotReader::FinishRowsOfEach(range_read_.readers, range_read_.each);
 }
 

@@ -30,6 +30,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_meta_only_reads(trainer->meta_only_reads);
     r.set_stripes_read_ahead(trainer->stripes_read_ahead);
     r.set_stripes_read_ahead_unsettled(trainer->stripes_read_ahead_unsettled);
+    r.set_stripes_read_ahead_dropped(trainer->stripes_read_ahead_dropped);
     r.set_stratum_clocks(trainer->stratum_clocks);
     for (const proto::PhaseTime& p : trainer->phases) *r.add_phases() = p;
     r.set_simulated_training_end_seconds(trainer->simulated_training_end);

@@ -27,6 +27,7 @@ struct TrainerResult {
   std::int64_t stratum_clocks = 0;       // clocks started without a gate (report.proto)
   std::int64_t stripes_read_ahead = 0;   // stripe loads read ahead (report.proto)
   std::int64_t stripes_read_ahead_unsettled = 0;  // of them, begun before their writer was done
+  std::int64_t stripes_read_ahead_dropped = 0;    // reads ahead never used (report.proto)
   std::vector<proto::PhaseTime> phases;  // where the loop's time went (phase_times.h)
   double simulated_training_end = 0;     // the virtual clock after the loop's finish (timing backend; report.proto)
 
@@ -38,6 +39,7 @@ struct TrainerResult {
     meta_only_reads += record.meta_only_reads;
     stripes_read_ahead += record.stripes_read_ahead;
     stripes_read_ahead_unsettled += record.stripes_read_ahead_unsettled;
+    stripes_read_ahead_dropped += record.stripes_read_ahead_dropped;
     stratum_clocks += record.in_stratum ? 1 : 0;
     if (record.observed_staleness > max_observed_staleness) max_observed_staleness = record.observed_staleness;
     records.push_back(record);

@@ -61,8 +61,10 @@ void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false
       // loads the stripe when it takes it instead.
       if (timing) EXPECT_GT(r.stripes_read_ahead(), changes / 2) << "rank " << r.rank();
       EXPECT_LE(r.stripes_read_ahead(), changes) << "rank " << r.rank();
-      // None begun before its writer (slowed down here) was done with it.
+      // None begun before its writer (slowed down here) was done with it,
+      // none for nothing.
       EXPECT_EQ(r.stripes_read_ahead_unsettled(), 0) << "rank " << r.rank();
+      EXPECT_EQ(r.stripes_read_ahead_dropped(), 0) << "rank " << r.rank();
     } else {
       EXPECT_EQ(r.meta_only_reads(), 0) << "rank " << r.rank();
       EXPECT_EQ(r.stratum_clocks(), 0) << "rank " << r.rank();
@@ -118,7 +120,9 @@ TEST(StratifiedTraining, ASlowRankHoldsBackOnlyTheRanksTakingItsStripes) {
   // 1 is done with it (ssp_mode.cc ReadAheadIfSettled), where a read begun
   // at the stratum's last push but one would get rank 1's rows again.
   for (const proto::RankReport& r : report.ranks()) {
-    if (r.role() == "compute") EXPECT_EQ(r.stripes_read_ahead_unsettled(), 0) << "rank " << r.rank();
+    if (r.role() != "compute") continue;
+    EXPECT_EQ(r.stripes_read_ahead_unsettled(), 0) << "rank " << r.rank();
+    EXPECT_EQ(r.stripes_read_ahead_dropped(), 0) << "rank " << r.rank();
   }
   EXPECT_EQ(app.stale_reads(), 0);
   EXPECT_EQ(app.stale_user_reads(), 0);

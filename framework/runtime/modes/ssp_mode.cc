@@ -91,6 +91,10 @@ class SspConsistency final : public ConsistencyMode {
 
   Status AfterClock(std::int64_t clock, ClockRecord& record) override {
     last_clock_ = clock;
+    // Reads ahead dropped since the last clock (a stop's, in Finish, is not one).
+    record.stripes_read_ahead_dropped =
+        static_cast<std::int64_t>(links_.refresher.counters().reads_ahead_dropped - dropped_reported_);
+    dropped_reported_ = links_.refresher.counters().reads_ahead_dropped;
     if (record.in_stratum && !PushDue(clock)) {
       held_clock_ = clock;  // its deltas stay in the replica until a later push
       return ReadAheadIfSettled(clock, record);
@@ -141,6 +145,7 @@ class SspConsistency final : public ConsistencyMode {
   // stripe hand-overs instead of every sub-epoch waiting for its slowest.
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
+    next_focus_.reset();  // a read ahead never begun (its writer was late) is this load: not again later
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     STALELEARN_ASSIGN_OR_RETURN(
         std::chrono::nanoseconds waited,
@@ -445,6 +450,7 @@ class SspConsistency final : public ConsistencyMode {
     std::int64_t settled_before;
     std::vector<std::uint8_t> shards;   // [memory rank]: 1 = holds rows of the range (once asked)
   };
+  std::uint64_t dropped_reported_ = 0;      // reads_ahead_dropped up to the last clock's record
   std::optional<NextFocus> next_focus_;     // PrefetchFocus's range, until its read begins
   std::uint64_t total_clocks_ = 0;
 };
