@@ -30,6 +30,7 @@
 #include "framework/runtime/modes/builtin_modes.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/stop_agreement.h"
+#include "framework/runtime/stripe_read_ahead.h"
 #include "framework/runtime/tables_written_alone.h"
 #include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
@@ -145,7 +146,7 @@ class SspConsistency final : public ConsistencyMode {
   // stripe hand-overs instead of every sub-epoch waiting for its slowest.
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
-    next_focus_.reset();  // a read ahead never begun (its writer was late) is this load: not again later
+    read_ahead_.Forget();  // a read ahead never begun (its writer was late) is this load: not again later
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
     STALELEARN_ASSIGN_OR_RETURN(
         std::chrono::nanoseconds waited,
@@ -190,8 +191,7 @@ class SspConsistency final : public ConsistencyMode {
   }
   Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
                        std::int64_t settled_before) override {
-    // Read ahead from this stratum's last push but one (ReadAheadIfSettled).
-    next_focus_ = NextFocus{table, first, last, writer_before, settled_before, {}};
+    read_ahead_.Name(table, first, last, writer_before, settled_before);  // begun by ReadAheadIfSettled
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
@@ -219,7 +219,7 @@ class SspConsistency final : public ConsistencyMode {
   }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
-    next_focus_.reset();
+    read_ahead_.Forget();
     STALELEARN_RETURN_IF_ERROR(links_.refresher.DropPrefetch());  // a stop inside a stratum: its gets complete
     if (held_clock_ < 0 && kept_clock_ >= 0) {
       // The last clock's push kept rows back: pushed now, they would come
@@ -300,41 +300,11 @@ class SspConsistency final : public ConsistencyMode {
     return next >= stratum_until_ || (next - stratum_begin_) % PushEvery() == 0;
   }
 
-  // The next stripe rests until this rank takes it; its writer's last push
-  // went out a sub-epoch ago when that rank keeps pace. From the stratum's
-  // last push but one (PrefetchDue), once the writer's clocks before
-  // `settled_before` are merged, the stripe's gets go out after the clock's
-  // puts and arrive while the kernel runs the rest of the stratum;
-  // FocusRows lays on them what was published since the read began
-  // (ReplicaRefresher::PrefetchRows). Not earlier: a flush to a memory rank
-  // waits for the gets to it too (as ucp_ep_flush does). Not before the
-  // writer is done: its last push would come back as a patch of most of the
-  // stripe (a lagging writer gave a rank up to 5 stripes of patches an
-  // epoch at 3:1 in real time). A later clock of the stratum asks again; if
-  // the writer is not done by the stratum's end, FocusRows reads the stripe
-  // once, settled.
+  // The next stripe's read, from the stratum's last push but one, once its
+  // writer is done with it (stripe_read_ahead.h).
   Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
-    if (!record.in_stratum || !next_focus_.has_value() || !PrefetchDue(clock)) return Status::Ok();
-    NextFocus& next = *next_focus_;
-    if (next.shards.empty()) {  // the memory ranks with rows of the stripe: only their clocks matter
-      next.shards.assign(static_cast<std::size_t>(links_.clocks.memory_ranks()), 0);
-      const model::RowPartition& partition = env_.layout.partition(next.table);
-      for (std::int64_t r = next.first; r < next.last; ++r) next.shards[partition.Owner(model::RowId{r}).value] = 1;
-    }
-    STALELEARN_RETURN_IF_ERROR(links_.clocks.RefreshOnly(next.shards));
-    for (int c = 0; c < links_.clocks.compute_ranks(); ++c) {
-      if (next.writer_before.value >= 0 ? c != next.writer_before.value : c == me_.value) continue;
-      for (std::size_t m = 0; m < next.shards.size(); ++m) {
-        if (next.shards[m] != 0 && links_.clocks.merged_clock(model::MemoryIndex{static_cast<int>(m)},
-                                                              model::ComputeIndex{c}) <
-                                       static_cast<std::uint64_t>(next.settled_before)) {
-          return Status::Ok();  // the writer is not done with the stripe: ask again next clock
-        }
-      }
-    }
-    const NextFocus ready = std::move(next);
-    next_focus_.reset();
-    return links_.refresher.PrefetchRows(ready.table, ready.first, ready.last);
+    if (!record.in_stratum || !read_ahead_.named() || !PrefetchDue(clock)) return Status::Ok();
+    return read_ahead_.BeginIfWriterDone(links_.clocks, env_.layout, me_, links_.refresher);
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
@@ -443,15 +413,8 @@ class SspConsistency final : public ConsistencyMode {
   std::vector<std::uint8_t> kept_tables_;  // [table]: 1 = kept
   std::int64_t kept_clock_ = -1;            // the last push that kept them (-1: none kept)
   std::int64_t last_clock_ = -1;            // the last clock AfterClock saw
-  struct NextFocus {
-    model::TableId table;
-    std::int64_t first, last;
-    model::ComputeIndex writer_before;  // as FocusRows will get them
-    std::int64_t settled_before;
-    std::vector<std::uint8_t> shards;   // [memory rank]: 1 = holds rows of the range (once asked)
-  };
   std::uint64_t dropped_reported_ = 0;      // reads_ahead_dropped up to the last clock's record
-  std::optional<NextFocus> next_focus_;     // PrefetchFocus's range, until its read begins
+  StripeReadAhead read_ahead_;              // PrefetchFocus's range, until its read begins
   std::uint64_t total_clocks_ = 0;
 };
 
