@@ -24,4 +24,17 @@ RowId RowPartition::GlobalRow(MemoryIndex shard, std::int64_t local) const {
   return RowId{shard.value * block_ + local};
 }
 
+std::vector<std::uint8_t> RowPartition::ShardsHolding(std::int64_t first, std::int64_t last) const {
+  std::vector<std::uint8_t> holds(static_cast<std::size_t>(shards_), 0);
+  if (first >= last) return holds;
+  if (scheme_ == PartitionScheme::kHash && last - first < shards_) {
+    for (std::int64_t r = first; r < last; ++r) holds[static_cast<std::size_t>(Owner(RowId{r}).value)] = 1;
+  } else if (scheme_ == PartitionScheme::kHash) {
+    holds.assign(holds.size(), 1);
+  } else {
+    for (int m = Owner(RowId{first}).value; m <= Owner(RowId{last - 1}).value; ++m) holds[static_cast<std::size_t>(m)] = 1;
+  }
+  return holds;
+}
+
 }  // namespace stalelearn::model

@@ -10,6 +10,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <vector>
 
 #include "framework/model/rank_index.h"
 #include "framework/model/table_spec.h"
@@ -40,6 +41,9 @@ class RowPartition {
   }
   // Number of rows shard `shard` holds.
   std::int64_t ShardRows(MemoryIndex shard) const;
+  // [shard]: 1 where the shard holds a row of [first, last), else 0; at
+  // most O(shards) work, whatever the range's length.
+  std::vector<std::uint8_t> ShardsHolding(std::int64_t first, std::int64_t last) const;
   // Inverse of (Owner, LocalIndex).
   RowId GlobalRow(MemoryIndex shard, std::int64_t local) const;
 

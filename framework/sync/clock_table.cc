@@ -43,19 +43,20 @@ std::uint64_t ClockTable::Word(model::MemoryIndex m, std::size_t offset) const {
   return w;
 }
 
-ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except) const {
+ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except, std::span<const std::uint8_t> which) const {
   Slowest slowest{except, std::numeric_limits<std::uint64_t>::max()};
   for (int c = 0; c < compute_ranks(); ++c) {
     if (c == except.value) continue;
-    const Slowest of = SlowestOf(model::ComputeIndex{c});
+    const Slowest of = SlowestOf(model::ComputeIndex{c}, which);
     if (of.merged_clock < slowest.merged_clock) slowest = of;
   }
   return slowest;
 }
 
-ClockTable::Slowest ClockTable::SlowestOf(model::ComputeIndex rank) const {
+ClockTable::Slowest ClockTable::SlowestOf(model::ComputeIndex rank, std::span<const std::uint8_t> which) const {
   Slowest slowest{rank, std::numeric_limits<std::uint64_t>::max()};
   for (int m = 0; m < memory_ranks(); ++m) {
+    if (!which.empty() && (static_cast<std::size_t>(m) >= which.size() || which[m] == 0)) continue;
     const std::uint64_t clock = merged_clock(model::MemoryIndex{m}, rank);
     if (clock < slowest.merged_clock) slowest = {rank, clock, model::MemoryIndex{m}};
   }

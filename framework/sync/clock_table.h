@@ -51,9 +51,11 @@ class ClockTable {
     std::uint64_t merged_clock;
     model::MemoryIndex memory{0};  // the memory rank that reported that clock
   };
-  Slowest SlowestOther(model::ComputeIndex except) const;
-  // Compute rank `rank`'s lowest merged clock over all memory ranks.
-  Slowest SlowestOf(model::ComputeIndex rank) const;
+  // `which`: only the memory ranks with which[m] != 0 (empty: all).
+  Slowest SlowestOther(model::ComputeIndex except, std::span<const std::uint8_t> which = {}) const;
+  // Compute rank `rank`'s lowest merged clock over all memory ranks (or
+  // those of `which`).
+  Slowest SlowestOf(model::ComputeIndex rank, std::span<const std::uint8_t> which = {}) const;
   // Tells the rank's time service that the caller's wait cannot end before
   // `slowest`'s merged clock moves (RankTime::WaitOnlyFor), so that a virtual
   // clock sleeps through the other ranks' merges. Call after a Refresh.

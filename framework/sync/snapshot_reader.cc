@@ -31,12 +31,20 @@ Result<std::uint64_t> SnapshotReader::ReadWord(std::size_t offset) {
   return word;
 }
 
-Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin) {
+Result<bool> SnapshotReader::ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin,
+                                      std::uint64_t* live) {
   const int k = geometry_.MetaSlotOf(g);
   STALELEARN_RETURN_IF_ERROR(transport::GetBlocking(transport_, meta_bytes_.data(), meta_bytes_.size(), published_,
                                                     geometry_.meta_offset(k), wait_.timeout));
   std::atomic_thread_fence(std::memory_order_acquire);  // seqlock reader: meta before the re-check
-  STALELEARN_ASSIGN_OR_RETURN(std::uint64_t after, ReadWord(geometry_.version_offset(k)));
+  // The re-check, and the live word with it (one round trip).
+  std::uint64_t after = 0;
+  word_requests_.clear();
+  STALELEARN_RETURN_IF_ERROR(IssueWord(&after, geometry_.version_offset(k), word_requests_));
+  if (live != nullptr) STALELEARN_RETURN_IF_ERROR(IssueWord(live, geometry_.live_generation_offset(), word_requests_));
+  for (transport::RequestPtr& r : word_requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
+  word_requests_.clear();
+  std::atomic_thread_fence(std::memory_order_acquire);  // the words before what is read after them
   return TakeMeta(g, after, meta, log_begin);
 }
 
@@ -164,11 +172,10 @@ Result<bool> SnapshotReader::ReadWhole(std::uint64_t after, std::uint64_t bytes,
             STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g0, ReadWord(geometry_.latest_generation_offset()));
             if (g0 <= after) return true;  // nothing newer: read stays false
             std::uint64_t begin0 = 0, begin1 = 0;
-            STALELEARN_ASSIGN_OR_RETURN(bool meta0, ReadMeta(g0, first_meta_, &begin0));
+            std::uint64_t live = 0;
+            STALELEARN_ASSIGN_OR_RETURN(bool meta0, ReadMeta(g0, first_meta_, &begin0, &live));
             if (!meta0) return false;  // its slot is being rewritten by a newer generation
-            STALELEARN_ASSIGN_OR_RETURN(std::uint64_t live, ReadWord(geometry_.live_generation_offset()));
             TakeLiveGeneration(live, &begin0);
-            std::atomic_thread_fence(std::memory_order_acquire);  // the live word before the rows
             STALELEARN_RETURN_IF_ERROR(body());
             std::atomic_thread_fence(std::memory_order_acquire);  // live rows before the second meta
             STALELEARN_ASSIGN_OR_RETURN(std::uint64_t g1, ReadWord(geometry_.latest_generation_offset()));

@@ -170,8 +170,10 @@ class SnapshotReader final : private SnapshotProtocol {
   // ReadNewerMetas for this reader alone, retried until its meta is whole.
   Result<const SnapshotMeta*> ReadNewerMeta(std::uint64_t since);
   // Reads generation g's meta slot into `meta` (seqlock); false if the slot
-  // is being written or holds another generation.
-  Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin);
+  // is being written or holds another generation. With `live`, also the
+  // live-generation word, got with the version re-check (TakeLiveGeneration).
+  Result<bool> ReadMeta(std::uint64_t g, SnapshotMeta& meta, std::uint64_t* log_begin,
+                        std::uint64_t* live = nullptr);
   // ReadMeta's check and copy, from meta_bytes_ (read) and the version word
   // read after it.
   bool TakeMeta(std::uint64_t g, std::uint64_t version_after, SnapshotMeta& meta, std::uint64_t* log_begin);
@@ -227,6 +229,7 @@ class SnapshotReader final : private SnapshotProtocol {
   std::vector<std::byte> meta_bytes_;   // one meta slot
   // The batched reads': the latest generation and the version re-read,
   // whether this reader is still on the shared path, and g0's log begin.
+  std::vector<transport::RequestPtr> word_requests_;  // ReadMeta's words (requests_ may hold a read begun ahead)
   std::uint64_t words_[3] = {0, 0, 0};  // ReadMetasTogether: latest, version re-check, live word
   bool together_ = false;
   std::uint64_t begin0_ = 0;

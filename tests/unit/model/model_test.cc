@@ -36,6 +36,20 @@ TEST_P(PartitionTest, EveryRowHasExactlyOneOwnerAndLocalSlot) {
   }
 }
 
+// ShardsHolding names exactly the owners of the range's rows, for every
+// range (checked against Owner row by row).
+TEST_P(PartitionTest, ShardsHoldingARangeAreItsRowsOwners) {
+  const auto [scheme, rows, shards] = GetParam();
+  RowPartition p(rows, shards, scheme);
+  for (std::int64_t first = 0; first <= rows; ++first) {
+    for (std::int64_t last = first; last <= rows; last += std::max<std::int64_t>(1, rows / 9)) {
+      std::vector<std::uint8_t> expected(static_cast<std::size_t>(shards), 0);
+      for (std::int64_t r = first; r < last; ++r) expected[static_cast<std::size_t>(p.Owner(RowId{r}).value)] = 1;
+      ASSERT_EQ(p.ShardsHolding(first, last), expected) << "rows " << first << ".." << last;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Schemes, PartitionTest,
                          ::testing::Combine(::testing::Values(PartitionScheme::kRange, PartitionScheme::kHash),
                                             ::testing::Values<std::int64_t>(1, 7, 100),
