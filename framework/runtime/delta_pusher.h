@@ -4,9 +4,11 @@
 // end-of-clock flag (also when empty, so every memory rank's merged clock
 // advances), pushes them through the rings and hands each batch to the
 // refresher as pending (read-your-writes).
-// The puts of a clock are flushed only when the next clock pushes (or at
-// Complete / Finish), so they overlap the next clock's compute; a batch stays
-// alive until then (as pending, or kept here when there is no refresher).
+// The puts of a clock are waited for (local completion: their sources may be
+// reused) only when the next clock pushes (or at Complete / Finish), so they
+// overlap the next clock's compute, and no clock waits for a memory rank's
+// acknowledgement; a batch stays alive until then (as pending, or kept here
+// when there is no refresher).
 // Buffers are reused across clocks: deltas are written straight into the
 // batch being encoded, and a batch's memory goes back to an encoder once
 // the refresher drops it (or its put completed): no allocation or page
@@ -41,8 +43,9 @@ class DeltaPusher final {
                                              double staleness_epochs = 0, std::span<const std::uint8_t> keep = {});
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
-  // Completes every push so far at the memory ranks (before pending batches
-  // may be dropped). Blocking.
+  // Waits until every push so far is complete at this rank, so its batch
+  // may be dropped or reused (not at the memory ranks: their published
+  // clocks say what they merged). Blocking.
   Status Complete();
   // Tells every memory rank this compute rank is done.
   Status Finish();

@@ -65,8 +65,10 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   STALELEARN_ASSIGN_OR_RETURN(
       transport::RequestPtr commit,
       transport_.Put(&commit_value, sizeof commit_value, *ring_, ring_geometry_.commit_word_offset(slot)));
-  // No flush here (Complete): the sources stay alive until then, and this
+  // No wait here (Complete): the sources stay alive until then, and this
   // slot's sources are reused only once its batch was consumed.
+  in_flight_.push_back(std::move(payload));
+  in_flight_.push_back(std::move(commit));
   unflushed_ = true;
   ++next_sequence_;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(waited);
@@ -81,14 +83,17 @@ std::span<const std::byte> RingWriter::Stamped(int slot, std::span<const std::by
 }
 
 Status RingWriter::Complete() {
-  if (!unflushed_) return Status::Ok();
-  STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
-  unflushed_ = false;
+  for (transport::RequestPtr& request : in_flight_) {
+    STALELEARN_RETURN_IF_ERROR(request->Wait(wait_.timeout).WithContext(fmt::format("put to rank {}", peer().value)));
+  }
+  in_flight_.clear();
   return Status::Ok();
 }
 
 Status RingWriter::Finish() {
   STALELEARN_RETURN_IF_ERROR(Complete());
+  if (unflushed_) STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
+  unflushed_ = false;
   finish_value_ = next_sequence_;  // batches sent + 1
   STALELEARN_RETURN_IF_ERROR(transport::PutBlocking(transport_, &finish_value_, sizeof finish_value_, *ring_,
                                                     ring_geometry_.finish_word_offset(), wait_.timeout));

@@ -2,8 +2,13 @@
 // batches into slots of the memory rank's registered ring region with
 // one-sided puts (I6), then the slot's commit word.
 //
-// Publication order (I3): payload put -> Fence -> commit-word put; the Flush
-// comes later (Complete), so the puts overlap the caller's next compute.
+// Publication order (I3): payload put -> Fence -> commit-word put. Nothing
+// waits for the memory rank to acknowledge them: Complete waits only until
+// their sources may be reused (local completion), so a clock's pushes cost
+// the caller the issue, not a round trip, and overlap its next compute. The
+// memory rank merges a batch once it sees its commit word; what a reader
+// may rely on comes from the memory rank's published clocks, never from
+// this writer's flush (only Finish flushes).
 // The memory rank reads the commit word with an acquire load, so it sees the
 // payload once it sees the commit word; a writer stopped before the commit
 // word never has the batch merged. A slot is rewritten only after the memory
@@ -50,7 +55,8 @@ class RingWriter {
   // Returns the time spent waiting for a free slot (stall). `batch` must stay
   // unchanged until Complete returns.
   Result<std::chrono::nanoseconds> Push(std::span<const std::byte> batch);
-  // Completes every put issued so far at the memory rank (a flush). Blocking.
+  // Waits until the sources of every put issued so far may be reused (local
+  // completion, not a flush: the memory rank may not have them yet). Blocking.
   Status Complete();
 
   // Sets the ring's finish word (batches sent + 1) and flushes. Blocking.
@@ -82,7 +88,8 @@ class RingWriter {
   std::uint64_t released_value_ = 1;
   std::uint64_t head_read_ = 0;
   std::vector<std::vector<std::byte>> stamped_;  // [slot] virtual time: the batch put there, stamped
-  bool unflushed_ = false;                       // puts issued since the last flush
+  std::vector<transport::RequestPtr> in_flight_;  // puts not known complete at origin
+  bool unflushed_ = false;                        // puts issued since the last flush
 };
 
 }  // namespace stalelearn::sync
