@@ -33,7 +33,7 @@ ComputeLinks::ComputeLinks(const RankEnv& env, ComputeEndpoints moved, const Dat
       clocks(env.transport, Raw(endpoints.published), geometry.published.at(0), env.wait),
       refresher(env.transport, env.layout, env.roles.compute_index(env.transport.rank()), Raw(endpoints.published),
                 geometry.published, env.wait),
-      pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr) {}
+      pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr, &clocks) {}
 
 Status ComputeLinks::AwaitMergedBefore(const RankEnv& env, std::uint64_t clock) {
   std::string missing;

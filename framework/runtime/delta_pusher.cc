@@ -6,8 +6,8 @@
 namespace stalelearn::runtime {
 
 DeltaPusher::DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
-                         ReplicaRefresher* refresher)
-    : layout_(layout), writers_(std::move(writers)), refresher_(refresher) {
+                         ReplicaRefresher* refresher, const sync::ClockTable* heads)
+    : layout_(layout), writers_(std::move(writers)), heads_(heads), refresher_(refresher) {
   for (std::size_t m = 0; m < writers_.size(); ++m) encoders_.emplace_back(layout.tables());
   sealed_count_.assign(writers_.size(), 0);
 }
@@ -56,6 +56,7 @@ Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica,
   std::chrono::nanoseconds stalled{0};
   for (Sealed& batch : sealed_) {
     sync::RingWriter& writer = *writers_[batch.memory];
+    if (heads_ != nullptr) writer.NoteHead(heads_->head(model::MemoryIndex{batch.memory}, writer.me()));
     const std::uint64_t sequence = writer.next_sequence();
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds waited, writer.Push(batch.bytes));
     stalled += waited;

@@ -24,14 +24,18 @@
 #include "framework/model/replica.h"
 #include "framework/runtime/replica_refresher.h"
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/clock_table.h"
 #include "framework/sync/ring_writer.h"
 
 namespace stalelearn::runtime {
 
 class DeltaPusher final {
  public:
+  // `heads` (may be null; outlives the pusher): the rank's clock table,
+  // whose reads of the memory ranks' control blocks carry the rings' heads,
+  // so a push rarely reads a head itself (RingWriter::NoteHead).
   DeltaPusher(const model::ModelLayout& layout, std::vector<std::unique_ptr<sync::RingWriter>> writers,
-              ReplicaRefresher* refresher);
+              ReplicaRefresher* refresher, const sync::ClockTable* heads = nullptr);
 
   // Drains `replica`'s deltas as clock `clock` and pushes them, each batch
   // marked with the clock's staleness in epochs (ClockRecord::
@@ -70,6 +74,7 @@ class DeltaPusher final {
 
   const model::ModelLayout& layout_;
   std::vector<std::unique_ptr<sync::RingWriter>> writers_;  // [m]
+  const sync::ClockTable* heads_;                            // may be null (each push reads its heads)
   ReplicaRefresher* refresher_;                              // may be null (no replay needed)
   std::vector<sync::BatchEncoder> encoders_;                 // [m]
   struct Sealed {

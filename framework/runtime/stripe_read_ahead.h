@@ -2,11 +2,11 @@
 // the range the next hand-over (FocusRows) will load, and when its read may
 // begin. The stripe rests until this rank takes it; its last writer's last
 // push went out a sub-epoch before when that rank keeps pace. The mode asks
-// from the stratum's last push but one on (not earlier: a flush to a memory
-// rank waits for the gets to it too, as ucp_ep_flush does), and the read
-// begins at the first clock that finds the writer done with the stripe: its
-// gets go out after the clock's puts and arrive while the kernel runs the
-// rest of the stratum, and FocusRows lays on them what was published since
+// from the stratum's first clock on (a push waits for no flush, so the
+// read's gets delay no push), at gaps that double while the writer is not
+// done (each ask is a round trip), and the read begins at the first ask that
+// finds the writer done with the stripe: its gets go out after the clock's
+// puts and arrive while the kernel runs the rest of the stratum, and FocusRows lays on them what was published since
 // (ReplicaRefresher::PrefetchRows). Begun before the writer is done, the
 // read would get the stripe and then most of it again as the writer's last
 // records (a lagging writer gave a rank up to 5 stripes of them an epoch at

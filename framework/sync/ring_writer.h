@@ -25,6 +25,7 @@
 // published RemoteRegion must outlive the writer.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,12 @@ class RingWriter {
              PublishedGeometry published_geometry, WaitOptions wait);
 
   transport::Rank peer() const { return ring_->owner(); }
+  model::ComputeIndex me() const { return me_; }
+  // The memory rank's head of this ring as read elsewhere (its control
+  // block, which ClockTable refreshes read whole): batches up to `head` were
+  // consumed. Heads only grow, so any value once read is a lower bound, and
+  // a push that finds room by it needs no read of its own.
+  void NoteHead(std::uint64_t head) { known_head_ = std::max(known_head_, head); }
   // Sequence the next batch must be sealed with (1, 2, ...).
   std::uint64_t next_sequence() const { return next_sequence_; }
   // Largest batch (header + payload) a slot holds.

@@ -1,7 +1,7 @@
 // A Transport decorator for tests that breaks puts on purpose (I3 tests):
 // a policy decides per put whether it passes, fails (the writer "stops" at
 // that point: nothing lands) or lands with its last byte flipped (a corrupted
-// batch). Everything else is forwarded unchanged. Test hooks live here, not in
+// batch). Everything else is forwarded unchanged (gets are counted). Test hooks live here, not in
 // the backends.
 //
 // Thread-safe like the wrapped transport (the policy is called under a lock).
@@ -61,10 +61,25 @@ class FaultInjectingTransport final : public transport::ForwardingTransport {
     return inner_.Put(source, bytes, dst, offset);
   }
 
+  // Gets pass unchanged; counted (a test of which reads a writer makes).
+  Result<transport::RequestPtr> Get(void* dst, std::size_t bytes, const transport::RemoteRegion& src,
+                                    std::uint64_t offset) override {
+    {
+      std::lock_guard lock(mutex_);
+      ++gets_;
+    }
+    return inner_.Get(dst, bytes, src, offset);
+  }
+  std::int64_t gets() const {
+    std::lock_guard lock(mutex_);
+    return gets_;
+  }
+
  private:
   PutPolicy policy_;
   mutable std::mutex mutex_;
   std::int64_t puts_ = 0;
+  std::int64_t gets_ = 0;
   std::int64_t faults_ = 0;
   std::deque<std::vector<std::byte>> corrupted_;
 };

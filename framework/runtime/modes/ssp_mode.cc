@@ -187,6 +187,8 @@ class SspConsistency final : public ConsistencyMode {
         static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead_unsettled - unsettled_before);
     stratum_begin_ = record.clock;
     stratum_until_ = until;
+    read_ahead_poll_at_ = record.clock;  // the next stripe's writer is asked from this clock on
+    read_ahead_poll_gap_ = 1;
     return Status::Ok();
   }
   Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
@@ -277,20 +279,22 @@ class SspConsistency final : public ConsistencyMode {
   // clock up to it is in): kPushesPerStratum pushes, always at the
   // stratum's last clock, and before a checkpoint's cut (PushHeld, called
   // by CheckpointingMode) or a stop (Finish). Each push costs
-  // two puts and a flush per memory rank whatever it holds; the last push's
+  // two puts per memory rank whatever it holds; the last push's
   // merge is what the rank taking the stripe two sub-epochs later waits
   // for, so a stratum is cut into a few pushes rather than one (8 beat 1
   // and one a clock at 4:1 and 64:8 on the timing backend with a stripe
   // per rank; with two, strata are half as long and 4 beat 8; with the
   // rows written alone kept back, pushes hold only the stripe's rows and 2
-  // beat 4 and 1: docs/measurements.md). Two leave the read ahead of the
-  // next stripe its place at the first (PrefetchDue).
+  // beat 4 and 1: docs/measurements.md).
   static constexpr std::int64_t kPushesPerStratum = 2;
-  // The stratum's last push but one (or its first, with fewer clocks):
-  // where the next stripe's read ahead goes out.
+  // Whether to ask, after `clock`, if the next stripe's writer is done:
+  // from the stratum's first clock (its pushes wait for no flush, so the
+  // read's gets delay nothing), then after gaps that double while it is not
+  // (each ask is a round trip: a lagging writer costs a stratum a few, not
+  // one a clock).
   bool PrefetchDue(std::int64_t clock) const {
     const std::int64_t next = clock + 1;
-    return next < stratum_until_ && stratum_until_ - next <= PushEvery();
+    return next < stratum_until_ && clock >= read_ahead_poll_at_;
   }
   std::int64_t PushEvery() const {
     return std::max<std::int64_t>(1, (stratum_until_ - stratum_begin_ + kPushesPerStratum - 1) / kPushesPerStratum);
@@ -300,10 +304,12 @@ class SspConsistency final : public ConsistencyMode {
     return next >= stratum_until_ || (next - stratum_begin_) % PushEvery() == 0;
   }
 
-  // The next stripe's read, from the stratum's last push but one, once its
-  // writer is done with it (stripe_read_ahead.h).
+  // The next stripe's read, once its writer is done with it
+  // (stripe_read_ahead.h).
   Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
     if (!record.in_stratum || !read_ahead_.named() || !PrefetchDue(clock)) return Status::Ok();
+    read_ahead_poll_at_ = clock + read_ahead_poll_gap_;
+    read_ahead_poll_gap_ = std::min(2 * read_ahead_poll_gap_, std::max<std::int64_t>(1, PushEvery() / 8));
     return read_ahead_.BeginIfWriterDone(links_.clocks, env_.layout, me_, links_.refresher);
   }
 
@@ -407,6 +413,8 @@ class SspConsistency final : public ConsistencyMode {
   bool eager_;                              // ESSP: refresh before every clock
   std::int64_t stratum_begin_ = 0;          // the last FocusRows' first clock
   std::int64_t stratum_until_ = 0;          // and the clock the next comes before
+  std::int64_t read_ahead_poll_at_ = 0;     // the first clock after which PrefetchDue asks again
+  std::int64_t read_ahead_poll_gap_ = 1;    // clocks until the ask after that
   std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
   // Tables written alone (stratified, several ranks): their deltas stay in
   // the replica inside strata, until the epoch's last clock (AfterClock).

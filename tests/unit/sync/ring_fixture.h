@@ -98,6 +98,13 @@ class RingFixture {
   transport::MemoryRegion& published_region() { return *published_; }
   const transport::RemoteRegion& remote_published() { return *remote_published_; }
   RingWriter& writer() { return *writer_; }
+  // Gets the writer made (its reads of the head).
+  std::int64_t writer_gets() const { return faulty_->gets(); }
+  // The head of the writer's ring as the memory rank published it (what a
+  // ClockTable refresh reads with the control block).
+  std::uint64_t PublishedHead() const {
+    return transport::LoadAcquire64(published_->data() + published_geometry_.head_offset(model::ComputeIndex{0}));
+  }
   RingPoller& poller() { return *poller_; }
   ShardMerger& merger() { return *merger_; }
 

@@ -109,6 +109,31 @@ TEST(Ring, FullRingMakesTheWriterWaitAndNothingIsOverwritten) {
   EXPECT_EQ(f.MasterSum(), 5);
 }
 
+// A push reads the memory rank's head only when the head it knows leaves no
+// free slot; a head learnt elsewhere (the control block a clock-table
+// refresh read: DeltaPusher gives it to the writer) saves that read.
+TEST(Ring, AHeadNotedFromTheControlBlockSavesTheWritersOwnRead) {
+  RingFixture f(/*slots=*/4);
+  for (int n = 1; n <= 4; ++n) ASSERT_TRUE(f.writer().Push(f.Batch({n}, 1)).ok());
+  EXPECT_EQ(f.writer_gets(), 0) << "the first four batches fit the empty ring";
+  EXPECT_EQ(f.poller().PollOnce(), 4);
+  ASSERT_EQ(f.PublishedHead(), 4u);
+
+  // Batch 5 without a note: the writer reads the head once.
+  ASSERT_TRUE(f.writer().Push(f.Batch({5}, 1)).ok());
+  EXPECT_EQ(f.writer_gets(), 1);
+  EXPECT_EQ(f.poller().PollOnce(), 1);
+
+  // Batches 6..8 fit by the head it read; 9 would need another read, but
+  // the head noted from the control block says batch 5 was consumed.
+  for (int n = 6; n <= 8; ++n) ASSERT_TRUE(f.writer().Push(f.Batch({n}, 1)).ok());
+  f.writer().NoteHead(f.PublishedHead());
+  ASSERT_TRUE(f.writer().Push(f.Batch({9}, 1)).ok());
+  EXPECT_EQ(f.writer_gets(), 1) << "a noted head that leaves room needs no read";
+  EXPECT_EQ(f.poller().PollOnce(), 4);
+  EXPECT_EQ(f.MasterSum(), 9);
+}
+
 TEST(Ring, FinishWordEndsTheRingOnlyAfterEveryBatchIsConsumedThenReleaseWord) {
   RingFixture f;
   ASSERT_TRUE(f.writer().Push(f.Batch({1}, 1)).ok());
