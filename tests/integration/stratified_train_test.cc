@@ -182,7 +182,7 @@ TEST(StratifiedTraining, AStratumOverRowsOthersWriteIsCaught) {
 }
 
 // Inside a stratum a rank holds its deltas for a few clocks and pushes them
-// with a later clock's (ssp_mode.cc PushDue). 16 samples a clock: 12-clock
+// with a later clock's (modes/stratum_clocks.h, PushDue). 16 samples a clock: 12-clock
 // sub-epochs, a push every 6 clocks.
 proto::Config HeldPushesConfig(int epochs) { return StratifiedConfig(epochs, /*samples_per_clock=*/16); }
 

@@ -28,6 +28,7 @@
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/modes/builtin_modes.h"
+#include "framework/runtime/modes/stratum_clocks.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/stop_agreement.h"
 #include "framework/runtime/stripe_read_ahead.h"
@@ -96,7 +97,7 @@ class SspConsistency final : public ConsistencyMode {
     record.stripes_read_ahead_dropped =
         static_cast<std::int64_t>(links_.refresher.counters().reads_ahead_dropped - dropped_reported_);
     dropped_reported_ = links_.refresher.counters().reads_ahead_dropped;
-    if (record.in_stratum && !PushDue(clock)) {
+    if (record.in_stratum && !stratum_.PushDue(clock)) {
       held_clock_ = clock;  // its deltas stay in the replica until a later push
       return ReadAheadIfSettled(clock, record);
     }
@@ -185,10 +186,7 @@ class SspConsistency final : public ConsistencyMode {
     record.stripes_read_ahead += static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead - ahead_before);
     record.stripes_read_ahead_unsettled +=
         static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead_unsettled - unsettled_before);
-    stratum_begin_ = record.clock;
-    stratum_until_ = until;
-    read_ahead_poll_at_ = record.clock;  // the next stripe's writer is asked from this clock on
-    read_ahead_poll_gap_ = 1;
+    stratum_.Begin(record.clock, until);
     return Status::Ok();
   }
   Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
@@ -269,47 +267,11 @@ class SspConsistency final : public ConsistencyMode {
             links_.refresher.OnlyOwnWritesChangeHeldRows(replica_));
   }
 
-  // Inside a stratum no other rank reads this rank's rows before the stripe
-  // moves (the stripe: after the next rank's FocusRows, which waits for
-  // this rank's clocks before it; a table written alone: never, so its
-  // deltas wait longer, until the epoch's last clock: kept_tables_; a
-  // refresh never installs over them, ReplicaRefresher::InstallRow).
-  // So a clock's deltas may wait in the
-  // replica and go out with a later clock's (a batch's clock says every
-  // clock up to it is in): kPushesPerStratum pushes, always at the
-  // stratum's last clock, and before a checkpoint's cut (PushHeld, called
-  // by CheckpointingMode) or a stop (Finish). Each push costs
-  // two puts per memory rank whatever it holds; the last push's
-  // merge is what the rank taking the stripe two sub-epochs later waits
-  // for, so a stratum is cut into a few pushes rather than one (8 beat 1
-  // and one a clock at 4:1 and 64:8 on the timing backend with a stripe
-  // per rank; with two, strata are half as long and 4 beat 8; with the
-  // rows written alone kept back, pushes hold only the stripe's rows and 2
-  // beat 4 and 1: docs/measurements.md).
-  static constexpr std::int64_t kPushesPerStratum = 2;
-  // Whether to ask, after `clock`, if the next stripe's writer is done:
-  // from the stratum's first clock (its pushes wait for no flush, so the
-  // read's gets delay nothing), then after gaps that double while it is not
-  // (each ask is a round trip: a lagging writer costs a stratum a few, not
-  // one a clock).
-  bool PrefetchDue(std::int64_t clock) const {
-    const std::int64_t next = clock + 1;
-    return next < stratum_until_ && clock >= read_ahead_poll_at_;
-  }
-  std::int64_t PushEvery() const {
-    return std::max<std::int64_t>(1, (stratum_until_ - stratum_begin_ + kPushesPerStratum - 1) / kPushesPerStratum);
-  }
-  bool PushDue(std::int64_t clock) const {
-    const std::int64_t next = clock + 1;
-    return next >= stratum_until_ || (next - stratum_begin_) % PushEvery() == 0;
-  }
-
   // The next stripe's read, once its writer is done with it
-  // (stripe_read_ahead.h).
+  // (stripe_read_ahead.h), asked after the clocks StratumClocks says.
   Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
-    if (!record.in_stratum || !read_ahead_.named() || !PrefetchDue(clock)) return Status::Ok();
-    read_ahead_poll_at_ = clock + read_ahead_poll_gap_;
-    read_ahead_poll_gap_ = std::min(2 * read_ahead_poll_gap_, std::max<std::int64_t>(1, PushEvery() / 8));
+    if (!record.in_stratum || !read_ahead_.named() || !stratum_.AskDue(clock)) return Status::Ok();
+    stratum_.Asked(clock);
     return read_ahead_.BeginIfWriterDone(links_.clocks, env_.layout, me_, links_.refresher);
   }
 
@@ -411,10 +373,7 @@ class SspConsistency final : public ConsistencyMode {
   bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
   WrittenAloneHandle row_namers_;           // shared with this run's other ranks (tables_written_alone.h)
   bool eager_;                              // ESSP: refresh before every clock
-  std::int64_t stratum_begin_ = 0;          // the last FocusRows' first clock
-  std::int64_t stratum_until_ = 0;          // and the clock the next comes before
-  std::int64_t read_ahead_poll_at_ = 0;     // the first clock after which PrefetchDue asks again
-  std::int64_t read_ahead_poll_gap_ = 1;    // clocks until the ask after that
+  StratumClocks stratum_;                   // the last FocusRows' stratum: its pushes and asks
   std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
   // Tables written alone (stratified, several ranks): their deltas stay in
   // the replica inside strata, until the epoch's last clock (AfterClock).
