@@ -43,7 +43,8 @@ void DeltaPusher::GiveSpare(sync::BatchEncoder& encoder) {
 }
 
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock,
-                                                        double staleness_epochs, std::span<const std::uint8_t> keep) {
+                                                        double staleness_epochs, std::span<const std::uint8_t> keep,
+                                                        bool only_with_deltas) {
   STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute
   RecycleBuffers();
   sealed_.clear();
@@ -51,7 +52,10 @@ Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica,
   clock_ = clock;
   stale_epochs_x1024_ = static_cast<std::uint32_t>(std::clamp(staleness_epochs * 1024.0, 0.0, 4294967295.0));
   replica.DrainDeltasInto(*this, keep);
-  for (int m = 0; m < static_cast<int>(writers_.size()); ++m) Seal(m, sync::kEndOfClock);
+  for (int m = 0; m < static_cast<int>(writers_.size()); ++m) {
+    if (only_with_deltas && encoders_[m].entry_count() == 0 && sealed_count_[m] == 0) continue;
+    Seal(m, sync::kEndOfClock);
+  }
 
   std::chrono::nanoseconds stalled{0};
   for (Sealed& batch : sealed_) {

@@ -42,9 +42,15 @@ class DeltaPusher final {
   // staleness_epochs; sync::BatchHeader::stale_epochs_x1024). Returns the
   // time spent waiting for ring slots (backpressure stall). Tables marked
   // in `keep` stay in the replica (Replica::DrainDeltasInto): the batches
-  // then say the clock is in for every other table only.
+  // then say the clock is in for every other table only. Every memory rank
+  // gets a batch ending the clock, an empty one where it has no delta (its
+  // merged clock of this rank advances), unless `only_with_deltas`: then
+  // memory ranks without a delta get none and keep their merged clock
+  // until a later push (a stratum's pushes but its last: the next rank
+  // waits for the last one's clock, which reaches every memory rank).
   Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock,
-                                             double staleness_epochs = 0, std::span<const std::uint8_t> keep = {});
+                                             double staleness_epochs = 0, std::span<const std::uint8_t> keep = {},
+                                             bool only_with_deltas = false);
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
   // Waits until every push so far is complete at this rank, so its batch

@@ -2,7 +2,8 @@
 # The sbatch template (deploy/slurm/stalelearn.sbatch) survives its time
 # limit: a job with a 1-minute limit (--signal=B:USR1@30: the warning 30 s
 # before it) runs MF training that needs longer (one compute rank slowed down
-# three times: without it the run can end in 25 s, before the warning). The warning stops the run at
+# eight times: three let the run end in 27 s, before the warning, once a
+# push stopped waiting for a flush every clock). The warning stops the run at
 # a clock boundary with a checkpoint (exit 75), the script requeues the job,
 # and the requeued job resumes from the checkpoint; it may take several
 # attempts. The test releases Slurm's hold on a requeued job (BeginTime,
@@ -24,7 +25,7 @@ export STALELEARN_BIN="$BIN" STALELEARN_CONFIG="$ROOT/apps/mf/movielens.pbtxt" S
 export STALELEARN_CHECKPOINT_DIR="$WORK/checkpoints"
 job=$(sbatch --parsable --time=1 --signal=B:USR1@30 --chdir="$WORK" --output="$WORK/slurm-%j.out" \
   "$ROOT/deploy/slurm/stalelearn.sbatch" --set output.quiet=true --set training.epochs=300 \
-  --set training.straggler.rank=1 --set training.straggler.slowdown=3)
+  --set training.straggler.rank=1 --set training.straggler.slowdown=8)
 note "job $job submitted"
 # The job's "STATE REASON" from scontrol, which keeps a finished job for
 # MinJobAge (5 min) and says so; squeue lists only queued and running jobs,

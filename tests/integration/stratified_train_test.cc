@@ -27,13 +27,14 @@
 namespace stalelearn::testing {
 namespace {
 
-void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false) {
+void CheckStratifiedReadsAreFreshAndExact(bool timing, bool deal_by_user = false, int memory_ranks = 1) {
   constexpr int kEpochs = 3;
   ItemCountingApp app(deal_by_user);
   proto::Config config = StratifiedConfig(kEpochs);
+  config.mutable_cluster()->set_memory_ranks(memory_ranks);
   if (deal_by_user) AddStraggler(config);
   if (timing) UseStaleLearnTiming(config);
-  const LocalRun run = RunLocal(config, app, /*world_size=*/5);
+  const LocalRun run = RunLocal(config, app, /*world_size=*/4 + memory_ranks);
   const proto::Report& report = run.report();
   EXPECT_EQ(report.final().value(), static_cast<double>(kSamples * kEpochs)) << "item increments lost or doubled";
   EXPECT_EQ(report.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs));
@@ -95,6 +96,34 @@ TEST(StratifiedTraining, DealtByUserMostClocksSkipTheGateAndReadsStayFresh) {
 
 TEST(StratifiedTraining, DealtByUserTheSameUnderDeterministicTiming) {
   CheckStratifiedReadsAreFreshAndExact(/*timing=*/true, /*deal_by_user=*/true);
+}
+
+// Over two memory ranks a stripe's rows live on one of them, and a
+// stratum's pushes but its last go only to the memory ranks they have
+// deltas for (ssp_mode.cc AfterClock; DeltaPusher::PushClock's
+// only_with_deltas): counts stay exact and reads fresh (the next rank waits
+// for the last push, which reaches both), and a rank makes fewer puts than
+// two (payload, commit word) to every memory rank at each of its two
+// pushes a stratum, which pushes to every memory rank would take at least.
+TEST(StratifiedTraining, PushesInsideAStratumSkipMemoryRanksWithoutDeltas) {
+  for (const bool timing : {true, false}) {
+    SCOPED_TRACE(timing ? "timing" : "real time");
+    CheckStratifiedReadsAreFreshAndExact(timing, /*deal_by_user=*/true, /*memory_ranks=*/2);
+  }
+  ItemCountingApp app(/*deal_by_user=*/true);
+  proto::Config config = StratifiedConfig(3);
+  config.mutable_cluster()->set_memory_ranks(2);
+  UseStaleLearnTiming(config);
+  const proto::Report report = RunLocal(config, app, /*world_size=*/6).report();
+  for (const proto::RankReport& r : report.ranks()) {
+    if (r.role() != "compute") continue;
+    std::int64_t strata = 0;
+    for (const proto::PhaseTime& p : r.phases()) {
+      if (p.phase() == "hand_over") strata = p.entries();
+    }
+    ASSERT_GT(strata, 0) << "rank " << r.rank();
+    EXPECT_LT(r.puts(), 2 * 2 * 2 * strata) << "rank " << r.rank() << ": every push reached both memory ranks";
+  }
 }
 
 // A rank waits at a stripe change only for the stripe's writer before it

@@ -105,13 +105,18 @@ class SspConsistency final : public ConsistencyMode {
     // Tables no other rank reads stay back until the epoch's last clock, a
     // cut (PushHeld) or a stop (decided a clock ahead for this rank:
     // StopAgreement::set_commits_ahead).
-    const bool keep = record.in_stratum && !record.ends_epoch && !kept_tables_.empty() &&
-                      (env_.stop == nullptr || !env_.stop->stop().has_value());
+    const bool stopping = env_.stop != nullptr && env_.stop->stop().has_value();
+    const bool keep = record.in_stratum && !record.ends_epoch && !kept_tables_.empty() && !stopping;
+    // A push inside a stratum but its last skips the memory ranks it has no
+    // delta for (most of them: the stripe's rows live on one or two); the
+    // stratum's last push tells every memory rank the clocks are in.
+    const bool only_with_deltas = record.in_stratum && !record.ends_epoch && !stratum_.Ends(clock) && !stopping;
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
                                                         record.staleness_epochs,
                                                         keep ? std::span<const std::uint8_t>(kept_tables_)
-                                                             : std::span<const std::uint8_t>()));
+                                                             : std::span<const std::uint8_t>(),
+                                                        only_with_deltas));
     kept_clock_ = keep ? clock : -1;
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
     STALELEARN_RETURN_IF_ERROR(ReadAheadIfSettled(clock, record));

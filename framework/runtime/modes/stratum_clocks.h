@@ -45,10 +45,9 @@ class StratumClocks {
   }
 
   // Whether the deltas of `clock` (and the clocks held before it) go out.
-  bool PushDue(std::int64_t clock) const {
-    const std::int64_t next = clock + 1;
-    return next >= until_ || (next - begin_) % PushEvery() == 0;
-  }
+  bool PushDue(std::int64_t clock) const { return Ends(clock) || (clock + 1 - begin_) % PushEvery() == 0; }
+  // Whether `clock` is the stratum's last.
+  bool Ends(std::int64_t clock) const { return clock + 1 >= until_; }
   // Whether to ask, after `clock`, if the next stripe's writer is done.
   bool AskDue(std::int64_t clock) const { return clock + 1 < until_ && clock >= ask_at_; }
   // The rank asked after `clock` (and the writer was not done, or the read
