@@ -2,7 +2,7 @@
 // touched row's delta to the memory rank owning the row, packs batches that
 // fit a ring slot, seals the last batch of every memory rank with the
 // end-of-clock flag (also when empty, so every memory rank's merged clock
-// advances), pushes them through the rings and hands each batch to the
+// advances; a push inside a stratum may skip those: PushClock), pushes them through the rings and hands each batch to the
 // refresher as pending (read-your-writes).
 // The puts of a clock are waited for (local completion: their sources may be
 // reused) only when the next clock pushes (or at Complete / Finish), so they

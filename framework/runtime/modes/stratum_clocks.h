@@ -10,8 +10,9 @@
 // wait in the replica and go out with a later clock's (a batch's clock says
 // every clock up to it is in): kPushesPerStratum pushes, always at the
 // stratum's last clock (and before a checkpoint's cut or a stop, which the
-// mode decides). Each push costs two puts per memory rank whatever it
-// holds; the last push's merge is what the rank taking the stripe two
+// mode decides). Each push costs two puts per memory rank it has deltas
+// for, and the last reaches every memory rank (its clocks are in
+// everywhere); the last push's merge is what the rank taking the stripe two
 // sub-epochs later waits for, so a stratum is cut into a few pushes rather
 // than one (8 beat 1 and one a clock at 4:1 and 64:8 on the timing backend
 // with a stripe per rank; with two, strata are half as long and 4 beat 8;
