@@ -154,6 +154,11 @@ class SspConsistency final : public ConsistencyMode {
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
     read_ahead_.Forget();  // a read ahead never begun (its writer was late) is this load: not again later
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
+    // The writer's clocks count where the range's rows are merged, as for
+    // its read ahead: on the memory ranks holding it. The others merge the
+    // writer's last push when they get to it, and nothing read here waits
+    // for that (a push to them may even be skipped inside a stratum).
+    const std::vector<std::uint8_t> shards = env_.layout.partition(table).ShardsHolding(first, last);
     STALELEARN_ASSIGN_OR_RETURN(
         std::chrono::nanoseconds waited,
         sync::WaitUntil(
@@ -167,8 +172,8 @@ class SspConsistency final : public ConsistencyMode {
               if (links_.refresher.PendingNames(table, first, last)) return false;
               if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
               const sync::ClockTable::Slowest slowest = writer_before.value >= 0
-                                                            ? links_.clocks.SlowestOf(writer_before)
-                                                            : links_.clocks.SlowestOther(me_);
+                                                            ? links_.clocks.SlowestOf(writer_before, shards)
+                                                            : links_.clocks.SlowestOther(me_, shards);
               if (slowest.merged_clock >= static_cast<std::uint64_t>(settled_before)) return true;
               links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
               return false;
