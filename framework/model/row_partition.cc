@@ -32,7 +32,8 @@ std::vector<std::uint8_t> RowPartition::ShardsHolding(std::int64_t first, std::i
   } else if (scheme_ == PartitionScheme::kHash) {
     holds.assign(holds.size(), 1);
   } else {
-    for (int m = Owner(RowId{first}).value; m <= Owner(RowId{last - 1}).value; ++m) holds[static_cast<std::size_t>(m)] = 1;
+    const int end = Owner(RowId{last - 1}).value;
+    for (int m = Owner(RowId{first}).value; m <= end; ++m) holds[static_cast<std::size_t>(m)] = 1;
   }
   return holds;
 }

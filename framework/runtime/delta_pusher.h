@@ -2,8 +2,9 @@
 // touched row's delta to the memory rank owning the row, packs batches that
 // fit a ring slot, seals the last batch of every memory rank with the
 // end-of-clock flag (also when empty, so every memory rank's merged clock
-// advances; a push inside a stratum may skip those: PushClock), pushes them through the rings and hands each batch to the
-// refresher as pending (read-your-writes).
+// advances; a push inside a stratum may skip those: PushClock), pushes them
+// through the rings and hands each batch to the refresher as pending
+// (read-your-writes).
 // The puts of a clock are waited for (local completion: their sources may be
 // reused) only when the next clock pushes (or at Complete / Finish), so they
 // overlap the next clock's compute, and no clock waits for a memory rank's

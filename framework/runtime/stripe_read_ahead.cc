@@ -13,7 +13,7 @@ Status StripeReadAhead::BeginIfWriterDone(sync::ClockTable& clocks, const model:
                                                ? clocks.SlowestOf(next.writer_before, next.shards)
                                                : clocks.SlowestOther(me, next.shards);
   if (writer.merged_clock < static_cast<std::uint64_t>(next.settled_before)) {
-    return Status::Ok();  // the writer is not done with the stripe: asked again at the next clock
+    return Status::Ok();  // the writer is not done with the stripe: asked again later (StratumClocks::AskDue)
   }
   const Next ready = std::move(next);
   next_.reset();

@@ -6,7 +6,8 @@
 // read's gets delay no push), at gaps that double while the writer is not
 // done (each ask is a round trip), and the read begins at the first ask that
 // finds the writer done with the stripe: its gets go out after the clock's
-// puts and arrive while the kernel runs the rest of the stratum, and FocusRows lays on them what was published since
+// puts and arrive while the kernel runs the rest of the stratum, and
+// FocusRows lays on them what was published since
 // (ReplicaRefresher::PrefetchRows). Begun before the writer is done, the
 // read would get the stripe and then most of it again as the writer's last
 // records (a lagging writer gave a rank up to 5 stripes of them an epoch at

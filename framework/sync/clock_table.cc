@@ -14,11 +14,14 @@ ClockTable::ClockTable(transport::Transport& transport, std::vector<const transp
 
 Status ClockTable::Refresh() { return RefreshOnly({}); }
 
+bool ClockTable::Selects(std::span<const std::uint8_t> which, std::size_t m) {
+  return which.empty() || (m < which.size() && which[m] != 0);
+}
+
 Status ClockTable::RefreshOnly(std::span<const std::uint8_t> which) {
-  const auto read = [&](std::size_t m) { return which.empty() || (m < which.size() && which[m] != 0); };
   requests_.clear();
   for (std::size_t m = 0; m < published_.size(); ++m) {
-    if (!read(m)) continue;
+    if (!Selects(which, m)) continue;
     STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
                                 transport_.Get(blocks_[m].data(), blocks_[m].size(), *published_[m], 0));
     requests_.push_back(std::move(r));
@@ -28,7 +31,7 @@ Status ClockTable::RefreshOnly(std::span<const std::uint8_t> which) {
   // What was read is known no earlier than it can have arrived (virtual time).
   transport::VirtualTime visible{};
   for (std::size_t m = 0; m < published_.size(); ++m) {
-    if (!read(m)) continue;
+    if (!Selects(which, m)) continue;
     const auto published_at = static_cast<std::int64_t>(
         Word(model::MemoryIndex{static_cast<int>(m)}, geometry_.control_published_at_offset()));
     visible = std::max(visible, wait_.time->GetVisibleAt(transport::VirtualTimeFromPs(published_at),
@@ -56,7 +59,7 @@ ClockTable::Slowest ClockTable::SlowestOther(model::ComputeIndex except, std::sp
 ClockTable::Slowest ClockTable::SlowestOf(model::ComputeIndex rank, std::span<const std::uint8_t> which) const {
   Slowest slowest{rank, std::numeric_limits<std::uint64_t>::max()};
   for (int m = 0; m < memory_ranks(); ++m) {
-    if (!which.empty() && (static_cast<std::size_t>(m) >= which.size() || which[m] == 0)) continue;
+    if (!Selects(which, static_cast<std::size_t>(m))) continue;
     const std::uint64_t clock = merged_clock(model::MemoryIndex{m}, rank);
     if (clock < slowest.merged_clock) slowest = {rank, clock, model::MemoryIndex{m}};
   }

@@ -62,6 +62,9 @@ class ClockTable {
   void WaitOnlyFor(const Slowest& slowest) const;
 
  private:
+  // Whether a `which` mask (RefreshOnly, SlowestOf) takes memory rank m: an
+  // empty mask takes all.
+  static bool Selects(std::span<const std::uint8_t> which, std::size_t m);
   std::uint64_t Word(model::MemoryIndex m, std::size_t offset) const;
 
   transport::Transport& transport_;
