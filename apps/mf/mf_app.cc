@@ -37,8 +37,10 @@ MfApp::MfApp(std::string dataset, std::size_t users, std::size_t items, std::vec
       items_(items),
       user_table_(tables_.AddFloat("user", static_cast<std::int64_t>(users), params.rank + 1)),
       item_table_(tables_.AddFloat("item", static_cast<std::int64_t>(items), params.rank + 1)),
+      split_table_(items >= users ? item_table_ : user_table_),
       test_(std::move(test)),
       params_(params) {
+  IndexTestRatings();
   double sum = 0;
   for (const data::Rating& r : train) sum += r.value;
   mean_ = train.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(train.size()));
@@ -177,20 +179,56 @@ void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVie
   ctx.work += WorkOf(samples.size());
 }
 
-runtime::Evaluation MfApp::Evaluate(const runtime::TableSet& model) const {
-  const int k = params_.rank;
-  double squared = 0;
-  for (const data::Rating& r : test_) {
-    const std::span<const float> p = runtime::Row(model, user_table_, static_cast<std::int64_t>(r.user));
-    const std::span<const float> q = runtime::Row(model, item_table_, static_cast<std::int64_t>(r.item));
-    float prediction = mean_ + p[k] + q[k];
-    for (int f = 0; f < k; ++f) prediction += p[f] * q[f];
-    prediction = std::clamp(prediction, kMinRating, kMaxRating);
-    const double e = static_cast<double>(r.value) - prediction;
-    squared += e * e;
+void MfApp::IndexTestRatings() {
+  // A counting sort by split-table row: a part's ratings are one slice.
+  const bool by_item = split_table_ == item_table_;
+  const auto key = [by_item](const data::Rating& r) {
+    return by_item ? static_cast<std::size_t>(r.item) : static_cast<std::size_t>(r.user);
+  };
+  split_row_starts_.assign((by_item ? items_ : users_) + 1, 0);
+  for (const data::Rating& r : test_) ++split_row_starts_[key(r) + 1];
+  for (std::size_t row = 1; row < split_row_starts_.size(); ++row) split_row_starts_[row] += split_row_starts_[row - 1];
+  test_by_split_row_.resize(test_.size());
+  std::vector<std::int64_t> slot(split_row_starts_.begin(), split_row_starts_.end() - 1);
+  for (std::size_t i = 0; i < test_.size(); ++i) {
+    test_by_split_row_[static_cast<std::size_t>(slot[key(test_[i])]++)] = static_cast<std::uint32_t>(i);
   }
-  const double rmse = test_.empty() ? 0.0 : std::sqrt(squared / static_cast<double>(test_.size()));
-  return {"test_rmse", rmse};
+}
+
+double MfApp::SquaredError(const runtime::TableSet& model, const data::Rating& r) const {
+  const int k = params_.rank;
+  const std::span<const float> p = runtime::Row(model, user_table_, static_cast<std::int64_t>(r.user));
+  const std::span<const float> q = runtime::Row(model, item_table_, static_cast<std::int64_t>(r.item));
+  float prediction = mean_ + p[k] + q[k];
+  for (int f = 0; f < k; ++f) prediction += p[f] * q[f];
+  prediction = std::clamp(prediction, kMinRating, kMaxRating);
+  const double e = static_cast<double>(r.value) - prediction;
+  return e * e;
+}
+
+runtime::Evaluation MfApp::Evaluate(const runtime::TableSet& model) const {
+  double squared = 0;
+  for (const data::Rating& r : test_) squared += SquaredError(model, r);
+  return CombineParts(std::vector<double>{squared, static_cast<double>(test_.size())});
+}
+
+std::vector<double> MfApp::EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const {
+  const auto t = static_cast<std::size_t>(split_table_.id.value);
+  const model::RowRange rows = t < ctx.own_rows.size()
+                                   ? ctx.own_rows[t]
+                                   : model::RowRange{0, static_cast<std::int64_t>(split_row_starts_.size()) - 1};
+  const std::int64_t begin = split_row_starts_[static_cast<std::size_t>(rows.first)];
+  const std::int64_t end = split_row_starts_[static_cast<std::size_t>(rows.last)];
+  double squared = 0;
+  for (std::int64_t i = begin; i < end; ++i) {
+    squared += SquaredError(model, test_[test_by_split_row_[static_cast<std::size_t>(i)]]);
+  }
+  return {squared, static_cast<double>(end - begin)};
+}
+
+runtime::Evaluation MfApp::CombineParts(std::span<const double> sums) const {
+  const double ratings = sums.size() == 2 ? sums[1] : 0.0;
+  return {"test_rmse", ratings > 0 ? std::sqrt(sums[0] / ratings) : 0.0};
 }
 
 Result<std::unique_ptr<MfApp>> LoadMfApp(const proto::Config& config, const std::filesystem::path& ratings_file) {

@@ -29,8 +29,15 @@ struct MfParams {
   float learning_rate_decay = 0.0f;  // epoch e steps by learning_rate / (1 + decay * e)
 };
 
-// Facets: sample groups (dealt by user), a kernel that runs in chunks.
-class MfApp final : public runtime::App, public runtime::GroupsSamples, public runtime::RunsKernelInChunks {
+// Facets: sample groups (dealt by user), a kernel that runs in chunks,
+// evaluation in parts: each compute rank evaluates the test ratings whose row
+// of the larger table ("split table": items, unless there are more users)
+// is in its own part of that table, reading only that part of it and the
+// smaller table whole.
+class MfApp final : public runtime::App,
+                    public runtime::GroupsSamples,
+                    public runtime::RunsKernelInChunks,
+                    public runtime::EvaluatesInParts {
  public:
   MfApp(std::string dataset, std::size_t users, std::size_t items, std::vector<data::Rating> train,
         std::vector<data::Rating> test, MfParams params);
@@ -54,6 +61,11 @@ class MfApp final : public runtime::App, public runtime::GroupsSamples, public r
   // One sample's step (UpdateBatch of that sample alone).
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
+  // {squared error, ratings} over the test ratings of ctx.own_rows of the
+  // split table (every test rating without own rows); combined: test RMSE.
+  std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override;
+  runtime::Evaluation CombineParts(std::span<const double> sums) const override;
+  bool ReadsWholeTable(runtime::TableId table) const override { return table != split_table_.id; }
 
   float global_mean() const { return mean_; }
 
@@ -75,11 +87,16 @@ class MfApp final : public runtime::App, public runtime::GroupsSamples, public r
   runtime::TableList tables_;  // "user", "item": users_ (items_) rows of k + 1 floats
   runtime::FloatTable user_table_;
   runtime::FloatTable item_table_;
+  runtime::FloatTable split_table_;  // the larger table: evaluation parts split its rows
   runtime::WorkCounters WorkOf(std::size_t samples) const;
+  double SquaredError(const runtime::TableSet& model, const data::Rating& r) const;
+  void IndexTestRatings();  // fills test_by_split_row_ and split_row_starts_
 
   std::vector<Sample> train_;
   std::vector<std::int64_t> user_starts_;  // dealt by user: first sample of each group, then the end
   std::vector<data::Rating> test_;
+  std::vector<std::uint32_t> test_by_split_row_;   // test_ indices ordered by their split-table row
+  std::vector<std::int64_t> split_row_starts_;     // [row]: first of test_by_split_row_ with that row, then the end
   MfParams params_;
   float mean_ = 0;  // of the training ratings
 };

@@ -3,17 +3,21 @@
 #include <cassert>
 #include <cstring>
 
-#include "framework/model/hash64.h"
 
 namespace stalelearn::model {
 
-RowBlock::RowBlock(ElementType type, std::int64_t rows, std::int32_t width)
-    : type_(type), rows_(rows), width_(width) {
+RowBlock::RowBlock(ElementType type, std::int64_t rows, std::int32_t width, bool touch_pages)
+    : type_(type),
+      rows_(rows),
+      width_(width),
+      floats_(ZeroedPages<float>(touch_pages)),
+      ints_(ZeroedPages<std::int32_t>(touch_pages)) {
   const auto n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(width);
+  // Sized once: the allocator's memory is zero, and resize writes nothing.
   if (type == ElementType::kFloat32) {
-    floats_.assign(n, 0.0f);
+    floats_.resize(n);
   } else {
-    ints_.assign(n, 0);
+    ints_.resize(n);
   }
 }
 
@@ -97,17 +101,11 @@ bool RowBlock::Difference(std::int64_t row, const std::byte* before, std::byte* 
                       ~std::uint32_t{0});
 }
 
-TableSet MakeTableSet(const std::vector<TableSpec>& tables) {
+TableSet MakeTableSet(const std::vector<TableSpec>& tables, bool touch_pages) {
   TableSet set;
   set.reserve(tables.size());
-  for (const TableSpec& t : tables) set.emplace_back(t.type, t.rows, t.width);
+  for (const TableSpec& t : tables) set.emplace_back(t.type, t.rows, t.width, touch_pages);
   return set;
-}
-
-std::uint64_t ModelChecksum(const TableSet& tables) {
-  Hasher hasher(0xC0FFEE);
-  for (const RowBlock& block : tables) hasher.Update(block.bytes());
-  return hasher.Finish();
 }
 
 }  // namespace stalelearn::model

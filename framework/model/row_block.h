@@ -17,13 +17,17 @@
 #include <emmintrin.h>
 #endif
 
+#include "framework/core/zeroed_pages.h"
 #include "framework/model/table_spec.h"
 
 namespace stalelearn::model {
 
 class RowBlock {
  public:
-  RowBlock(ElementType type, std::int64_t rows, std::int32_t width);
+  // Zeros. `touch_pages`: written now (the default: no page faults later),
+  // or, false, backed by memory only where rows are written (a table read
+  // only in part: framework/core/zeroed_pages.h).
+  RowBlock(ElementType type, std::int64_t rows, std::int32_t width, bool touch_pages = true);
 
   ElementType type() const { return type_; }
   std::int64_t rows() const { return rows_; }
@@ -56,8 +60,8 @@ class RowBlock {
   // Exactly one of the two is used, so typed access never aliases. Large
   // blocks sit on huge pages (framework/core/huge_page_new.cc: rows are
   // read and written at random).
-  std::vector<float> floats_;
-  std::vector<std::int32_t> ints_;
+  std::vector<float, ZeroedPages<float>> floats_;
+  std::vector<std::int32_t, ZeroedPages<std::int32_t>> ints_;
 };
 
 // dst = src for one row (bytes: a multiple of 4, the element size), inline:
@@ -124,11 +128,7 @@ inline void StreamFence() {
 // One RowBlock per table, in table order.
 using TableSet = std::vector<RowBlock>;
 
-// A full-size TableSet for `tables`, zero-filled.
-TableSet MakeTableSet(const std::vector<TableSpec>& tables);
-
-// Hash of every element's bits, table by table in row order (the report's
-// model_checksum): equal models give equal checksums on every rank layout.
-std::uint64_t ModelChecksum(const TableSet& tables);
+// A full-size TableSet for `tables`, zero-filled (`touch_pages`: RowBlock's).
+TableSet MakeTableSet(const std::vector<TableSpec>& tables, bool touch_pages = true);
 
 }  // namespace stalelearn::model

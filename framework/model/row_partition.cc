@@ -19,6 +19,14 @@ std::int64_t RowPartition::ShardRows(MemoryIndex shard) const {
   return end - begin;
 }
 
+std::int64_t RowPartition::ShardRowsBelow(MemoryIndex shard, std::int64_t row) const {
+  assert(row >= 0 && row <= rows_);
+  const std::int64_t m = shard.value;
+  if (shards_ == 1) return row;
+  if (scheme_ == PartitionScheme::kHash) return row > m ? (row - m + shards_ - 1) / shards_ : 0;
+  return std::clamp(row - m * block_, std::int64_t{0}, ShardRows(shard));
+}
+
 RowId RowPartition::GlobalRow(MemoryIndex shard, std::int64_t local) const {
   if (scheme_ == PartitionScheme::kHash) return RowId{local * shards_ + shard.value};
   return RowId{shard.value * block_ + local};

@@ -44,6 +44,11 @@ class RowPartition {
   // [shard]: 1 where the shard holds a row of [first, last), else 0; at
   // most O(shards) work, whatever the range's length.
   std::vector<std::uint8_t> ShardsHolding(std::int64_t first, std::int64_t last) const;
+  // How many of rows 0..row-1 shard `shard` holds (0 <= row <= rows()): the
+  // local index where its rows >= `row` begin. Local indices follow global
+  // ids, so the rows of [first, last) a shard holds are its local indices
+  // ShardRowsBelow(first)..ShardRowsBelow(last)-1.
+  std::int64_t ShardRowsBelow(MemoryIndex shard, std::int64_t row) const;
   // Inverse of (Owner, LocalIndex).
   RowId GlobalRow(MemoryIndex shard, std::int64_t local) const;
 

@@ -20,7 +20,8 @@ void App::InitRow(TableId, RowId, RowValues values) const {
 Evaluation App::Evaluate(const TableSet& model) const {
   const EvaluatesInParts* parts = dynamic_cast<const EvaluatesInParts*>(this);
   if (parts == nullptr) return {"none", 0};  // an app should evaluate one way or the other
-  return parts->CombineParts(parts->EvaluatePart(model, EvalContext{RankInfo{}, nullptr}));
+  const std::vector<model::RowRange> every_row = model::RowsOfPart(model, 0, 1);
+  return parts->CombineParts(parts->EvaluatePart(model, EvalContext{RankInfo{}, nullptr, every_row}));
 }
 
 Result<std::vector<std::byte>> HasLocalState::SaveLocalState(const LocalState*) const {
@@ -39,6 +40,22 @@ AppFacets AppFacets::Of(const App& app) {
   f.parts = dynamic_cast<const EvaluatesInParts*>(&app);
   f.groups = dynamic_cast<const GroupsSamples*>(&app);
   f.chunks = dynamic_cast<const RunsKernelInChunks*>(&app);
+  return f;
+}
+
+AppFacets AppFacets::ForRun(const App& app, const proto::Config& config) {
+  AppFacets f = Of(app);
+  if (f.parts == nullptr) return f;
+  const bool needs_whole_model =
+      config.training().early_stopping().patience() > 0 || config.faults().dead_after_seconds() > 0;
+  if (!needs_whole_model) return f;
+  const std::size_t tables = app.Tables().size();
+  for (std::size_t t = 0; t < tables; ++t) {
+    if (!f.parts->ReadsWholeTable(TableId{static_cast<std::uint32_t>(t)})) {
+      f.parts = nullptr;  // evaluated whole (App::Evaluate)
+      break;
+    }
+  }
   return f;
 }
 

@@ -86,6 +86,7 @@
 #include "framework/model/model_view.h"
 #include "framework/model/rank_index.h"
 #include "framework/model/row_block.h"
+#include "framework/model/row_range.h"
 #include "framework/model/shard_layout.h"
 #include "framework/model/table_handle.h"
 #include "framework/model/table_spec.h"
@@ -156,6 +157,9 @@ struct KernelContext {
 struct EvalContext {
   RankInfo info;
   const LocalState* state;  // nullptr when the app has none or one rank evaluates the whole model
+  // This rank's part of every table's rows (model::PartOfRows over the
+  // compute ranks): together the ranks' parts hold every row once.
+  model::ModelRows own_rows = {};
 };
 
 // The core of every app: eight virtual methods (besides the destructor).

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "framework/core/status.h"
+#include "framework/proto/config.pb.h"
 #include "framework/runtime/app.h"
 
 namespace stalelearn::runtime {
@@ -67,6 +68,15 @@ class EvaluatesInParts {
   // count} -> RMSE).
   virtual std::vector<double> EvaluatePart(const TableSet& model, const EvalContext& ctx) const = 0;
   virtual Evaluation CombineParts(std::span<const double> sums) const = 0;
+  // Whether EvaluatePart reads any row of `table` (true, the default) or
+  // only ctx.own_rows[table]: then each rank reads just those rows of that
+  // table from the memory ranks, so a large table costs an evaluation one
+  // read of it over all ranks rather than one per rank (the other rows of
+  // the model EvaluatePart gets hold anything). A run that needs the whole
+  // model on one rank (early stopping names its best by the whole model's
+  // checksum; surviving a dead rank loses its part) evaluates such an app
+  // whole, with App::Evaluate (AppFacets::ForRun).
+  virtual bool ReadsWholeTable(TableId /*table*/) const { return true; }
 };
 
 // Sample groups: consecutive ranges of samples that must stay on one compute
@@ -102,6 +112,11 @@ struct AppFacets {
   const RunsKernelInChunks* chunks = nullptr;
 
   static AppFacets Of(const App& app);
+  // The facets a run of `config` uses: Of(app), but without parts for an
+  // app whose parts read only their own rows of some table
+  // (EvaluatesInParts::ReadsWholeTable) where the run needs the whole model
+  // on one rank: it stops early or survives dead ranks.
+  static AppFacets ForRun(const App& app, const proto::Config& config);
 
   bool evaluates_in_parts() const { return parts != nullptr; }
   bool initializes_from_data() const { return data_initialization != nullptr; }

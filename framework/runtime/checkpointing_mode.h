@@ -50,9 +50,11 @@ class CheckpointingMode final : public ConsistencyMode {
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   void StartsFromInitialValues() override { inner_->StartsFromInitialValues(); }
   Status PushHeld() override { return inner_->PushHeld(); }
-  Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
+  Status ReadModel(TableSet& model, ModelRows rows) override { return inner_->ReadModel(model, rows); }
   Status Finish(std::uint64_t total_clocks) override { return inner_->Finish(total_clocks); }
-  Status ReadFinalModel(TableSet& model) override { return inner_->ReadFinalModel(model); }
+  Status ReadFinalModel(TableSet& model, ModelRows rows) override {
+    return inner_->ReadFinalModel(model, rows);
+  }
   Status Release() override { return inner_->Release(); }
 
  private:

@@ -207,8 +207,9 @@ Result<TrainerResult> ClockLoop::Run() {
     if (evaluator_ != nullptr && !last && !before_resume && (epoch + 1) % eval_every == 0) {
       const auto eval_start = std::chrono::steady_clock::now();
       const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kEvaluate);
-      if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables());
-      STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model));
+      // Pages only where the read writes: a model read in parts costs its part.
+      if (eval_model.empty()) eval_model = model::MakeTableSet(env_.layout.tables(), /*touch_pages=*/false);
+      STALELEARN_RETURN_IF_ERROR(mode_.ReadModel(eval_model, evaluator_->rows()));
       STALELEARN_RETURN_IF_ERROR(evaluator_->Record(epoch + 1, eval_model));
       if (parts_ != nullptr) {
         STALELEARN_RETURN_IF_ERROR(parts_->Share(evaluator_->parts().back(), eval_model));
@@ -234,9 +235,10 @@ Result<TrainerResult> ClockLoop::Run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() - evaluating.count();
   if (evaluator_ != nullptr) {
     // Read while the memory ranks still progress (before any collective).
-    final_model_ = eval_model.empty() ? model::MakeTableSet(env_.layout.tables()) : std::move(eval_model);
+    final_model_ =
+        eval_model.empty() ? model::MakeTableSet(env_.layout.tables(), /*touch_pages=*/false) : std::move(eval_model);
     const PhaseTimes::Scope timed = phases_.Time(LoopPhase::kFinalRead);
-    STALELEARN_RETURN_IF_ERROR(mode_.ReadFinalModel(final_model_));
+    STALELEARN_RETURN_IF_ERROR(mode_.ReadFinalModel(final_model_, evaluator_->rows()));
   }
   result.phases = phases_.Report();
   STALELEARN_RETURN_IF_ERROR(mode_.Release());

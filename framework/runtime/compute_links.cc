@@ -59,9 +59,10 @@ Status ComputeLinks::AwaitMergedBefore(const RankEnv& env, std::uint64_t clock) 
       .status();
 }
 
-Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model) {
+Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model,
+                                    model::ModelRows rows) {
   STALELEARN_RETURN_IF_ERROR(AwaitMergedBefore(env, total_clocks).WithContext("the final model"));
-  return refresher.ReadMergedModel(model);
+  return refresher.ReadMergedRows(model, rows);
 }
 
 }  // namespace stalelearn::runtime

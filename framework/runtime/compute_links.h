@@ -22,7 +22,7 @@ struct ComputeLinks {
   // After Finish: waits until every memory rank has published the snapshot
   // holding all `total_clocks` clocks of every compute rank and reads it
   // into `model`. Call before Release.
-  Status ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model);
+  Status ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model, model::ModelRows rows);
   // Waits until every memory rank has merged every compute rank's clocks
   // before `clock` (this rank's included), as its control block says.
   Status AwaitMergedBefore(const RankEnv& env, std::uint64_t clock);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/runtime/clock_loop.h"
 #include "framework/runtime/app_facets.h"
 #include "framework/runtime/early_stopping.h"
@@ -128,13 +129,13 @@ class ComputeRole {
     aware_->set_on_settled([this](const std::vector<model::ComputeIndex>& dead) {
       if (LowestLiveCompute(dead) != me_.value) return Status::Ok();
       taken_over_.emplace(model::MakeTableSet(env_.layout.tables()));
-      return aware_->ReadFinalModel(*taken_over_);
+      return aware_->ReadFinalModel(*taken_over_, /*rows=*/{});
     });
   }
 
   // A fresh epoch evaluator; `prints`: the progress lines are this rank's.
   void StartEvaluating(const ClockLoop& loop, bool prints) {
-    evaluator_.emplace(env_.app, info_, loop.local_state(), prints, env_.progress, env_.config.training().epochs(),
+    evaluator_.emplace(env_.app, env_.facets.parts, info_, loop.local_state(), prints, env_.progress, env_.config.training().epochs(),
                        start_, *env_.wait.time);
   }
 
@@ -185,7 +186,10 @@ class ComputeRole {
     }
     partial.mutable_final()->set_metric(evaluator_->metric());
     if (reports_model) {
-      partial.set_model_checksum(model::HexDigest(model::ModelChecksum(final_model)));
+      // A model read in parts is checksummed from the parts' digests (GatherReport).
+      if (evaluator_->reads_whole_model()) {
+        partial.set_model_checksum(model::HexDigest(model::ModelChecksum(final_model)));
+      }
       partial.set_wall_seconds(evaluator_->ElapsedSeconds());
     }
     if (parts_) {

@@ -26,12 +26,17 @@
 #include <string>
 #include <string_view>
 
+#include "framework/model/row_range.h"
 #include "framework/model/replica.h"
 #include "framework/runtime/data_plane.h"
 #include "framework/runtime/rank_env.h"
 #include "framework/runtime/sample_schedule.h"
 
 namespace stalelearn::runtime {
+
+// Rows of the model an evaluation reads (an evaluation part's,
+// EvaluatesInParts): one range per table, or an empty span: every row.
+using ModelRows = model::ModelRows;
 
 class ConsistencyMode {
  public:
@@ -88,12 +93,14 @@ class ConsistencyMode {
   // Ships what AfterClock held, as of the last clock run (before a
   // checkpoint's cut: CheckpointingMode). Default: nothing is held.
   virtual Status PushHeld() { return Status::Ok(); }
-  // The merged model for an evaluation during the run.
-  virtual Status ReadModel(TableSet& model) = 0;
+  // The merged model for an evaluation during the run: rows `rows` of it
+  // (ModelRows), at least; the other rows of `model` are left as they are.
+  virtual Status ReadModel(TableSet& model, ModelRows rows) = 0;
   // After the last clock (`total_clocks` protocol clocks): nothing more is pushed.
   virtual Status Finish(std::uint64_t total_clocks) = 0;
-  // After Finish: the model with every clock of every rank merged.
-  virtual Status ReadFinalModel(TableSet& model) = 0;
+  // After Finish: the model with every clock of every rank merged (rows
+  // `rows` of it at least, as ReadModel).
+  virtual Status ReadFinalModel(TableSet& model, ModelRows rows) = 0;
   // The last call to the memory ranks (after ReadFinalModel, if any).
   virtual Status Release() = 0;
 };

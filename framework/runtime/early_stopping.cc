@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/model/row_block.h"
 
 namespace stalelearn::runtime {

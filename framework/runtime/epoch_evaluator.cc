@@ -6,7 +6,33 @@
 #include <string>
 #include <thread>
 
+#include "framework/model/model_checksum.h"
+
 namespace stalelearn::runtime {
+
+EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, RankInfo info, const LocalState* state,
+                               bool prints, const metrics::ProgressPrinter& progress, int epochs,
+                               std::chrono::steady_clock::time_point start, const transport::RankTime& time)
+    : app_(app),
+      in_parts_(parts),
+      info_(info),
+      state_(state),
+      prints_(prints),
+      progress_(progress),
+      epochs_(epochs),
+      start_(start),
+      time_(time) {
+  if (in_parts_ == nullptr) return;
+  const std::vector<TableSpec> tables = app.Tables();
+  bool whole = true;
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    own_rows_.push_back(model::PartOfRows(tables[t].rows, info.rank.value, info.compute_ranks));
+    const bool reads_whole = in_parts_->ReadsWholeTable(TableId{static_cast<std::uint32_t>(t)});
+    read_rows_.push_back(reads_whole ? model::RowRange{0, tables[t].rows} : own_rows_.back());
+    whole = whole && reads_whole;
+  }
+  if (whole) read_rows_.clear();
+}
 
 double EpochEvaluator::ElapsedSeconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -59,8 +85,11 @@ Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   part.set_epoch(epoch);
   part.set_wall_seconds(wall);
   part.set_simulated_seconds(simulated);
-  const std::vector<double> sums = in_parts_->EvaluatePart(model, EvalContext{info_, state_});
+  const std::vector<double> sums = in_parts_->EvaluatePart(model, EvalContext{info_, state_, own_rows_});
   *part.mutable_sums() = {sums.begin(), sums.end()};
+  // This rank's share of the model checksum: the ranks' own rows are every
+  // row once, so the report adds the shares up (model_checksum.h).
+  part.set_model_digest(model::ModelDigest(model, own_rows_));
   parts_.push_back(part);
   const Evaluation mine = in_parts_->CombineParts(sums);
   if (!std::isfinite(mine.value)) return diverged(mine);

@@ -22,24 +22,23 @@ namespace stalelearn::runtime {
 
 class EpochEvaluator {
  public:
+  // `parts`: the run's EvaluatesInParts facet (AppFacets::ForRun), or
+  // nullptr: this rank evaluates the whole model.
   // `info`/`state`: the evaluating rank and its local state (parts only).
   // `time`: the rank's time service, whose clock stamps each point's
   // simulated_seconds (0 in real time). `prints`: this rank prints
   // progress lines (in parts, rank 0's line shows its own part's metric).
-  EpochEvaluator(const App& app, RankInfo info, const LocalState* state, bool prints,
+  EpochEvaluator(const App& app, const EvaluatesInParts* parts, RankInfo info, const LocalState* state, bool prints,
                  const metrics::ProgressPrinter& progress, int epochs, std::chrono::steady_clock::time_point start,
-                 const transport::RankTime& time)
-      : app_(app),
-        in_parts_(AppFacets::Of(app).parts),
-        info_(info),
-        state_(state),
-        prints_(prints),
-        progress_(progress),
-        epochs_(epochs),
-        start_(start),
-        time_(time) {}
+                 const transport::RankTime& time);
 
   bool in_parts() const { return in_parts_ != nullptr; }
+  // The rows of the model Record needs (ConsistencyMode::ReadModel): every
+  // row (an empty span), or in parts, for a table the part reads only its
+  // own rows of (EvaluatesInParts::ReadsWholeTable), those rows.
+  model::ModelRows rows() const { return read_rows_; }
+  // Whether rows() is every row: the model Record got is the whole model.
+  bool reads_whole_model() const { return read_rows_.empty(); }
   // Evaluates `model` as the state after epoch `epoch` (1-based).
   // kFailedPrecondition "diverged: metric M is nan after epoch E (compute
   // rank R); table 'T' row X holds nan" when the metric is not finite: the
@@ -66,6 +65,8 @@ class EpochEvaluator {
   std::vector<proto::CurvePoint> curve_;
   std::vector<proto::EvalPart> parts_;
   std::string metric_;
+  std::vector<model::RowRange> own_rows_;   // in parts: this rank's part of each table
+  std::vector<model::RowRange> read_rows_;  // rows(): empty, or one range per table
 };
 
 // A curve point for `e` (metric_value and the extra metrics).

@@ -6,6 +6,7 @@
 
 #include "framework/core/wait.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/runtime/epoch_evaluator.h"
 
 namespace stalelearn::runtime {

@@ -113,9 +113,11 @@ class DeadRankAwareMode final : public ConsistencyMode {
   }
   void WillFocus(model::TableId table) override { inner_->WillFocus(table); }
   Status PushHeld() override { return inner_->PushHeld(); }
-  Status ReadModel(TableSet& model) override { return inner_->ReadModel(model); }
+  Status ReadModel(TableSet& model, ModelRows rows) override { return inner_->ReadModel(model, rows); }
   Status Finish(std::uint64_t total_clocks) override;
-  Status ReadFinalModel(TableSet& model) override { return inner_->ReadFinalModel(model); }
+  Status ReadFinalModel(TableSet& model, ModelRows rows) override {
+    return inner_->ReadFinalModel(model, rows);
+  }
   Status Release() override;
 
   // After Release: the compute ranks the memory ranks dropped.

@@ -306,4 +306,64 @@ Status ReplicaRefresher::ReadMergedModel(model::TableSet& model) {
   return Status::Ok();
 }
 
+Status ReplicaRefresher::ReadMergedRows(model::TableSet& model, std::span<const model::RowRange> rows) {
+  if (rows.empty()) return ReadMergedModel(model);
+  STALELEARN_RETURN_IF_ERROR(DropPrefetch());  // the readers serve one read at a time
+  // A range's rows on memory rank m are consecutive local indices, so one
+  // run of its shard: read straight into `model` where they are consecutive
+  // rows there too (range partitions), else staged and spread (hash).
+  struct Staged {
+    std::size_t table;
+    model::MemoryIndex m;
+    std::int64_t local_first, count;
+    std::size_t run;  // in reads[m]
+    std::size_t at;   // in rows_buffer_
+  };
+  std::vector<Staged> staged;
+  std::vector<std::vector<sync::SnapshotReader::RowRead>> reads(readers_.size());
+  std::size_t staged_bytes = 0;
+  for (std::size_t t = 0; t < rows.size() && t < model.size(); ++t) {
+    const model::TableId table{static_cast<std::uint32_t>(t)};
+    const model::RowPartition& partition = layout_.partition(table);
+    const std::size_t row_bytes = layout_.tables()[t].row_bytes();
+    if (rows[t].size() <= 0 || row_bytes == 0) continue;
+    for (std::size_t i = 0; i < readers_.size(); ++i) {
+      const model::MemoryIndex m{static_cast<int>(i)};
+      const std::int64_t local_first = partition.ShardRowsBelow(m, rows[t].first);
+      const std::int64_t count = partition.ShardRowsBelow(m, rows[t].last) - local_first;
+      if (count <= 0) continue;
+      const model::RowId first = partition.GlobalRow(m, local_first);
+      const std::size_t offset = layout_.RowOffset(table, first);
+      const auto bytes = static_cast<std::size_t>(count) * row_bytes;
+      if (partition.GlobalRow(m, local_first + count - 1).value == first.value + count - 1) {
+        reads[i].push_back({offset, model[t].RowBytes(first.value), bytes});
+      } else {
+        staged.push_back({t, m, local_first, count, reads[i].size(), staged_bytes});
+        reads[i].push_back({offset, nullptr, bytes});
+        staged_bytes += bytes;
+      }
+    }
+  }
+  rows_buffer_.resize(staged_bytes);
+  for (const Staged& s : staged) reads[static_cast<std::size_t>(s.m.value)][s.run].destination = rows_buffer_.data() + s.at;
+  std::vector<sync::SnapshotReader*> readers;
+  std::vector<std::span<const sync::SnapshotReader::RowRead>> runs;
+  for (std::size_t i = 0; i < readers_.size(); ++i) {
+    if (reads[i].empty()) continue;
+    readers.push_back(readers_[i].get());
+    runs.emplace_back(reads[i]);
+  }
+  if (!readers.empty()) STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::ReadRowsOfEach(readers, runs));
+  for (const Staged& s : staged) {
+    const model::RowPartition& partition = layout_.partition(model::TableId{static_cast<std::uint32_t>(s.table)});
+    const std::size_t row_bytes = layout_.tables()[s.table].row_bytes();
+    for (std::int64_t k = 0; k < s.count; ++k) {
+      std::memcpy(model[s.table].RowBytes(partition.GlobalRow(s.m, s.local_first + k).value),
+                  rows_buffer_.data() + s.at + static_cast<std::size_t>(k) * row_bytes, row_bytes);
+    }
+  }
+  if (rows_buffer_.size() > sync::SnapshotReader::kLogChunkBytes) std::vector<std::byte>().swap(rows_buffer_);
+  return Status::Ok();
+}
+
 }  // namespace stalelearn::runtime

@@ -31,6 +31,7 @@
 
 #include "framework/model/replica.h"
 #include "framework/model/row_block.h"
+#include "framework/model/row_range.h"
 #include "framework/model/shard_layout.h"
 #include "framework/sync/snapshot.h"
 
@@ -139,6 +140,11 @@ class ReplicaRefresher {
   // Reads the latest snapshots of all memory ranks into `model` (no own
   // deltas): the merged model, for evaluation. Blocking.
   Status ReadMergedModel(model::TableSet& model);
+  // Rows `rows` of those snapshots (one range per table; an empty span:
+  // every row, as ReadMergedModel) into `model`, whose other rows stay as
+  // they are: an evaluation part's rows (app_facets.h), each memory rank's
+  // run of a range in one get. Blocking.
+  Status ReadMergedRows(model::TableSet& model, std::span<const model::RowRange> rows);
 
  // Dropped batches kept for TakeDropped (their memory is reused, not freed).
   static constexpr std::size_t kKeptDropped = 16;

@@ -11,6 +11,8 @@
 #include <map>
 #include <utility>
 
+#include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/runtime/epoch_evaluator.h"
 
 namespace stalelearn::runtime {
@@ -120,6 +122,23 @@ Status CombineEvalParts(const App& app, const std::map<EvalKey, std::vector<cons
   return Status::Ok();
 }
 
+// The model checksum from every compute rank's digest of its own rows in
+// the final evaluation (EvalPart.model_digest), which add up over the ranks
+// (model_checksum.h). Without a final part from each rank: no checksum.
+Status ChecksumFromParts(const std::map<EvalKey, std::vector<const proto::EvalPart*>>& by_epoch,
+                         const RoleMap& roles, proto::Report& report) {
+  const std::vector<const proto::EvalPart*>* final = nullptr;
+  for (const auto& [key, parts] : by_epoch) {
+    if (key.first) final = &parts;  // the last final key: a stopped run's repeat
+  }
+  if (final == nullptr) return Status::Ok();
+  if (static_cast<int>(final->size()) != roles.compute_ranks()) return Status::Ok();  // a part is missing
+  std::uint64_t digest = 0;
+  for (const proto::EvalPart* p : *final) digest += p->model_digest();
+  report.set_model_checksum(model::HexDigest(model::ChecksumOfDigest(digest)));
+  return Status::Ok();
+}
+
 void SetFinalFromCurve(proto::Report& report, const std::string& metric) {
   if (report.curve().empty()) return;
   const proto::CurvePoint& last = report.curve(report.curve_size() - 1);
@@ -183,11 +202,11 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
     if (!part.curve().empty()) *report.mutable_curve() = part.curve();
     if (part.has_best()) *report.mutable_best() = part.best();
     for (const proto::EvalPart& p : part.eval_parts()) eval_parts[EvalKey{p.final(), p.epoch()}].push_back(&p);
-    if (!part.model_checksum().empty()) {
-      report.set_model_checksum(part.model_checksum());
-      report.set_wall_seconds(part.wall_seconds());
-    }
+    if (!part.model_checksum().empty()) report.set_model_checksum(part.model_checksum());
+    if (part.wall_seconds() > 0) report.set_wall_seconds(part.wall_seconds());  // the reporting rank's
   }
+  // A model read in parts: its checksum from the final parts' digests.
+  if (report.model_checksum().empty()) STALELEARN_RETURN_IF_ERROR(ChecksumFromParts(eval_parts, roles, report));
   std::string metric;
   for (const proto::Report& part : parts) {
     if (!part.final().metric().empty()) metric = part.final().metric();

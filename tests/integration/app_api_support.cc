@@ -6,6 +6,7 @@
 
 #include "backends/builtin.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "tests/integration/train_support.h"
 
 namespace stalelearn::testing {

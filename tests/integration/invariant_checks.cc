@@ -18,6 +18,7 @@
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/runtime/checkpoint_store.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/transport/forwarding_transport.h"

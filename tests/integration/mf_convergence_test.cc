@@ -16,6 +16,7 @@
 #include "apps/mf/mf_app.h"
 #include "framework/core/error.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/model/row_block.h"
 #include "framework/proto/checkpoint.pb.h"
 #include "tests/integration/invariant_checks.h"

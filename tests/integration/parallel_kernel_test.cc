@@ -17,6 +17,7 @@
 #include "apps/mf/mf_app.h"
 #include "framework/core/error.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/model/replica.h"
 #include "framework/runtime/parallel_kernel.h"
 #include "framework/runtime/random_stream.h"

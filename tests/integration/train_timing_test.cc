@@ -20,6 +20,7 @@
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
 

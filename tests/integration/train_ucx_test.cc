@@ -15,6 +15,7 @@
 #include "framework/core/error.h"
 #include "framework/data/catalog.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/runtime/sample_schedule.h"
 #include "tests/integration/fault_injecting_transport.h"
 #include "tests/integration/mpi_gtest_main.h"

@@ -46,12 +46,12 @@ class AllreduceConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
 
-  Status ReadModel(TableSet& model) override {
+  Status ReadModel(TableSet& model, ModelRows /*rows: every row is read*/) override {
     model = replica_.tables();
     return Status::Ok();
   }
   Status Finish(std::uint64_t) override { return Status::Ok(); }
-  Status ReadFinalModel(TableSet& model) override { return ReadModel(model); }
+  Status ReadFinalModel(TableSet& model, ModelRows rows) override { return ReadModel(model, rows); }
   Status Release() override { return Status::Ok(); }
 
  private:

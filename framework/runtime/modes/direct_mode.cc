@@ -67,12 +67,14 @@ class DirectConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
 
-  Status ReadModel(TableSet& model) override { return links_.refresher.ReadMergedModel(model); }
+  Status ReadModel(TableSet& model, ModelRows rows) override { return links_.refresher.ReadMergedRows(model, rows); }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
     return links_.pusher.Finish();
   }
-  Status ReadFinalModel(TableSet& model) override { return links_.ReadFinalModel(env_, total_clocks_, model); }
+  Status ReadFinalModel(TableSet& model, ModelRows rows) override {
+    return links_.ReadFinalModel(env_, total_clocks_, model, rows);
+  }
   Status Release() override { return links_.Release(); }
 
  private:

@@ -218,14 +218,14 @@ class SspConsistency final : public ConsistencyMode {
   // epoch's end: an evaluation waits until every rank's clocks up to this
   // rank's epoch end are merged, so its model holds every rank's whole
   // epoch, not rows an epoch behind for the ranks still in it.
-  Status ReadModel(TableSet& model) override {
+  Status ReadModel(TableSet& model, ModelRows rows) override {
     STALELEARN_RETURN_IF_ERROR(PushHeld());  // what the model lacks of this rank's (none at an epoch's end)
     if (!kept_tables_.empty()) {
       STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
       STALELEARN_RETURN_IF_ERROR(links_.AwaitMergedBefore(env_, static_cast<std::uint64_t>(last_clock_ + 1))
                                      .WithContext(fmt::format("compute rank {}, before it evaluates", me_.value)));
     }
-    return links_.refresher.ReadMergedModel(model);
+    return links_.refresher.ReadMergedRows(model, rows);
   }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
@@ -243,7 +243,9 @@ class SspConsistency final : public ConsistencyMode {
     STALELEARN_RETURN_IF_ERROR(PushHeld());  // a stop inside a stratum: the held clocks go out first
     return links_.pusher.Finish();
   }
-  Status ReadFinalModel(TableSet& model) override { return links_.ReadFinalModel(env_, total_clocks_, model); }
+  Status ReadFinalModel(TableSet& model, ModelRows rows) override {
+    return links_.ReadFinalModel(env_, total_clocks_, model, rows);
+  }
   Status Release() override { return links_.Release(); }
 
  private:

@@ -10,6 +10,7 @@
 
 #include "framework/core/error.h"
 #include "framework/model/hash64.h"
+#include "framework/model/model_checksum.h"
 #include "framework/model/replica.h"
 #include "framework/model/row_partition.h"
 #include "framework/model/shard_layout.h"
@@ -47,6 +48,26 @@ TEST_P(PartitionTest, ShardsHoldingARangeAreItsRowsOwners) {
       for (std::int64_t r = first; r < last; ++r) expected[static_cast<std::size_t>(p.Owner(RowId{r}).value)] = 1;
       ASSERT_EQ(p.ShardsHolding(first, last), expected) << "rows " << first << ".." << last;
     }
+  }
+}
+
+// A range's rows on shard m are its local indices ShardRowsBelow(first) ..
+// ShardRowsBelow(last) - 1: the count of its rows below each row, and one
+// run of the shard (an evaluation part's read: ReplicaRefresher::ReadMergedRows).
+TEST_P(PartitionTest, ShardRowsBelowARowCountTheShardsRowsBeforeIt) {
+  const auto [scheme, rows, shards] = GetParam();
+  RowPartition p(rows, shards, scheme);
+  for (int m = 0; m < shards; ++m) {
+    const MemoryIndex shard{m};
+    std::int64_t below = 0;
+    for (std::int64_t r = 0; r <= rows; ++r) {
+      ASSERT_EQ(p.ShardRowsBelow(shard, r), below) << "shard " << m << ", row " << r;
+      if (r < rows && p.Owner(RowId{r}) == shard) {
+        EXPECT_EQ(p.LocalIndex(RowId{r}), below) << "local indices follow global ids";
+        ++below;
+      }
+    }
+    EXPECT_EQ(below, p.ShardRows(shard));
   }
 }
 

@@ -1,6 +1,7 @@
 // EarlyStopping on hand-made curve points: the best evaluation by the
 // metric's direction, the patience, min_delta, a further metric, and a
 // metric the app does not report.
+#include "framework/model/model_checksum.h"
 #include "framework/runtime/early_stopping.h"
 
 #include <gtest/gtest.h>

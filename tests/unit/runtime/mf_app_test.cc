@@ -2,10 +2,12 @@
 // against hand-computed values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "apps/mf/mf_app.h"
+#include "framework/model/model_checksum.h"
 #include "framework/model/replica.h"
 #include "framework/runtime/sample_schedule.h"
 
@@ -188,6 +190,54 @@ TEST(MfApp, ClocksPerEpochWithoutDealingAgreeWithEveryRanksSchedule) {
               << "by user " << deal_by_user << ", " << locality << ", rank " << c << " of " << ranks;
         }
       }
+    }
+  }
+}
+
+// Evaluation in parts: each rank scores the test ratings of its own rows of
+// the larger table and reads only those rows of it (the smaller whole); the
+// parts of any rank count add up to the whole model's RMSE, and a part sees
+// nothing of the larger table's rows beyond its own.
+TEST(MfApp, EvaluationPartsOfTheLargerTableAddUpToTheWholeRmse) {
+  std::vector<Rating> test;
+  for (std::uint32_t i = 0; i < 200; ++i) {
+    test.push_back({UserIndex{(i * 7) % 11}, ItemIndex{(i * 13) % 29}, static_cast<float>(1 + i % 5), 0});
+  }
+  for (const bool more_users : {false, true}) {
+    const std::size_t users = more_users ? 40 : 11, items = more_users ? 29 : 60;
+    const MfApp app("tiny", users, items, {{UserIndex{0}, ItemIndex{0}, 3.0f, 0}}, test,
+                    MfParams{3, 0.1f, 0.05f, 0.1f, 11});
+    const runtime::TableId split = more_users ? app.user_table().id : app.item_table().id;
+    EXPECT_FALSE(app.ReadsWholeTable(split)) << "the larger table is read in parts";
+    EXPECT_TRUE(app.ReadsWholeTable(more_users ? app.item_table().id : app.user_table().id));
+    model::TableSet model = model::MakeTableSet(app.Tables());
+    for (std::size_t t = 0; t < model.size(); ++t) {
+      for (std::int64_t r = 0; r < model[t].rows(); ++r) {
+        app.InitRow(runtime::TableId{static_cast<std::uint32_t>(t)}, runtime::RowId{r},
+                    runtime::RowValues(model[t].FloatRow(r)));
+        model[t].FloatRow(r)[3] = 0.1f * static_cast<float>(r % 7);  // biases, so the rows differ more
+      }
+    }
+    const double whole = app.Evaluate(model).value;
+    ASSERT_GT(whole, 0.5);
+    for (int ranks = 1; ranks <= 6; ++ranks) {
+      std::vector<double> sums(2, 0.0);
+      for (int k = 0; k < ranks; ++k) {
+        const std::vector<model::RowRange> own = model::RowsOfPart(model, k, ranks);
+        // What the rank reads: its own rows of the split table, nothing else of it.
+        model::TableSet read = model;
+        const model::RowRange mine = own[split.value];
+        for (std::int64_t r = 0; r < read[split.value].rows(); ++r) {
+          if (r < mine.first || r >= mine.last) std::fill_n(read[split.value].FloatRow(r).begin(), 4, NAN);
+        }
+        const std::vector<double> part = app.EvaluatePart(
+            read, runtime::EvalContext{runtime::RankInfo{model::ComputeIndex{k}, ranks, 11}, nullptr, own});
+        ASSERT_EQ(part.size(), 2u);
+        sums[0] += part[0];
+        sums[1] += part[1];
+      }
+      EXPECT_EQ(sums[1], 200.0) << ranks << " ranks: every test rating scored once";
+      EXPECT_NEAR(app.CombineParts(sums).value, whole, 1e-12) << ranks << " ranks, more users " << more_users;
     }
   }
 }
