@@ -126,7 +126,7 @@ Result<RequestPtr> TimingTransport::Get(void* dst, std::size_t bytes, const tran
   const TimedRemoteRegion* timed = TimedRemoteRegion::Of(src);
   STALELEARN_ASSIGN_OR_RETURN(RequestPtr request, inner_->Get(dst, bytes, timed ? *timed->inner() : src, offset));
   const VirtualTime done =
-      serving_links_ ? IssueServedGet(src.owner(), bytes) : IssueRoundTrip(src.owner(), model_.link.RoundTrip(bytes));
+      serving_links_ ? IssueServedGet(src.owner(), bytes) : IssueGet(src.owner(), bytes);
   NoteRead(src.owner());
   if (watching_) {
     std::lock_guard lock(schedule_mutex_);
@@ -357,6 +357,11 @@ VirtualTime TimingTransport::IssueRoundTrip(Rank peer, VirtualDuration cost) {
   return IssueLocked(peer, now_ + cost);
 }
 
+VirtualTime TimingTransport::IssueGet(Rank peer, std::uint64_t bytes) {
+  std::lock_guard lock(clock_mutex_);
+  return IssueLocked(peer, ArrivedLocked(now_ + model_.link.RoundTrip(bytes), bytes));
+}
+
 VirtualTime TimingTransport::IssueServedGet(Rank peer, std::uint64_t bytes) {
   std::lock_guard lock(clock_mutex_);
   const VirtualDuration wire = model_.link.Serialization(bytes);
@@ -364,7 +369,16 @@ VirtualTime TimingTransport::IssueServedGet(Rank peer, std::uint64_t bytes) {
   // port a latency later; the owner's link takes it from there. Alone:
   // RoundTrip(bytes).
   const VirtualTime start = serving_links_->Reserve(peer.value, DepartureLocked() + model_.link.latency(), wire);
-  return IssueLocked(peer, start + wire + model_.link.latency());
+  return IssueLocked(peer, ArrivedLocked(start + wire + model_.link.latency(), bytes));
+}
+
+VirtualTime TimingTransport::ArrivedLocked(VirtualTime alone, std::uint64_t bytes) {
+  // The replies to this rank's gets come in over its link one after
+  // another: a reply that would arrive while an earlier one still comes in
+  // follows it (gets in flight together share the bandwidth, not add it).
+  const VirtualTime arrived = std::max(alone, reply_free_ + model_.link.Serialization(bytes));
+  reply_free_ = arrived;
+  return arrived;
 }
 
 VirtualTime TimingTransport::IssueLocked(Rank peer, VirtualTime done) {

@@ -148,6 +148,12 @@ class TimingTransport final : public transport::Transport,
   VirtualTime IssueRoundTrip(transport::Rank peer, VirtualDuration cost);
   // A get of `bytes` whose reply leaves over `peer`'s shared link (serving_links.h).
   VirtualTime IssueServedGet(transport::Rank peer, std::uint64_t bytes);
+  // A get of `bytes` without shared ports: RoundTrip(bytes) after issue, or
+  // later behind the replies already coming in (ArrivedLocked).
+  VirtualTime IssueGet(transport::Rank peer, std::uint64_t bytes);
+  // When a reply that alone would arrive at `alone` is in, behind the
+  // replies to this rank's earlier gets; reserves the link until then.
+  VirtualTime ArrivedLocked(VirtualTime alone, std::uint64_t bytes);
   // The issuing of a request to `peer` completing at `done`: the overhead
   // charged, the peer's ack noted. Holds clock_mutex_.
   VirtualTime IssueLocked(transport::Rank peer, VirtualTime done);
@@ -202,6 +208,7 @@ class TimingTransport final : public transport::Transport,
   mutable std::mutex clock_mutex_;  // guards the members below; never held while yielding
   VirtualTime now_{};
   VirtualTime nic_free_{};
+  VirtualTime reply_free_{};  // the last reply to this rank's gets is in by then
   TimeBreakdown breakdown_;
   std::vector<VirtualTime> acked_;  // per peer
 };

@@ -107,9 +107,10 @@ TEST(TimingTransport, GetAndFetchingAtomicsCostARoundTrip) {
   });
 }
 
-// shared_ports (serving_links.h): readers of one rank share its link, so a
-// second get's bytes leave after the first's; without it each has a path.
-TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
+// A rank's link brings the replies to its gets in one after another: a
+// second get issued while the first's reply still comes in completes a
+// serialization after it (with or without shared ports), not alongside it.
+TEST(TimingTransport, TheRepliesToOneRanksGetsComeInOneAfterAnother) {
   for (const bool shared : {false, true}) {
     Options options = kIbUpmem;
     if (shared) options["shared_ports"] = "true";
@@ -120,12 +121,43 @@ TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
       auto a = ValueOrThrow(t.Get(first.data(), kBytes, remote, 0));
       auto b = ValueOrThrow(t.Get(second.data(), kBytes, remote, 0));
       ThrowIfError(a->Wait(1s));
+      EXPECT_EQ(t.Now().time_since_epoch(), link.RoundTrip(kBytes)) << shared;
       ThrowIfError(b->Wait(1s));
-      // The second was issued one overhead after the first. Shared, its
-      // reply leaves when the first's has left (S >> O): O + 2L + 2S.
-      const VirtualDuration alone = link.overhead() + link.RoundTrip(kBytes);
-      const VirtualDuration queued = link.RoundTrip(kBytes) + link.Serialization(kBytes);
-      EXPECT_EQ(t.Now().time_since_epoch(), shared ? queued : alone) << shared;
+      // The second was issued one overhead after the first (S >> O): O + 2L + 2S.
+      EXPECT_EQ(t.Now().time_since_epoch(), link.RoundTrip(kBytes) + link.Serialization(kBytes)) << shared;
+    });
+  }
+}
+
+// shared_ports (serving_links.h): two readers of one rank share its link, so
+// one reply leaves after the other; without it each has a path of its own.
+TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
+  for (const bool shared : {false, true}) {
+    Options options = kIbUpmem;
+    if (shared) options["shared_ports"] = "true";
+    const auto registry = Registry();
+    constexpr std::size_t kBytes = 1 << 20;
+    transport::RunRanks(3, [&](Bootstrap& bootstrap) {
+      auto timing = MakeTiming(registry, bootstrap, options);
+      const LinkModel& link = timing->model().link;
+      auto region = ValueOrThrow(timing->Register(kBytes, Access::kAll));
+      std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+      std::int64_t done_ps = 0;
+      if (bootstrap.rank().value < 2) {  // both read rank 2's region at time 0
+        auto source = ValueOrThrow(timing->Import(Rank{2}, keys[2]));
+        std::vector<std::byte> into(kBytes);
+        ThrowIfError(transport::GetBlocking(*timing, into.data(), kBytes, *source, 0, 1s));
+        done_ps = timing->Now().time_since_epoch().count();
+      }
+      std::vector<Bytes> done = ValueOrThrow(bootstrap.AllGather("done", std::as_bytes(std::span(&done_ps, 1))));
+      if (bootstrap.rank().value != 0) return;
+      std::int64_t first = 0, second = 0;
+      std::memcpy(&first, done[0].data(), sizeof first);
+      std::memcpy(&second, done[1].data(), sizeof second);
+      EXPECT_EQ(VirtualDuration(std::min(first, second)), link.RoundTrip(kBytes)) << shared;
+      EXPECT_EQ(VirtualDuration(std::max(first, second)),
+                shared ? link.RoundTrip(kBytes) + link.Serialization(kBytes) : link.RoundTrip(kBytes))
+          << shared;
     });
   }
   const auto registry = Registry();
