@@ -62,6 +62,23 @@ Status ComputeLinks::AwaitMergedBefore(const RankEnv& env, std::uint64_t clock) 
 Status ComputeLinks::ReadFinalModel(const RankEnv& env, std::uint64_t total_clocks, TableSet& model,
                                     model::ModelRows rows) {
   STALELEARN_RETURN_IF_ERROR(AwaitMergedBefore(env, total_clocks).WithContext("the final model"));
+  // A memory rank shows a generation's clocks before it writes its live
+  // rows (snapshot.h): a read begun in between gets the rows and then the
+  // generation's records to lay over them, the last pushes' rows twice. The
+  // final generation is the last one: wait for its rows instead.
+  STALELEARN_RETURN_IF_ERROR(
+      sync::WaitUntil(
+          env.wait, env.transport,
+          [&]() -> Result<bool> {
+            STALELEARN_RETURN_IF_ERROR(clocks.Refresh());
+            for (int m = 0; m < clocks.memory_ranks(); ++m) {
+              const model::MemoryIndex memory{m};
+              if (clocks.live_generation(memory) < clocks.latest_generation(memory)) return false;
+            }
+            return true;
+          },
+          [] { return std::string("the final generation's rows written"); })
+          .status());
   return refresher.ReadMergedRows(model, rows);
 }
 

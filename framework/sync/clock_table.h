@@ -36,6 +36,8 @@ class ClockTable {
   int memory_ranks() const { return static_cast<int>(published_.size()); }
   int compute_ranks() const { return geometry_.compute_ranks; }
   std::uint64_t latest_generation(model::MemoryIndex m) const { return Word(m, geometry_.latest_generation_offset()); }
+  // The newest generation whose live rows are all written (snapshot.h).
+  std::uint64_t live_generation(model::MemoryIndex m) const { return Word(m, geometry_.live_generation_offset()); }
   std::uint64_t head(model::MemoryIndex m, model::ComputeIndex c) const { return Word(m, geometry_.head_offset(c)); }
   std::uint64_t merged_clock(model::MemoryIndex m, model::ComputeIndex c) const {
     return Word(m, geometry_.merged_clock_offset(c));

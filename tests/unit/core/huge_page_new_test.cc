@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "framework/core/sanitizer.h"
+#include "tests/unit/core/smaps_line.h"
 
 namespace stalelearn {
 namespace {
@@ -26,24 +26,7 @@ constexpr bool kSanitized = false;
 #endif
 
 // The VmFlags line of the mapping of /proc/self/smaps that holds `address`.
-std::string VmFlagsOf(const void* address) {
-  const auto a = reinterpret_cast<std::uintptr_t>(address);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    std::uintptr_t begin = 0;
-    std::uintptr_t end = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> begin >> dash >> end && dash == '-' && line.find(':') > line.find(' ')) {
-      inside = begin <= a && a < end;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
+std::string VmFlagsOf(const void* address) { return testing::SmapsLineOf(address, "VmFlags:"); }
 
 TEST(HugePageNew, LargeBlocksAreHugePageAlignedAdvisedAndHoldTheirValues) {
   if (kSanitized) GTEST_SKIP() << "sanitizer builds keep their own operator new";

@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/unit/core/smaps_line.h"
 
 namespace stalelearn {
 namespace {
@@ -20,21 +20,8 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 // The Rss (bytes) of the mapping of /proc/self/smaps that holds `address`.
 std::size_t RssOf(const void* address) {
-  const auto a = reinterpret_cast<std::uintptr_t>(address);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    std::uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> begin >> dash >> end && dash == '-' && line.find(':') > line.find(' ')) {
-      inside = begin <= a && a < end;
-      continue;
-    }
-    if (inside && line.rfind("Rss:", 0) == 0) return std::stoull(line.substr(4)) * 1024;
-  }
-  return 0;
+  const std::string line = testing::SmapsLineOf(address, "Rss:");
+  return line.empty() ? 0 : std::stoull(line.substr(4)) * 1024;
 }
 
 using Floats = std::vector<float, ZeroedPages<float>>;

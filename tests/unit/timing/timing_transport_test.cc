@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 
 #include "backends/local/register.h"
 #include "backends/timing/register.h"
@@ -41,6 +42,22 @@ std::unique_ptr<TimingTransport> MakeTiming(const transport::BackendRegistry& re
 }
 
 const Options kIbUpmem = {{"link", "infiniband-hdr"}, {"memory", "upmem"}, {"compute", "gpu-a100"}};
+
+// Three ranks as threads, each with a timing transport of kIbUpmem (shared
+// ports or not) and a region of `bytes` whose keys every rank has: the
+// setting of the shared-ports tests. `body` runs on each rank.
+void OnThreeRanks(bool shared, std::size_t bytes,
+                  const std::function<void(Bootstrap&, TimingTransport&, const std::vector<Bytes>& keys)>& body) {
+  Options options = kIbUpmem;
+  if (shared) options["shared_ports"] = "true";
+  const auto registry = Registry();
+  transport::RunRanks(3, [&](Bootstrap& bootstrap) {
+    auto timing = MakeTiming(registry, bootstrap, options);
+    auto region = ValueOrThrow(timing->Register(bytes, Access::kAll));
+    const std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+    body(bootstrap, *timing, keys);
+  });
+}
 
 // Two ranks: rank 1 operates on a region of rank 0; `check` runs on rank 1.
 void WithPeerRegion(const Options& options,
@@ -132,22 +149,16 @@ TEST(TimingTransport, TheRepliesToOneRanksGetsComeInOneAfterAnother) {
 // shared_ports (serving_links.h): two readers of one rank share its link, so
 // one reply leaves after the other; without it each has a path of its own.
 TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
+  constexpr std::size_t kBytes = 1 << 20;
   for (const bool shared : {false, true}) {
-    Options options = kIbUpmem;
-    if (shared) options["shared_ports"] = "true";
-    const auto registry = Registry();
-    constexpr std::size_t kBytes = 1 << 20;
-    transport::RunRanks(3, [&](Bootstrap& bootstrap) {
-      auto timing = MakeTiming(registry, bootstrap, options);
-      const LinkModel& link = timing->model().link;
-      auto region = ValueOrThrow(timing->Register(kBytes, Access::kAll));
-      std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+    OnThreeRanks(shared, kBytes, [&](Bootstrap& bootstrap, TimingTransport& timing, const std::vector<Bytes>& keys) {
+      const LinkModel& link = timing.model().link;
       std::int64_t done_ps = 0;
       if (bootstrap.rank().value < 2) {  // both read rank 2's region at time 0
-        auto source = ValueOrThrow(timing->Import(Rank{2}, keys[2]));
+        auto source = ValueOrThrow(timing.Import(Rank{2}, keys[2]));
         std::vector<std::byte> into(kBytes);
-        ThrowIfError(transport::GetBlocking(*timing, into.data(), kBytes, *source, 0, 1s));
-        done_ps = timing->Now().time_since_epoch().count();
+        ThrowIfError(transport::GetBlocking(timing, into.data(), kBytes, *source, 0, 1s));
+        done_ps = timing.Now().time_since_epoch().count();
       }
       std::vector<Bytes> done = ValueOrThrow(bootstrap.AllGather("done", std::as_bytes(std::span(&done_ps, 1))));
       if (bootstrap.rank().value != 0) return;
@@ -173,30 +184,24 @@ TEST(TimingTransport, SharedPortsQueueTheReadsOneRankServes) {
 // the other (a star network's port), and a get's request to it waits behind
 // them; without it every transfer has a path of its own.
 TEST(TimingTransport, SharedPortsQueueThePutsOneRankReceives) {
+  constexpr std::size_t kBytes = 1 << 20;
   for (const bool shared : {false, true}) {
-    Options options = kIbUpmem;
-    if (shared) options["shared_ports"] = "true";
-    const auto registry = Registry();
-    constexpr std::size_t kBytes = 1 << 20;
-    transport::RunRanks(3, [&](Bootstrap& bootstrap) {
-      auto timing = MakeTiming(registry, bootstrap, options);
-      const LinkModel& link = timing->model().link;
-      auto region = ValueOrThrow(timing->Register(kBytes, Access::kAll));
-      std::vector<Bytes> keys = ValueOrThrow(bootstrap.AllGather("key", region->key()));
+    OnThreeRanks(shared, kBytes, [&](Bootstrap& bootstrap, TimingTransport& timing, const std::vector<Bytes>& keys) {
+      const LinkModel& link = timing.model().link;
       std::int64_t acked_ps = 0;
       std::int64_t read_ps = 0;
       if (bootstrap.rank().value < 2) {  // both write rank 2's region, then one reads it
-        auto target = ValueOrThrow(timing->Import(Rank{2}, keys[2]));
+        auto target = ValueOrThrow(timing.Import(Rank{2}, keys[2]));
         std::vector<std::byte> payload(kBytes);
-        ThrowIfError(transport::PutBlocking(*timing, payload.data(), kBytes, *target, 0, 1s));
-        ThrowIfError(timing->FlushAll(1s));
-        acked_ps = timing->Now().time_since_epoch().count();
+        ThrowIfError(transport::PutBlocking(timing, payload.data(), kBytes, *target, 0, 1s));
+        ThrowIfError(timing.FlushAll(1s));
+        acked_ps = timing.Now().time_since_epoch().count();
         ThrowIfError(bootstrap.Barrier());
         if (bootstrap.rank().value == 0) {
           std::uint64_t word = 0;
-          const VirtualTime before = timing->Now();
-          ThrowIfError(transport::GetBlocking(*timing, &word, sizeof word, *target, 0, 1s));
-          read_ps = (timing->Now() - before).count();
+          const VirtualTime before = timing.Now();
+          ThrowIfError(transport::GetBlocking(timing, &word, sizeof word, *target, 0, 1s));
+          read_ps = (timing.Now() - before).count();
         }
       } else {
         ThrowIfError(bootstrap.Barrier());
