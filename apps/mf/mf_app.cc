@@ -37,7 +37,6 @@ MfApp::MfApp(std::string dataset, std::size_t users, std::size_t items, std::vec
       items_(items),
       user_table_(tables_.AddFloat("user", static_cast<std::int64_t>(users), params.rank + 1)),
       item_table_(tables_.AddFloat("item", static_cast<std::int64_t>(items), params.rank + 1)),
-      split_table_(items >= users ? item_table_ : user_table_),
       test_(std::move(test)),
       params_(params) {
   IndexTestRatings();
@@ -180,19 +179,36 @@ void MfApp::UpdateBatch(std::span<const std::int64_t> samples, runtime::ModelVie
 }
 
 void MfApp::IndexTestRatings() {
-  // A counting sort by split-table row: a part's ratings are one slice.
-  const bool by_item = split_table_ == item_table_;
-  const auto key = [by_item](const data::Rating& r) {
-    return by_item ? static_cast<std::size_t>(r.item) : static_cast<std::size_t>(r.user);
-  };
-  split_row_starts_.assign((by_item ? items_ : users_) + 1, 0);
-  for (const data::Rating& r : test_) ++split_row_starts_[key(r) + 1];
-  for (std::size_t row = 1; row < split_row_starts_.size(); ++row) split_row_starts_[row] += split_row_starts_[row - 1];
-  test_by_split_row_.resize(test_.size());
-  std::vector<std::int64_t> slot(split_row_starts_.begin(), split_row_starts_.end() - 1);
+  // A counting sort by item: a part's items are one slice of them.
+  item_starts_.assign(items_ + 1, 0);
+  for (const data::Rating& r : test_) ++item_starts_[static_cast<std::size_t>(r.item) + 1];
+  for (std::size_t item = 1; item < item_starts_.size(); ++item) item_starts_[item] += item_starts_[item - 1];
+  test_by_item_.resize(test_.size());
+  std::vector<std::int64_t> slot(item_starts_.begin(), item_starts_.end() - 1);
   for (std::size_t i = 0; i < test_.size(); ++i) {
-    test_by_split_row_[static_cast<std::size_t>(slot[key(test_[i])]++)] = static_cast<std::uint32_t>(i);
+    test_by_item_[static_cast<std::size_t>(slot[static_cast<std::size_t>(test_[i].item)]++)] =
+        static_cast<std::uint32_t>(i);
   }
+}
+
+int MfApp::UserParts(int parts) const {
+  // The divisor p of `parts` whose cells read fewest rows: users / p + items / q.
+  int best = 1;
+  double best_rows = -1;
+  for (int p = 1; p <= parts; ++p) {
+    if (parts % p != 0) continue;
+    const double rows = static_cast<double>(users_) / p + static_cast<double>(items_) / (parts / p);
+    if (best_rows < 0 || rows < best_rows) {
+      best = p;
+      best_rows = rows;
+    }
+  }
+  return best;
+}
+
+model::RowRange MfApp::PartRows(runtime::TableId table, std::int64_t rows, int part, int parts) const {
+  const int p = UserParts(parts), q = parts / p;
+  return table == user_table_.id ? model::PartOfRows(rows, part / q, p) : model::PartOfRows(rows, part % q, q);
 }
 
 double MfApp::SquaredError(const runtime::TableSet& model, const data::Rating& r) const {
@@ -213,17 +229,21 @@ runtime::Evaluation MfApp::Evaluate(const runtime::TableSet& model) const {
 }
 
 std::vector<double> MfApp::EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const {
-  const auto t = static_cast<std::size_t>(split_table_.id.value);
-  const model::RowRange rows = t < ctx.own_rows.size()
-                                   ? ctx.own_rows[t]
-                                   : model::RowRange{0, static_cast<std::int64_t>(split_row_starts_.size()) - 1};
-  const std::int64_t begin = split_row_starts_[static_cast<std::size_t>(rows.first)];
-  const std::int64_t end = split_row_starts_[static_cast<std::size_t>(rows.last)];
-  double squared = 0;
-  for (std::int64_t i = begin; i < end; ++i) {
-    squared += SquaredError(model, test_[test_by_split_row_[static_cast<std::size_t>(i)]]);
+  const auto rows_of = [&](runtime::FloatTable table, std::size_t rows) {
+    const auto t = static_cast<std::size_t>(table.id.value);
+    return t < ctx.part_rows.size() ? ctx.part_rows[t] : model::RowRange{0, static_cast<std::int64_t>(rows)};
+  };
+  const model::RowRange users = rows_of(user_table_, users_), items = rows_of(item_table_, items_);
+  double squared = 0, ratings = 0;
+  const std::int64_t end = item_starts_[static_cast<std::size_t>(items.last)];
+  for (std::int64_t i = item_starts_[static_cast<std::size_t>(items.first)]; i < end; ++i) {
+    const data::Rating& r = test_[test_by_item_[static_cast<std::size_t>(i)]];
+    const auto user = static_cast<std::int64_t>(r.user);
+    if (user < users.first || user >= users.last) continue;
+    squared += SquaredError(model, r);
+    ratings += 1;
   }
-  return {squared, static_cast<double>(end - begin)};
+  return {squared, ratings};
 }
 
 runtime::Evaluation MfApp::CombineParts(std::span<const double> sums) const {

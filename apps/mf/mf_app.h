@@ -30,10 +30,10 @@ struct MfParams {
 };
 
 // Facets: sample groups (dealt by user), a kernel that runs in chunks,
-// evaluation in parts: each compute rank evaluates the test ratings whose row
-// of the larger table ("split table": items, unless there are more users)
-// is in its own part of that table, reading only that part of it and the
-// smaller table whole.
+// evaluation in parts: the compute ranks form a grid of p user parts x q item
+// parts (p q = ranks, p the divisor that reads fewest rows a rank), and each
+// scores the test ratings of its cell, reading only its user part and its
+// item part.
 class MfApp final : public runtime::App,
                     public runtime::GroupsSamples,
                     public runtime::RunsKernelInChunks,
@@ -61,11 +61,15 @@ class MfApp final : public runtime::App,
   // One sample's step (UpdateBatch of that sample alone).
   void Update(std::int64_t sample, runtime::ModelView& model, runtime::KernelContext& ctx) const;
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override;
-  // {squared error, ratings} over the test ratings of ctx.own_rows of the
-  // split table (every test rating without own rows); combined: test RMSE.
+  // {squared error, ratings} over the test ratings in ctx.part_rows (every
+  // test rating without them); combined: test RMSE.
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override;
   runtime::Evaluation CombineParts(std::span<const double> sums) const override;
-  bool ReadsWholeTable(runtime::TableId table) const override { return table != split_table_.id; }
+  // Part k of n is cell (k / q, k % q) of the grid: user part k / q of p,
+  // item part k % q of q.
+  model::RowRange PartRows(runtime::TableId table, std::int64_t rows, int part, int parts) const override;
+  // The grid's user parts p for n parts (a divisor of n).
+  int UserParts(int parts) const;
 
   float global_mean() const { return mean_; }
 
@@ -87,16 +91,15 @@ class MfApp final : public runtime::App,
   runtime::TableList tables_;  // "user", "item": users_ (items_) rows of k + 1 floats
   runtime::FloatTable user_table_;
   runtime::FloatTable item_table_;
-  runtime::FloatTable split_table_;  // the larger table: evaluation parts split its rows
   runtime::WorkCounters WorkOf(std::size_t samples) const;
   double SquaredError(const runtime::TableSet& model, const data::Rating& r) const;
-  void IndexTestRatings();  // fills test_by_split_row_ and split_row_starts_
+  void IndexTestRatings();  // fills test_by_item_ and item_starts_
 
   std::vector<Sample> train_;
   std::vector<std::int64_t> user_starts_;  // dealt by user: first sample of each group, then the end
   std::vector<data::Rating> test_;
-  std::vector<std::uint32_t> test_by_split_row_;   // test_ indices ordered by their split-table row
-  std::vector<std::int64_t> split_row_starts_;     // [row]: first of test_by_split_row_ with that row, then the end
+  std::vector<std::uint32_t> test_by_item_;  // test_ indices ordered by item
+  std::vector<std::int64_t> item_starts_;    // [item]: first of test_by_item_ with that item, then the end
   MfParams params_;
   float mean_ = 0;  // of the training ratings
 };

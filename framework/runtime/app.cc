@@ -20,7 +20,7 @@ void App::InitRow(TableId, RowId, RowValues values) const {
 Evaluation App::Evaluate(const TableSet& model) const {
   const EvaluatesInParts* parts = dynamic_cast<const EvaluatesInParts*>(this);
   if (parts == nullptr) return {"none", 0};  // an app should evaluate one way or the other
-  const std::vector<model::RowRange> every_row = model::RowsOfPart(model, 0, 1);
+  const std::vector<model::RowRange> every_row = model::RowsOfPart(model, 0, 1);  // part 0 of 1
   return parts->CombineParts(parts->EvaluatePart(model, EvalContext{RankInfo{}, nullptr, every_row}));
 }
 
@@ -43,17 +43,19 @@ AppFacets AppFacets::Of(const App& app) {
   return f;
 }
 
-AppFacets AppFacets::ForRun(const App& app, const proto::Config& config) {
+AppFacets AppFacets::ForRun(const App& app, const proto::Config& config, int compute_ranks) {
   AppFacets f = Of(app);
   if (f.parts == nullptr) return f;
   const bool needs_whole_model =
       config.training().early_stopping().patience() > 0 || config.faults().dead_after_seconds() > 0;
   if (!needs_whole_model) return f;
-  const std::size_t tables = app.Tables().size();
-  for (std::size_t t = 0; t < tables; ++t) {
-    if (!f.parts->ReadsWholeTable(TableId{static_cast<std::uint32_t>(t)})) {
-      f.parts = nullptr;  // evaluated whole (App::Evaluate)
-      break;
+  const std::vector<TableSpec> tables = app.Tables();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    for (int part = 0; part < compute_ranks; ++part) {
+      const model::RowRange rows = f.parts->PartRows(TableId{static_cast<std::uint32_t>(t)}, tables[t].rows, part,
+                                                     compute_ranks);
+      if (rows != model::RowRange{0, tables[t].rows}) f.parts = nullptr;  // evaluated whole (App::Evaluate)
+      if (f.parts == nullptr) return f;
     }
   }
   return f;

@@ -157,9 +157,9 @@ struct KernelContext {
 struct EvalContext {
   RankInfo info;
   const LocalState* state;  // nullptr when the app has none or one rank evaluates the whole model
-  // This rank's part of every table's rows (model::PartOfRows over the
-  // compute ranks): together the ranks' parts hold every row once.
-  model::ModelRows own_rows = {};
+  // The rows of every table this part reads (EvaluatesInParts::PartRows;
+  // every row when it evaluates the whole model).
+  model::ModelRows part_rows = {};
 };
 
 // The core of every app: eight virtual methods (besides the destructor).

@@ -68,15 +68,21 @@ class EvaluatesInParts {
   // count} -> RMSE).
   virtual std::vector<double> EvaluatePart(const TableSet& model, const EvalContext& ctx) const = 0;
   virtual Evaluation CombineParts(std::span<const double> sums) const = 0;
-  // Whether EvaluatePart reads any row of `table` (true, the default) or
-  // only ctx.own_rows[table]: then each rank reads just those rows of that
-  // table from the memory ranks, so a large table costs an evaluation one
-  // read of it over all ranks rather than one per rank (the other rows of
-  // the model EvaluatePart gets hold anything). A run that needs the whole
-  // model on one rank (early stopping names its best by the whole model's
-  // checksum; surviving a dead rank loses its part) evaluates such an app
-  // whole, with App::Evaluate (AppFacets::ForRun).
-  virtual bool ReadsWholeTable(TableId /*table*/) const { return true; }
+  // The rows of `table` (`rows` long) that part `part` of `parts` reads
+  // (ctx.part_rows): every row (the default), or a range: then each rank
+  // reads just those rows of that table from the memory ranks (the other
+  // rows of the model EvaluatePart gets hold anything), so a large table
+  // costs an evaluation about one read of it over all ranks rather than one
+  // per rank (a 2-D grid of parts over two tables: apps/mf). The parts'
+  // ranges of a table must tile it: parts that read the same range share
+  // it, different ranges are disjoint and cover every row. A pure function
+  // of its arguments. A run that needs the whole model on one rank (early
+  // stopping names its best by the whole model's checksum; surviving a dead
+  // rank loses its part) evaluates an app whose parts read ranges whole,
+  // with App::Evaluate (AppFacets::ForRun).
+  virtual model::RowRange PartRows(TableId /*table*/, std::int64_t rows, int /*part*/, int /*parts*/) const {
+    return {0, rows};
+  }
 };
 
 // Sample groups: consecutive ranges of samples that must stay on one compute
@@ -112,11 +118,11 @@ struct AppFacets {
   const RunsKernelInChunks* chunks = nullptr;
 
   static AppFacets Of(const App& app);
-  // The facets a run of `config` uses: Of(app), but without parts for an
-  // app whose parts read only their own rows of some table
-  // (EvaluatesInParts::ReadsWholeTable) where the run needs the whole model
-  // on one rank: it stops early or survives dead ranks.
-  static AppFacets ForRun(const App& app, const proto::Config& config);
+  // The facets a run of `config` with `compute_ranks` uses: Of(app), but
+  // without parts for an app whose parts read ranges of some table
+  // (EvaluatesInParts::PartRows) where the run needs the whole model on one
+  // rank: it stops early or survives dead ranks.
+  static AppFacets ForRun(const App& app, const proto::Config& config, int compute_ranks);
 
   bool evaluates_in_parts() const { return parts != nullptr; }
   bool initializes_from_data() const { return data_initialization != nullptr; }

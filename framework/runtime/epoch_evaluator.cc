@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <thread>
@@ -9,6 +10,22 @@
 #include "framework/model/model_checksum.h"
 
 namespace stalelearn::runtime {
+
+namespace {
+
+// Whether `ranges` (repeats allowed) are disjoint and cover rows 0..rows-1.
+bool Tile(std::vector<model::RowRange> ranges, std::int64_t rows) {
+  std::ranges::sort(ranges, {}, [](const model::RowRange& r) { return std::pair(r.first, r.last); });
+  ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+  std::int64_t next = 0;
+  for (const model::RowRange& r : ranges) {
+    if (r.first != next || r.last < r.first) return false;
+    next = r.last;
+  }
+  return next == rows;
+}
+
+}  // namespace
 
 EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, RankInfo info, const LocalState* state,
                                bool prints, const metrics::ProgressPrinter& progress, int epochs,
@@ -26,12 +43,31 @@ EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, Ra
   const std::vector<TableSpec> tables = app.Tables();
   bool whole = true;
   for (std::size_t t = 0; t < tables.size(); ++t) {
-    own_rows_.push_back(model::PartOfRows(tables[t].rows, info.rank.value, info.compute_ranks));
-    const bool reads_whole = in_parts_->ReadsWholeTable(TableId{static_cast<std::uint32_t>(t)});
-    read_rows_.push_back(reads_whole ? model::RowRange{0, tables[t].rows} : own_rows_.back());
-    whole = whole && reads_whole;
+    const TableId table{static_cast<std::uint32_t>(t)};
+    std::vector<model::RowRange> of_part;  // every part's range of the table
+    for (int k = 0; k < info.compute_ranks; ++k) {
+      of_part.push_back(in_parts_->PartRows(table, tables[t].rows, k, info.compute_ranks));
+    }
+    const model::RowRange mine = of_part[static_cast<std::size_t>(info.rank.value)];
+    part_rows_.push_back(mine);
+    whole = whole && mine == model::RowRange{0, tables[t].rows};
+    // Digested by this rank: its share of the parts that read its range
+    // (the parts' ranges tile the table, so the shares hold every row once).
+    int sharing = 0, before = 0;
+    for (int k = 0; k < info.compute_ranks; ++k) {
+      if (of_part[static_cast<std::size_t>(k)] != mine) continue;
+      ++sharing;
+      if (k < info.rank.value) ++before;
+    }
+    const model::RowRange share = model::PartOfRows(mine.size(), before, sharing);
+    digest_rows_.push_back({mine.first + share.first, mine.first + share.last});
+    if (!Tile(of_part, tables[t].rows) && tiling_.ok()) {
+      tiling_ = Internal(fmt::format("the evaluation parts' rows of table '{}' do not tile it "
+                                     "(EvaluatesInParts::PartRows)",
+                                     tables[t].name));
+    }
   }
-  if (whole) read_rows_.clear();
+  read_rows_ = whole ? std::vector<model::RowRange>{} : part_rows_;
 }
 
 double EpochEvaluator::ElapsedSeconds() const {
@@ -85,11 +121,12 @@ Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   part.set_epoch(epoch);
   part.set_wall_seconds(wall);
   part.set_simulated_seconds(simulated);
-  const std::vector<double> sums = in_parts_->EvaluatePart(model, EvalContext{info_, state_, own_rows_});
+  STALELEARN_RETURN_IF_ERROR(tiling_);
+  const std::vector<double> sums = in_parts_->EvaluatePart(model, EvalContext{info_, state_, part_rows_});
   *part.mutable_sums() = {sums.begin(), sums.end()};
-  // This rank's share of the model checksum: the ranks' own rows are every
-  // row once, so the report adds the shares up (model_checksum.h).
-  part.set_model_digest(model::ModelDigest(model, own_rows_));
+  // This rank's share of the model checksum: the ranks' digest rows are
+  // every row once, so the report adds the shares up (model_checksum.h).
+  part.set_model_digest(model::ModelDigest(model, digest_rows_));
   parts_.push_back(part);
   const Evaluation mine = in_parts_->CombineParts(sums);
   if (!std::isfinite(mine.value)) return diverged(mine);

@@ -34,8 +34,8 @@ class EpochEvaluator {
 
   bool in_parts() const { return in_parts_ != nullptr; }
   // The rows of the model Record needs (ConsistencyMode::ReadModel): every
-  // row (an empty span), or in parts, for a table the part reads only its
-  // own rows of (EvaluatesInParts::ReadsWholeTable), those rows.
+  // row (an empty span), or in parts that read ranges of some table
+  // (EvaluatesInParts::PartRows), each table's range.
   model::ModelRows rows() const { return read_rows_; }
   // Whether rows() is every row: the model Record got is the whole model.
   bool reads_whole_model() const { return read_rows_.empty(); }
@@ -65,8 +65,10 @@ class EpochEvaluator {
   std::vector<proto::CurvePoint> curve_;
   std::vector<proto::EvalPart> parts_;
   std::string metric_;
-  std::vector<model::RowRange> own_rows_;   // in parts: this rank's part of each table
-  std::vector<model::RowRange> read_rows_;  // rows(): empty, or one range per table
+  std::vector<model::RowRange> part_rows_;    // in parts: the rows of each table this part reads
+  std::vector<model::RowRange> digest_rows_;  // in parts: this rank's share of the checksum
+  std::vector<model::RowRange> read_rows_;    // rows(): empty, or part_rows_
+  Status tiling_;                             // the parts' rows tile every table, or why not
 };
 
 // A curve point for `e` (metric_value and the extra metrics).

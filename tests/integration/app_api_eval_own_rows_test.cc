@@ -1,13 +1,14 @@
-// App API, evaluation parts that read only their own rows of a table
-// (EvaluatesInParts::ReadsWholeTable false): each compute rank gets just its
-// part of that table from the memory ranks (the model's other rows are never
-// read), and the report's model checksum comes from the parts' digests.
+// App API, evaluation parts that read ranges of the tables
+// (EvaluatesInParts::PartRows): each compute rank gets just its rows of
+// those tables from the memory ranks (the model's other rows are never
+// read), in a 1-D split (one table whole) or a 2-D grid (both split), and the
+// report's model checksum comes from the parts' digests.
 //   - the combined metric equals the whole-model evaluation of the exact
 //     final model, every row scored once, and the checksum is that model's,
 //     though no rank read all of it;
-//   - under a mode with memory ranks, no rank's model holds a row of that
-//     table outside its part (the read was partial), over range and hash
-//     partitioned memory ranks;
+//   - under a mode with memory ranks, no rank's model holds a row outside
+//     its part (the read was partial), over range and hash partitioned
+//     memory ranks;
 //   - a run that stops early needs the whole model on one rank
 //     (AppFacets::ForRun): it evaluates whole, with the same result.
 #include <gtest/gtest.h>
@@ -25,9 +26,11 @@ constexpr std::int64_t kSharedRows = 5;
 
 // Training adds 1 + s mod 3 to split row s mod kSplitRows and 1 to shared
 // row s mod kSharedRows. Split row r is scored with weight 1 + r mod 4 as
-// its count plus shared row r mod kSharedRows; a part scores its own split
-// rows and counts the split rows beyond its part that hold anything, and
-// itself (the parts that were added up).
+// its count plus shared row r mod kSharedRows. Parts: with an odd count n,
+// the shared table whole and the split table in n; with an even count, a
+// grid of 2 shared parts x n/2 split parts. A part scores the split rows of
+// its range whose shared row is in its range, counts the rows beyond its
+// ranges that hold anything, and itself (the parts that were added up).
 class OwnRowsApp final : public runtime::SampleKernelApp, public runtime::EvaluatesInParts {
  public:
   explicit OwnRowsApp(std::int64_t samples) : samples_(samples) {}
@@ -46,26 +49,33 @@ class OwnRowsApp final : public runtime::SampleKernelApp, public runtime::Evalua
   }
 
   std::vector<double> EvaluatePart(const runtime::TableSet& model, const runtime::EvalContext& ctx) const override {
-    const model::RowRange own = ctx.own_rows[split_.id.value];
-    double weighted = 0, weights = 0, beyond = 0;
+    const model::RowRange split = ctx.part_rows[split_.id.value], shared = ctx.part_rows[shared_.id.value];
+    const auto inside = [](const model::RowRange& range, std::int64_t r) { return r >= range.first && r < range.last; };
+    double weighted = 0, weights = 0, rows = 0, beyond = 0;
     for (std::int64_t r = 0; r < kSplitRows; ++r) {
       const double value = runtime::Row(model, split_, r)[0];
-      if (r < own.first || r >= own.last) {
-        beyond += value != 0 ? 1 : 0;
-        continue;
-      }
+      if (!inside(split, r)) beyond += value != 0 ? 1 : 0;
+      if (!inside(split, r) || !inside(shared, r % kSharedRows)) continue;
       const double w = static_cast<double>(1 + r % 4);
       weighted += w * (value + runtime::Row(model, shared_, r % kSharedRows)[0]);
       weights += w;
+      rows += 1;
     }
-    return {weighted, weights, static_cast<double>(own.size()), beyond, 1.0};
+    for (std::int64_t r = 0; r < kSharedRows; ++r) {
+      if (!inside(shared, r)) beyond += runtime::Row(model, shared_, r)[0] != 0 ? 1 : 0;
+    }
+    return {weighted, weights, rows, beyond, 1.0};
   }
   runtime::Evaluation CombineParts(std::span<const double> sums) const override {
     return {"weighted_mean",
             sums[1] > 0 ? sums[0] / sums[1] : -1.0,
             {{"rows", sums[2]}, {"beyond", sums[3]}, {"parts", sums[4]}}};
   }
-  bool ReadsWholeTable(runtime::TableId table) const override { return table != split_.id; }
+  model::RowRange PartRows(runtime::TableId table, std::int64_t rows, int part, int parts) const override {
+    if (parts % 2 != 0) return table == split_.id ? model::PartOfRows(rows, part, parts) : model::RowRange{0, rows};
+    const int q = parts / 2;  // split parts
+    return table == split_.id ? model::PartOfRows(rows, part % q, q) : model::PartOfRows(rows, part / q, 2);
+  }
 
   runtime::TableSet ExpectedModel(int epochs) const {
     runtime::TableSet expected = model::MakeTableSet(Tables());
@@ -103,7 +113,7 @@ TEST_P(EvaluationOfOwnRows, PartsReadOnlyTheirRowsAndAddUpToTheWholeModelsMetric
   EXPECT_EQ(report.model_checksum(), ChecksumOf(final_model)) << "the parts' digests do not add up to the model's";
   const runtime::Evaluation whole = app.Evaluate(final_model);
   EXPECT_EQ(report.final().value(), whole.value) << "combined parts differ from the whole-model evaluation";
-  EXPECT_EQ(report.final().metrics().at("rows"), kSplitRows) << "every split row scored exactly once";
+  EXPECT_EQ(report.final().metrics().at("rows"), kSplitRows) << "every split row scored exactly once, in one cell";
   EXPECT_EQ(report.final().metrics().at("parts"), c.mode.compute) << "one part per compute rank";
   if (c.mode.memory > 0) {
     EXPECT_EQ(report.final().metrics().at("beyond"), 0) << "a rank read split rows beyond its part";
@@ -115,6 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(OwnRowsCase{{"ssp1_1x1", "SSP", 1, 1, 1}}, OwnRowsCase{{"ssp1_2x1", "SSP", 1, 2, 1}},
                       OwnRowsCase{{"ssp1_3x2", "SSP", 1, 3, 2}}, OwnRowsCase{{"ssp1_3x2", "SSP", 1, 3, 2}, true},
                       OwnRowsCase{{"bsp_2x3", "BSP", 0, 2, 3}, true}, OwnRowsCase{{"direct_3x2", "DIRECT", 0, 3, 2}},
+                      OwnRowsCase{{"ssp1_4x2", "SSP", 1, 4, 2}}, OwnRowsCase{{"direct_6x3", "DIRECT", 0, 6, 3}, true},
                       OwnRowsCase{{"allreduce_2", "ALLREDUCE", 0, 2, 0}},
                       OwnRowsCase{{"timing_ssp1_3x2", "SSP", 1, 3, 2, /*timing=*/true}}),
     [](const ::testing::TestParamInfo<OwnRowsCase>& info) {

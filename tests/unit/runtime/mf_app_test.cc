@@ -194,11 +194,12 @@ TEST(MfApp, ClocksPerEpochWithoutDealingAgreeWithEveryRanksSchedule) {
   }
 }
 
-// Evaluation in parts: each rank scores the test ratings of its own rows of
-// the larger table and reads only those rows of it (the smaller whole); the
-// parts of any rank count add up to the whole model's RMSE, and a part sees
-// nothing of the larger table's rows beyond its own.
-TEST(MfApp, EvaluationPartsOfTheLargerTableAddUpToTheWholeRmse) {
+// Evaluation in parts: the ranks form a grid of user parts x item parts
+// (the divisor split that reads fewest rows a rank), each scores the test
+// ratings of its cell and reads only its rows of both tables; the parts of
+// any rank count add up to the whole model's RMSE, every rating once, and a
+// part sees nothing beyond its rows.
+TEST(MfApp, EvaluationPartsOfAGridAddUpToTheWholeRmse) {
   std::vector<Rating> test;
   for (std::uint32_t i = 0; i < 200; ++i) {
     test.push_back({UserIndex{(i * 7) % 11}, ItemIndex{(i * 13) % 29}, static_cast<float>(1 + i % 5), 0});
@@ -207,9 +208,6 @@ TEST(MfApp, EvaluationPartsOfTheLargerTableAddUpToTheWholeRmse) {
     const std::size_t users = more_users ? 40 : 11, items = more_users ? 29 : 60;
     const MfApp app("tiny", users, items, {{UserIndex{0}, ItemIndex{0}, 3.0f, 0}}, test,
                     MfParams{3, 0.1f, 0.05f, 0.1f, 11});
-    const runtime::TableId split = more_users ? app.user_table().id : app.item_table().id;
-    EXPECT_FALSE(app.ReadsWholeTable(split)) << "the larger table is read in parts";
-    EXPECT_TRUE(app.ReadsWholeTable(more_users ? app.item_table().id : app.user_table().id));
     model::TableSet model = model::MakeTableSet(app.Tables());
     for (std::size_t t = 0; t < model.size(); ++t) {
       for (std::int64_t r = 0; r < model[t].rows(); ++r) {
@@ -220,26 +218,41 @@ TEST(MfApp, EvaluationPartsOfTheLargerTableAddUpToTheWholeRmse) {
     }
     const double whole = app.Evaluate(model).value;
     ASSERT_GT(whole, 0.5);
-    for (int ranks = 1; ranks <= 6; ++ranks) {
+    for (const int ranks : {1, 2, 3, 4, 6, 12}) {
+      const int p = app.UserParts(ranks);
+      ASSERT_EQ(ranks % p, 0);
+      // The grid reads no more rows a rank than any other divisor's.
+      for (int d = 1; d <= ranks; ++d) {
+        if (ranks % d != 0) continue;
+        EXPECT_LE(static_cast<double>(users) / p + static_cast<double>(items) / (ranks / p),
+                  static_cast<double>(users) / d + static_cast<double>(items) / (ranks / d) + 1e-9);
+      }
       std::vector<double> sums(2, 0.0);
       for (int k = 0; k < ranks; ++k) {
-        const std::vector<model::RowRange> own = model::RowsOfPart(model, k, ranks);
-        // What the rank reads: its own rows of the split table, nothing else of it.
+        std::vector<model::RowRange> part;
         model::TableSet read = model;
-        const model::RowRange mine = own[split.value];
-        for (std::int64_t r = 0; r < read[split.value].rows(); ++r) {
-          if (r < mine.first || r >= mine.last) std::fill_n(read[split.value].FloatRow(r).begin(), 4, NAN);
+        for (std::size_t t = 0; t < model.size(); ++t) {
+          const runtime::TableId table{static_cast<std::uint32_t>(t)};
+          part.push_back(app.PartRows(table, model[t].rows(), k, ranks));
+          for (std::int64_t r = 0; r < read[t].rows(); ++r) {  // what the rank does not read
+            if (r < part[t].first || r >= part[t].last) std::fill_n(read[t].FloatRow(r).begin(), 4, NAN);
+          }
         }
-        const std::vector<double> part = app.EvaluatePart(
-            read, runtime::EvalContext{runtime::RankInfo{model::ComputeIndex{k}, ranks, 11}, nullptr, own});
-        ASSERT_EQ(part.size(), 2u);
-        sums[0] += part[0];
-        sums[1] += part[1];
+        const std::vector<double> sum = app.EvaluatePart(
+            read, runtime::EvalContext{runtime::RankInfo{model::ComputeIndex{k}, ranks, 11}, nullptr, part});
+        ASSERT_EQ(sum.size(), 2u);
+        sums[0] += sum[0];
+        sums[1] += sum[1];
       }
       EXPECT_EQ(sums[1], 200.0) << ranks << " ranks: every test rating scored once";
       EXPECT_NEAR(app.CombineParts(sums).value, whole, 1e-12) << ranks << " ranks, more users " << more_users;
     }
   }
+  // 64 ranks on the synthetic set's shape (200 k users, 1 M items): 4 x 16.
+  const MfApp shaped("shape", 200000, 1000000, {{UserIndex{0}, ItemIndex{0}, 3.0f, 0}}, {}, MfParams{});
+  EXPECT_EQ(shaped.UserParts(64), 4);
+  EXPECT_EQ(shaped.UserParts(4), 1);
+  EXPECT_EQ(shaped.UserParts(3), 1);
 }
 
 }  // namespace
