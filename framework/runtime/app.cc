@@ -43,6 +43,39 @@ AppFacets AppFacets::Of(const App& app) {
   return f;
 }
 
+namespace {
+
+// Whether `ranges` (repeats allowed) are disjoint and cover rows 0..rows-1.
+bool Tile(std::vector<model::RowRange> ranges, std::int64_t rows) {
+  std::ranges::sort(ranges, {}, [](const model::RowRange& r) { return std::pair(r.first, r.last); });
+  ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+  std::int64_t next = 0;
+  for (const model::RowRange& r : ranges) {
+    if (r.first != next || r.last < r.first) return false;
+    next = r.last;
+  }
+  return next == rows;
+}
+
+}  // namespace
+
+Status AppFacets::CheckPartRows(const App& app, int compute_ranks) const {
+  if (parts == nullptr) return Status::Ok();
+  const std::vector<TableSpec> tables = app.Tables();
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    std::vector<model::RowRange> ranges;
+    for (int part = 0; part < compute_ranks; ++part) {
+      ranges.push_back(parts->PartRows(TableId{static_cast<std::uint32_t>(t)}, tables[t].rows, part, compute_ranks));
+    }
+    if (!Tile(std::move(ranges), tables[t].rows)) {
+      return InvalidArgument(fmt::format("app {}: its evaluation parts' rows of table '{}' do not tile it over {} "
+                                         "compute ranks (EvaluatesInParts::PartRows)",
+                                         app.name(), tables[t].name, compute_ranks));
+    }
+  }
+  return Status::Ok();
+}
+
 AppFacets AppFacets::ForRun(const App& app, const proto::Config& config, int compute_ranks) {
   AppFacets f = Of(app);
   if (f.parts == nullptr) return f;

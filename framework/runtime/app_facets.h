@@ -123,6 +123,10 @@ struct AppFacets {
   // (EvaluatesInParts::PartRows) where the run needs the whole model on one
   // rank: it stops early or survives dead ranks.
   static AppFacets ForRun(const App& app, const proto::Config& config, int compute_ranks);
+  // Ok, or kInvalidArgument naming a table whose evaluation parts' rows
+  // (EvaluatesInParts::PartRows) over `compute_ranks` do not tile it:
+  // overlap, leave a row out or run past the table.
+  Status CheckPartRows(const App& app, int compute_ranks) const;
 
   bool evaluates_in_parts() const { return parts != nullptr; }
   bool initializes_from_data() const { return data_initialization != nullptr; }

@@ -11,22 +11,6 @@
 
 namespace stalelearn::runtime {
 
-namespace {
-
-// Whether `ranges` (repeats allowed) are disjoint and cover rows 0..rows-1.
-bool Tile(std::vector<model::RowRange> ranges, std::int64_t rows) {
-  std::ranges::sort(ranges, {}, [](const model::RowRange& r) { return std::pair(r.first, r.last); });
-  ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
-  std::int64_t next = 0;
-  for (const model::RowRange& r : ranges) {
-    if (r.first != next || r.last < r.first) return false;
-    next = r.last;
-  }
-  return next == rows;
-}
-
-}  // namespace
-
 EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, RankInfo info, const LocalState* state,
                                bool prints, const metrics::ProgressPrinter& progress, int epochs,
                                std::chrono::steady_clock::time_point start, const transport::RankTime& time)
@@ -52,7 +36,8 @@ EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, Ra
     part_rows_.push_back(mine);
     whole = whole && mine == model::RowRange{0, tables[t].rows};
     // Digested by this rank: its share of the parts that read its range
-    // (the parts' ranges tile the table, so the shares hold every row once).
+    // (the parts' ranges tile the table, AppFacets::CheckPartRows, so the
+    // shares hold every row once).
     int sharing = 0, before = 0;
     for (int k = 0; k < info.compute_ranks; ++k) {
       if (of_part[static_cast<std::size_t>(k)] != mine) continue;
@@ -61,11 +46,6 @@ EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, Ra
     }
     const model::RowRange share = model::PartOfRows(mine.size(), before, sharing);
     digest_rows_.push_back({mine.first + share.first, mine.first + share.last});
-    if (!Tile(of_part, tables[t].rows) && tiling_.ok()) {
-      tiling_ = Internal(fmt::format("the evaluation parts' rows of table '{}' do not tile it "
-                                     "(EvaluatesInParts::PartRows)",
-                                     tables[t].name));
-    }
   }
   read_rows_ = whole ? std::vector<model::RowRange>{} : part_rows_;
 }
@@ -121,7 +101,6 @@ Status EpochEvaluator::Record(int epoch, const TableSet& model) {
   part.set_epoch(epoch);
   part.set_wall_seconds(wall);
   part.set_simulated_seconds(simulated);
-  STALELEARN_RETURN_IF_ERROR(tiling_);
   const std::vector<double> sums = in_parts_->EvaluatePart(model, EvalContext{info_, state_, part_rows_});
   *part.mutable_sums() = {sums.begin(), sums.end()};
   // This rank's share of the model checksum: the ranks' digest rows are

@@ -68,7 +68,6 @@ class EpochEvaluator {
   std::vector<model::RowRange> part_rows_;    // in parts: the rows of each table this part reads
   std::vector<model::RowRange> digest_rows_;  // in parts: this rank's share of the checksum
   std::vector<model::RowRange> read_rows_;    // rows(): empty, or part_rows_
-  Status tiling_;                             // the parts' rows tile every table, or why not
 };
 
 // A curve point for `e` (metric_value and the extra metrics).

@@ -95,6 +95,7 @@ Result<RankRun> TrainRank(const TrainInputs& inputs, transport::Bootstrap& boots
   stop.set_request_at_clock(config.debug().stop_at_clock(),
                             config.debug().stop_rank() > 0 ? config.debug().stop_rank() : -1);
   const AppFacets facets = AppFacets::ForRun(inputs.app, config, roles.compute_ranks());
+  STALELEARN_RETURN_IF_ERROR(facets.CheckPartRows(inputs.app, roles.compute_ranks()));
   const bool stops_early = config.training().early_stopping().patience() > 0;
   stop.set_hears_announcements(stops_early);  // the evaluating rank announces its stop
   // Apps that evaluate in parts: compute rank 0 combines the parts as they

@@ -10,9 +10,12 @@
 //     its part (the read was partial), over range and hash partitioned
 //     memory ranks;
 //   - a run that stops early needs the whole model on one rank
-//     (AppFacets::ForRun): it evaluates whole, with the same result.
+//     (AppFacets::ForRun): it evaluates whole, with the same result;
+//   - parts whose rows do not tile a table stop the run before it trains,
+//     naming the table.
 #include <gtest/gtest.h>
 
+#include "framework/core/error.h"
 #include "tests/integration/app_api_support.h"
 #include "tests/integration/train_support.h"
 
@@ -33,7 +36,9 @@ constexpr std::int64_t kSharedRows = 5;
 // ranges that hold anything, and itself (the parts that were added up).
 class OwnRowsApp final : public runtime::SampleKernelApp, public runtime::EvaluatesInParts {
  public:
-  explicit OwnRowsApp(std::int64_t samples) : samples_(samples) {}
+  // `overlapping`: every part reads the same range of the split table, all
+  // but its last row (parts that do not tile it: an app's error).
+  explicit OwnRowsApp(std::int64_t samples, bool overlapping = false) : samples_(samples), overlapping_(overlapping) {}
 
   std::string name() const override { return "own_rows"; }
   std::string dataset() const override { return "synthetic"; }
@@ -72,6 +77,7 @@ class OwnRowsApp final : public runtime::SampleKernelApp, public runtime::Evalua
             {{"rows", sums[2]}, {"beyond", sums[3]}, {"parts", sums[4]}}};
   }
   model::RowRange PartRows(runtime::TableId table, std::int64_t rows, int part, int parts) const override {
+    if (overlapping_ && table == split_.id) return {0, rows - 1};
     if (parts % 2 != 0) return table == split_.id ? model::PartOfRows(rows, part, parts) : model::RowRange{0, rows};
     const int q = parts / 2;  // split parts
     return table == split_.id ? model::PartOfRows(rows, part % q, q) : model::PartOfRows(rows, part / q, 2);
@@ -88,6 +94,7 @@ class OwnRowsApp final : public runtime::SampleKernelApp, public runtime::Evalua
 
  private:
   std::int64_t samples_;
+  bool overlapping_;
   runtime::TableList tables_;
   runtime::IntTable shared_ = tables_.AddInt("shared", kSharedRows, 1);
   runtime::IntTable split_ = tables_.AddInt("split", kSplitRows, 1);
@@ -144,6 +151,19 @@ TEST(EvaluationOfOwnRows, ARunThatStopsEarlyEvaluatesTheWholeModelOnOneRank) {
   EXPECT_EQ(report.final().metrics().at("parts"), 1) << "evaluated in parts: early stopping needs the whole model";
   EXPECT_EQ(report.final().metrics().at("rows"), kSplitRows) << "evaluated whole, every row is its own";
   EXPECT_EQ(report.final().metrics().at("beyond"), 0);
+}
+
+TEST(EvaluationOfOwnRows, PartsThatDoNotTileATableStopTheRunBeforeItTrainsNamingTheTable) {
+  const OwnRowsApp app(70, /*overlapping=*/true);
+  const proto::Config config = ApiConfig({"ssp1_2x1", "SSP", 1, 2, 1}, 3, 8);
+  try {
+    (void)RunLocal(config, app, 3);
+    ADD_FAILURE() << "the run went on with parts that leave a row out";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rows of table 'split' do not tile it over 2 compute ranks"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
