@@ -29,7 +29,9 @@ std::uint64_t RowsDigest(const RowBlock& block, std::uint32_t table, RowRange ra
 std::uint64_t ModelDigest(const TableSet& tables, std::span<const RowRange> ranges) {
   assert(ranges.size() == tables.size());
   std::uint64_t sum = 0;
-  for (std::size_t t = 0; t < tables.size(); ++t) sum += RowsDigest(tables[t], static_cast<std::uint32_t>(t), ranges[t]);
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    sum += RowsDigest(tables[t], static_cast<std::uint32_t>(t), ranges[t]);
+  }
   return sum;
 }
 
@@ -37,6 +39,8 @@ std::uint64_t ChecksumOfDigest(std::uint64_t digest) {
   return Hash64(std::as_bytes(std::span(&digest, 1)), kChecksumSeed);
 }
 
-std::uint64_t ModelChecksum(const TableSet& tables) { return ChecksumOfDigest(ModelDigest(tables, RowsOfPart(tables, 0, 1))); }
+std::uint64_t ModelChecksum(const TableSet& tables) {
+  return ChecksumOfDigest(ModelDigest(tables, RowsOfPart(tables, 0, 1)));
+}
 
 }  // namespace stalelearn::model

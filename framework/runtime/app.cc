@@ -59,15 +59,19 @@ bool Tile(std::vector<model::RowRange> ranges, std::int64_t rows) {
 
 }  // namespace
 
+std::vector<model::RowRange> RowsOfEveryPart(const EvaluatesInParts& in_parts, TableId table, std::int64_t rows,
+                                             int parts) {
+  std::vector<model::RowRange> ranges;
+  for (int part = 0; part < parts; ++part) ranges.push_back(in_parts.PartRows(table, rows, part, parts));
+  return ranges;
+}
+
 Status AppFacets::CheckPartRows(const App& app, int compute_ranks) const {
   if (parts == nullptr) return Status::Ok();
   const std::vector<TableSpec> tables = app.Tables();
   for (std::size_t t = 0; t < tables.size(); ++t) {
-    std::vector<model::RowRange> ranges;
-    for (int part = 0; part < compute_ranks; ++part) {
-      ranges.push_back(parts->PartRows(TableId{static_cast<std::uint32_t>(t)}, tables[t].rows, part, compute_ranks));
-    }
-    if (!Tile(std::move(ranges), tables[t].rows)) {
+    const TableId table{static_cast<std::uint32_t>(t)};
+    if (!Tile(RowsOfEveryPart(*parts, table, tables[t].rows, compute_ranks), tables[t].rows)) {
       return InvalidArgument(fmt::format("app {}: its evaluation parts' rows of table '{}' do not tile it over {} "
                                          "compute ranks (EvaluatesInParts::PartRows)",
                                          app.name(), tables[t].name, compute_ranks));
@@ -84,11 +88,13 @@ AppFacets AppFacets::ForRun(const App& app, const proto::Config& config, int com
   if (!needs_whole_model) return f;
   const std::vector<TableSpec> tables = app.Tables();
   for (std::size_t t = 0; t < tables.size(); ++t) {
-    for (int part = 0; part < compute_ranks; ++part) {
-      const model::RowRange rows = f.parts->PartRows(TableId{static_cast<std::uint32_t>(t)}, tables[t].rows, part,
-                                                     compute_ranks);
-      if (rows != model::RowRange{0, tables[t].rows}) f.parts = nullptr;  // evaluated whole (App::Evaluate)
-      if (f.parts == nullptr) return f;
+    const model::RowRange whole{0, tables[t].rows};
+    for (const model::RowRange& rows :
+         RowsOfEveryPart(*f.parts, TableId{static_cast<std::uint32_t>(t)}, tables[t].rows, compute_ranks)) {
+      if (rows != whole) {
+        f.parts = nullptr;  // evaluated whole (App::Evaluate)
+        return f;
+      }
     }
   }
   return f;

@@ -73,7 +73,7 @@ class EvaluatesInParts {
   // reads just those rows of that table from the memory ranks (the other
   // rows of the model EvaluatePart gets hold anything), so a large table
   // costs an evaluation about one read of it over all ranks rather than one
-  // per rank (a 2-D grid of parts over two tables: apps/mf). The parts'
+  // per rank (e.g. a 2-D grid of parts over two tables). The parts'
   // ranges of a table must tile it: parts that read the same range share
   // it, different ranges are disjoint and cover every row. A pure function
   // of its arguments. A run that needs the whole model on one rank (early
@@ -84,6 +84,11 @@ class EvaluatesInParts {
     return {0, rows};
   }
 };
+
+// Every part's range of `table` (`rows` long) over `parts` parts: PartRows
+// of part 0..parts-1.
+std::vector<model::RowRange> RowsOfEveryPart(const EvaluatesInParts& in_parts, TableId table, std::int64_t rows,
+                                             int parts);
 
 // Sample groups: consecutive ranges of samples that must stay on one compute
 // rank. Without it, each sample is its own group.

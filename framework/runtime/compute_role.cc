@@ -135,8 +135,8 @@ class ComputeRole {
 
   // A fresh epoch evaluator; `prints`: the progress lines are this rank's.
   void StartEvaluating(const ClockLoop& loop, bool prints) {
-    evaluator_.emplace(env_.app, env_.facets.parts, info_, loop.local_state(), prints, env_.progress, env_.config.training().epochs(),
-                       start_, *env_.wait.time);
+    evaluator_.emplace(env_.app, env_.facets.parts, info_, loop.local_state(), prints, env_.progress,
+                       env_.config.training().epochs(), start_, *env_.wait.time);
   }
 
   // Resuming: restores the loop's local state and skips to the checkpoint's

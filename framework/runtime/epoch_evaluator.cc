@@ -28,10 +28,8 @@ EpochEvaluator::EpochEvaluator(const App& app, const EvaluatesInParts* parts, Ra
   bool whole = true;
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const TableId table{static_cast<std::uint32_t>(t)};
-    std::vector<model::RowRange> of_part;  // every part's range of the table
-    for (int k = 0; k < info.compute_ranks; ++k) {
-      of_part.push_back(in_parts_->PartRows(table, tables[t].rows, k, info.compute_ranks));
-    }
+    const std::vector<model::RowRange> of_part =
+        RowsOfEveryPart(*in_parts_, table, tables[t].rows, info.compute_ranks);  // every part's range of the table
     const model::RowRange mine = of_part[static_cast<std::size_t>(info.rank.value)];
     part_rows_.push_back(mine);
     whole = whole && mine == model::RowRange{0, tables[t].rows};

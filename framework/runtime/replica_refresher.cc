@@ -345,7 +345,9 @@ Status ReplicaRefresher::ReadMergedRows(model::TableSet& model, std::span<const 
     }
   }
   rows_buffer_.resize(staged_bytes);
-  for (const Staged& s : staged) reads[static_cast<std::size_t>(s.m.value)][s.run].destination = rows_buffer_.data() + s.at;
+  for (const Staged& s : staged) {
+    reads[static_cast<std::size_t>(s.m.value)][s.run].destination = rows_buffer_.data() + s.at;
+  }
   std::vector<sync::SnapshotReader*> readers;
   std::vector<std::span<const sync::SnapshotReader::RowRead>> runs;
   for (std::size_t i = 0; i < readers_.size(); ++i) {

@@ -125,18 +125,16 @@ Status CombineEvalParts(const App& app, const std::map<EvalKey, std::vector<cons
 // The model checksum from every compute rank's digest of its own rows in
 // the final evaluation (EvalPart.model_digest), which add up over the ranks
 // (model_checksum.h). Without a final part from each rank: no checksum.
-Status ChecksumFromParts(const std::map<EvalKey, std::vector<const proto::EvalPart*>>& by_epoch,
-                         const RoleMap& roles, proto::Report& report) {
+void ChecksumFromParts(const std::map<EvalKey, std::vector<const proto::EvalPart*>>& by_epoch, const RoleMap& roles,
+                       proto::Report& report) {
   const std::vector<const proto::EvalPart*>* final = nullptr;
   for (const auto& [key, parts] : by_epoch) {
     if (key.first) final = &parts;  // the last final key: a stopped run's repeat
   }
-  if (final == nullptr) return Status::Ok();
-  if (static_cast<int>(final->size()) != roles.compute_ranks()) return Status::Ok();  // a part is missing
+  if (final == nullptr || static_cast<int>(final->size()) != roles.compute_ranks()) return;  // a part is missing
   std::uint64_t digest = 0;
   for (const proto::EvalPart* p : *final) digest += p->model_digest();
   report.set_model_checksum(model::HexDigest(model::ChecksumOfDigest(digest)));
-  return Status::Ok();
 }
 
 void SetFinalFromCurve(proto::Report& report, const std::string& metric) {
@@ -206,7 +204,7 @@ Result<proto::Report> GatherReport(transport::Bootstrap& bootstrap, const proto:
     if (part.wall_seconds() > 0) report.set_wall_seconds(part.wall_seconds());  // the reporting rank's
   }
   // A model read in parts: its checksum from the final parts' digests.
-  if (report.model_checksum().empty()) STALELEARN_RETURN_IF_ERROR(ChecksumFromParts(eval_parts, roles, report));
+  if (report.model_checksum().empty()) ChecksumFromParts(eval_parts, roles, report);
   std::string metric;
   for (const proto::Report& part : parts) {
     if (!part.final().metric().empty()) metric = part.final().metric();
