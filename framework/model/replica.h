@@ -114,8 +114,10 @@ class Replica final : public ModelView {
   // `keep[t]`: table t is not drained; its touched rows and their deltas
   // stay for a later drain (a table only this rank writes, whose deltas
   // no other rank waits for: runtime/modes/ssp_mode.cc). Empty: drain all.
+  // `values`: each changed row's room gets the row's value instead of its
+  // delta (sync::kRowValues: the sender is the row's one writer).
   template <class Writer>
-  void DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep = {});
+  void DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep = {}, bool values = false);
   // Whether `slot` of `table` holds a delta not yet drained (always false
   // for dense tables, which callers never keep). Installing a value there
   // would lose that delta (runtime/replica_refresher.cc InstallRow).
@@ -195,7 +197,7 @@ class Replica final : public ModelView {
 
 // ---- implementation ----
 template <class Writer>
-void Replica::DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep) {
+void Replica::DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep, bool values) {
   for (std::size_t t = 0; t < touch_.size(); ++t) {
     if (t < keep.size() && keep[t]) continue;
     TouchLog& log = touch_[t];
@@ -206,7 +208,10 @@ void Replica::DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep
       std::byte* const base = dense_base_[t].data();
       dense_touched_[t].TakeEachMarked([&](std::int64_t row) {
         std::byte* before = base + static_cast<std::size_t>(row) * row_bytes;
-        writer.EndRow(block.Difference(row, before, writer.BeginRow(id, RowId{row})));
+        std::byte* out = writer.BeginRow(id, RowId{row});
+        const bool changed = block.Difference(row, before, out);
+        if (values) CopyRow(out, block.RowBytes(row), row_bytes);
+        writer.EndRow(changed);
         std::memcpy(before, block.RowBytes(row), row_bytes);
       });
       continue;
@@ -255,7 +260,9 @@ void Replica::DrainDeltasInto(Writer& writer, std::span<const std::uint8_t> keep
       std::int32_t& touched = log.touch_of_slot[static_cast<std::size_t>(slot)];
       const std::byte* before = log.before.data() + static_cast<std::size_t>(touched) * row_bytes;
       std::byte* out = writer.BeginRow(id, RowId{row_of_slot != nullptr ? row_of_slot[slot] : slot});
-      writer.EndRow(block.Difference(slot, before, out));
+      const bool changed = block.Difference(slot, before, out);
+      if (values) CopyRow(out, now + static_cast<std::size_t>(slot) * row_bytes, row_bytes);
+      writer.EndRow(changed);
       touched = -1;
     }
     log.touched = 0;  // keeps the capacity: no allocation or zeroing in the next clock

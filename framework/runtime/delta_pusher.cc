@@ -30,7 +30,7 @@ void DeltaPusher::RecycleBuffers() {
 
 void DeltaPusher::Seal(int m, std::uint32_t flags) {
   const std::uint64_t sequence = writers_[m]->next_sequence() + sealed_count_[m]++;
-  sealed_.push_back({m, encoders_[m].Seal(sequence, clock_, flags, stale_epochs_x1024_)});
+  sealed_.push_back({m, encoders_[m].Seal(sequence, clock_, flags | row_flags_, stale_epochs_x1024_)});
   GiveSpare(encoders_[m]);  // the next batch reuses a sent one
 }
 
@@ -44,14 +44,15 @@ void DeltaPusher::GiveSpare(sync::BatchEncoder& encoder) {
 
 Result<std::chrono::nanoseconds> DeltaPusher::PushClock(model::Replica& replica, std::uint64_t clock,
                                                         double staleness_epochs, std::span<const std::uint8_t> keep,
-                                                        bool only_with_deltas) {
+                                                        bool only_with_deltas, bool values) {
   STALELEARN_RETURN_IF_ERROR(Complete());  // the previous clock's puts, overlapped with this clock's compute
   RecycleBuffers();
   sealed_.clear();
   std::fill(sealed_count_.begin(), sealed_count_.end(), 0);
   clock_ = clock;
   stale_epochs_x1024_ = static_cast<std::uint32_t>(std::clamp(staleness_epochs * 1024.0, 0.0, 4294967295.0));
-  replica.DrainDeltasInto(*this, keep);
+  row_flags_ = values ? sync::kRowValues : 0;
+  replica.DrainDeltasInto(*this, keep, values);
   for (int m = 0; m < static_cast<int>(writers_.size()); ++m) {
     if (only_with_deltas && encoders_[m].entry_count() == 0 && sealed_count_[m] == 0) continue;
     Seal(m, sync::kEndOfClock);

@@ -49,9 +49,11 @@ class DeltaPusher final {
   // memory ranks without a delta get none and keep their merged clock
   // until a later push (a stratum's pushes but its last: the next rank
   // waits for the last one's clock, which reaches every memory rank).
+  // `values`: the batches carry the rows' values (sync::kRowValues), for a
+  // caller that is the one writer of every row it drains.
   Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock,
                                              double staleness_epochs = 0, std::span<const std::uint8_t> keep = {},
-                                             bool only_with_deltas = false);
+                                             bool only_with_deltas = false, bool values = false);
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
   // Waits until every push so far is complete at this rank, so its batch
@@ -94,6 +96,7 @@ class DeltaPusher final {
   std::vector<std::vector<std::byte>> spare_;  // sent batches' memory, for the encoders
   std::uint64_t clock_ = 0;                    // the clock being drained
   std::uint32_t stale_epochs_x1024_ = 0;       // its staleness (sync::BatchHeader)
+  std::uint32_t row_flags_ = 0;                // sync::kRowValues while a push sends values
   int open_memory_ = -1;                       // encoder of the row BeginRow opened
 };
 

@@ -127,11 +127,17 @@ void ReplicaRefresher::PrefetchPick(model::MemoryIndex m, std::size_t offset, st
 void ReplicaRefresher::ReplayPending(model::MemoryIndex m, model::Replica& replica) const {
   model::TableSet& values = replica.mutable_tables();
   for (const Pending& p : pending_[m.value]) {
+    // A batch of row values (the rank is the rows' one writer) sets them.
+    const bool written = (sync::OwnBatchFlags(p.batch) & sync::kRowValues) != 0;
     sync::ForEachOwnEntry(p.batch, layout_.tables(), [&](model::TableId t, model::RowId r, const std::byte* delta) {
       const std::int64_t slot = replica.SlotOf(t, r);
       // Only rows this refresh rewrote lack the delta (header comment).
       if (slot >= 0 && installed_in_[t.value][static_cast<std::size_t>(slot)] == refresh_number_) {
-        values[t.value].AddDelta(slot, delta);
+        if (written) {
+          model::CopyRow(values[t.value].RowBytes(slot), delta, values[t.value].row_bytes());
+        } else {
+          values[t.value].AddDelta(slot, delta);
+        }
       }
     });
   }

@@ -41,6 +41,11 @@ namespace stalelearn::sync {
 
 inline constexpr std::uint32_t kBatchMagic = 0x32424C53;  // "SLB2" (16-byte entry keys were "SLB1")
 inline constexpr std::uint32_t kEndOfClock = 1u << 0;      // last batch of its clock
+// Every entry holds the row's value, not a delta: the memory rank writes it
+// over the master row instead of merging (ShardMerger::Merge). Only a sender
+// that is the row's one writer may send it (its replica then holds master
+// plus its own deltas: ssp_mode.cc), and only under the `sum` policy.
+inline constexpr std::uint32_t kRowValues = 1u << 1;
 
 struct BatchHeader {
   std::uint32_t magic = kBatchMagic;
@@ -173,9 +178,16 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& header, std::span<const std:
                                  model::MemoryIndex shard);
 
 // Decodes a batch this rank encoded itself (trusted: replays own deltas for
-// read-your-writes). Calls fn(table, row, delta) per entry.
+// read-your-writes). Calls fn(table, row, delta) per entry; under kRowValues
+// (BatchFlags) the bytes are the row's value.
 template <class Fn>
 void ForEachOwnEntry(std::span<const std::byte> bytes, const std::vector<model::TableSpec>& tables, Fn&& fn);
+// The flags of a batch this rank encoded itself (trusted, as above).
+inline std::uint32_t OwnBatchFlags(std::span<const std::byte> bytes) {
+  BatchHeader header;
+  std::memcpy(&header, bytes.data(), sizeof header);
+  return header.flags;
+}
 
 // ---- implementation ----
 template <class Fn>

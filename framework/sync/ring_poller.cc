@@ -73,6 +73,9 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
     }
     counters_.bytes_merged += static_cast<std::int64_t>(length);
     counters_.rows_merged += static_cast<std::int64_t>(decoded->entries.size());
+    if ((decoded->header.flags & kRowValues) != 0) {
+      counters_.rows_written += static_cast<std::int64_t>(decoded->entries.size());
+    }
   } else {
     ++counters_.rejected_batches;
     log::Warning("memory rank {}: rejected batch {} of compute rank {}: {}", me_.value, sequence, c.value,

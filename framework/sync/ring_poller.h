@@ -31,6 +31,7 @@ struct MergeCounters {
   std::int64_t rejected_batches = 0;
   std::int64_t rows_merged = 0;        // entries (row deltas) of merged batches
   std::int64_t element_updates = 0;    // elements merged into the master (the merger's flops)
+  std::int64_t rows_written = 0;       // of rows_merged, rows whose value was written (kRowValues)
 };
 
 // Sees what a RingPoller merges, in merge order: a checkpoint's consistent

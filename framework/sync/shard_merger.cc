@@ -252,8 +252,52 @@ std::pair<std::size_t, int> ShardMerger::FindFirst(std::size_t entries, const Ba
   return {at, at < entries ? bad(at) : -1};
 }
 
+Result<metrics::WorkCounters> ShardMerger::WriteRows(const DecodedBatch& batch) {
+  const std::vector<DecodedEntry>& entries = batch.entries;
+  for (const DecodedEntry& e : entries) {
+    if (policies_[e.table.value]->name() != "sum") {
+      return InvalidArgument(fmt::format("a batch of row values names table '{}', merged by '{}': values are "
+                                         "written only where the merge is sum",
+                                         layout_.tables()[e.table.value].name, policies_[e.table.value]->name()));
+    }
+  }
+  std::atomic<std::size_t> first_bad{entries.size()};
+  ForChunks(entries.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      PrefetchAhead(entries.data(), i, end, views_.data());
+      const DecodedEntry& e = entries[i];
+      model::RowBlock& block = master_[e.table.value];
+      std::byte* row = block.RowBytes(e.local_row);
+      model::CopyRow(row, e.delta, block.row_bytes());
+      if (block.type() == model::ElementType::kFloat32 && FirstNonFinite(row, block.width()) >= 0) {
+        std::size_t seen = first_bad.load(std::memory_order_relaxed);
+        while (i < seen && !first_bad.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
+        }
+      }
+    }
+  });
+  if (const std::size_t at = first_bad.load(); at < entries.size()) {
+    const std::byte* row = master_[entries[at].table.value].RowBytes(entries[at].local_row);
+    const int element = FirstNonFinite(row, master_[entries[at].table.value].width());
+    return Diverged(batch, at, "written value", element, FloatAt(row, element));
+  }
+  // Written, not read and written again: the bytes go in once, no element
+  // is added (a timing model prices a write, metrics::ToMergeWork).
+  metrics::WorkCounters work;
+  for (const DecodedEntry& e : entries) work.bytes += static_cast<double>(master_[e.table.value].row_bytes());
+  return work;
+}
+
 Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   STALELEARN_RETURN_IF_ERROR(CheckDistinctRows(batch));
+  if ((batch.header.flags & kRowValues) != 0) {
+    views_.clear();  // PrefetchAhead's table views
+    for (model::RowBlock& block : master_) {
+      views_.push_back({block.RowBytes(0), block.row_bytes(), block.width(),
+                        block.type() == model::ElementType::kFloat32, true, 1.0f});
+    }
+    return WriteRows(batch);
+  }
   const std::vector<DecodedEntry>& entries = batch.entries;
   // Divergence (a NaN or infinity) stops the run. A policy that holds deltas
   // (average, until the window ends) has its float deltas checked first, and

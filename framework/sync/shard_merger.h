@@ -50,6 +50,9 @@ class ShardMerger {
   // "diverged: table 'T' row R element E: ... in the batch of clock C (memory
   // rank M)" if a delta holds a NaN or infinity (nothing applied) or a merged
   // row became one; diverged() is true from then on and the run must stop.
+  // A batch of row values (kRowValues) is written over the master rows, not
+  // merged: kInvalidArgument (nothing applied) if a table it names is not
+  // merged by `sum`, whose master += delta its one writer's value equals.
   // Returns the work done (for timing backends); outside a window, including
   // the window's end.
   Result<metrics::WorkCounters> Merge(const DecodedBatch& batch);
@@ -85,6 +88,7 @@ class ShardMerger {
 
  private:
   Status CheckDistinctRows(const DecodedBatch& batch);
+  Result<metrics::WorkCounters> WriteRows(const DecodedBatch& batch);
   Status Diverged(const DecodedBatch& batch, std::size_t entry, const char* what, int element, float value);
   template <class Bad>
   std::pair<std::size_t, int> FindFirst(std::size_t entries, const Bad& bad);

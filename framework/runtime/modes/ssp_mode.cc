@@ -116,7 +116,7 @@ class SspConsistency final : public ConsistencyMode {
                                                         record.staleness_epochs,
                                                         keep ? std::span<const std::uint8_t>(kept_tables_)
                                                              : std::span<const std::uint8_t>(),
-                                                        only_with_deltas));
+                                                        only_with_deltas, WritesValues(record)));
     kept_clock_ = keep ? clock : -1;
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
     STALELEARN_RETURN_IF_ERROR(ReadAheadIfSettled(clock, record));
@@ -273,6 +273,16 @@ class SspConsistency final : public ConsistencyMode {
   // the other still writes: rank i's stripe in sub-epoch t is rank i+k's in
   // t-k, which ended before rank i+1's t-1 began, and comes back to rank
   // i+k only in t-k+C, which waits for rank i's t.
+  // In a stratum this rank is the one writer of every row its replica
+  // holds (InStratum), so under sum the master's row after its batch is the
+  // replica's row: the batch carries values, which the memory rank writes
+  // instead of reading, adding and writing back (sync::kRowValues).
+  bool WritesValues(const ClockRecord& record) const {
+    if (!record.in_stratum) return false;
+    return std::all_of(env_.merge.begin(), env_.merge.end(),
+                       [](const sync::MergePolicySpec& spec) { return spec.name == "sum"; });
+  }
+
   bool InStratum() const {
     return links_.refresher.focused() && installed_ &&
            (DefectPlanted(PlantedDefect::kStratumWithSharedRows) ||
