@@ -33,7 +33,13 @@ ComputeLinks::ComputeLinks(const RankEnv& env, ComputeEndpoints moved, const Dat
       clocks(env.transport, Raw(endpoints.published), geometry.published.at(0), env.wait),
       refresher(env.transport, env.layout, env.roles.compute_index(env.transport.rank()), Raw(endpoints.published),
                 geometry.published, env.wait),
-      pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr, &clocks) {}
+      pusher(env.layout, MakeWriters(env, endpoints, geometry), keep_pending ? &refresher : nullptr, &clocks) {
+  if (!geometry.published.empty() && geometry.published[0].reply_bytes > 0) {
+    gather = std::make_unique<sync::RowGatherClient>(env.transport, env.roles.compute_index(env.transport.rank()),
+                                                     Raw(endpoints.published), geometry.published,
+                                                     pusher.ring_writers(), env.wait);
+  }
+}
 
 Status ComputeLinks::AwaitMergedBefore(const RankEnv& env, std::uint64_t clock) {
   std::string missing;

@@ -13,6 +13,7 @@
 #include "framework/runtime/rank_env.h"
 #include "framework/runtime/replica_refresher.h"
 #include "framework/sync/clock_table.h"
+#include "framework/sync/row_gather.h"
 
 namespace stalelearn::runtime {
 
@@ -34,6 +35,9 @@ struct ComputeLinks {
   sync::ClockTable clocks;
   ReplicaRefresher refresher;
   DeltaPusher pusher;
+  // Row requests to the memory ranks, where they keep reply areas (a
+  // stratified run); null otherwise.
+  std::unique_ptr<sync::RowGatherClient> gather;
 };
 
 }  // namespace stalelearn::runtime

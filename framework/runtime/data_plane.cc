@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/row_gather.h"
 
 namespace stalelearn::runtime {
 namespace {
@@ -15,7 +16,8 @@ constexpr std::string_view kPublishedKey = "stalelearn/published";
 }  // namespace
 
 Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
-                                                std::size_t slot_bytes, std::size_t ring_bytes) {
+                                                std::size_t slot_bytes, std::size_t ring_bytes,
+                                                std::size_t reply_bytes) {
   const std::vector<model::TableSpec>& tables = layout.tables();
   std::size_t one_row = 0;           // the largest batch of one entry
   std::size_t whole_shard = sizeof(sync::BatchHeader);  // the largest batch a clock can send
@@ -53,6 +55,9 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
       smallest = smallest == 0 ? t.row_bytes() : std::min(smallest, t.row_bytes());
     }
     if (smallest > 0) p.min_row_bytes = smallest;
+    if (reply_bytes > 0) {
+      p.reply_bytes = sync::RoundUp(std::min(reply_bytes, sizeof(sync::RowReplyHeader) + p.shard_bytes), sync::kCacheLine);
+    }
     g.published.push_back(p);
   }
   return g;

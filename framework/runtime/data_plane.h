@@ -30,10 +30,18 @@ struct DataPlaneGeometry {
 // clock can send one memory rank (every row of its shard), and small enough
 // that a memory rank's rings take at most `ring_bytes` (0: 8 MiB) in all,
 // but never below one row's delta. kInvalidArgument, one line, when
-// `slot_bytes` cannot hold one row's delta.
+// `slot_bytes` cannot hold one row's delta. `reply_bytes` > 0: each memory
+// rank keeps a reply area of that size (at most its shard's bytes and the
+// reply header) per compute rank, for row requests (sync/row_gather.h).
 Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout, int compute_ranks, int ring_slots,
-                                                std::size_t slot_bytes, std::size_t ring_bytes = 0);
+                                                std::size_t slot_bytes, std::size_t ring_bytes = 0,
+                                                std::size_t reply_bytes = 0);
 inline constexpr std::size_t kDefaultRingBytes = std::size_t{8} << 20;
+// A stratified run's reply areas: a stripe's held rows on one memory rank
+// fit them from 32 compute ranks on (the 20 M-rating set's item stripes at
+// 32:4 hold ~370 KB; with fewer ranks a replica holds most of a stripe and
+// reads it whole). Memory: compute ranks x this per memory rank.
+inline constexpr std::size_t kStripeReplyBytes = std::size_t{512} << 10;
 
 struct MemoryEndpoints {
   std::vector<std::unique_ptr<transport::MemoryRegion>> rings;  // [compute index]

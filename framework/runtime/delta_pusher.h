@@ -54,6 +54,13 @@ class DeltaPusher final {
   Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock,
                                              double staleness_epochs = 0, std::span<const std::uint8_t> keep = {},
                                              bool only_with_deltas = false, bool values = false);
+  // The ring writers, one per memory rank (a row request goes through
+  // them between pushes: sync/row_gather.h).
+  std::vector<sync::RingWriter*> ring_writers() const {
+    std::vector<sync::RingWriter*> out;
+    for (const auto& w : writers_) out.push_back(w.get());
+    return out;
+  }
   // Sequence of the last batch pushed to memory rank m (0 if none).
   std::uint64_t last_sequence(model::MemoryIndex m) const { return writers_[m.value]->next_sequence() - 1; }
   // Waits until every push so far is complete at this rank, so its batch

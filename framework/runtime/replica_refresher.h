@@ -33,6 +33,7 @@
 #include "framework/model/row_block.h"
 #include "framework/model/row_range.h"
 #include "framework/model/shard_layout.h"
+#include "framework/sync/row_gather.h"
 #include "framework/sync/snapshot.h"
 
 namespace stalelearn::runtime {
@@ -45,6 +46,7 @@ struct RefreshCounters {
   std::uint64_t loads_read_ahead = 0;  // FocusRows loads PrefetchRows had begun
   std::uint64_t loads_read_ahead_unsettled = 0;  // of them, begun at a generation without the writer's clocks
   std::uint64_t reads_ahead_dropped = 0;          // PrefetchRows reads finished unused (DropPrefetch)
+  std::uint64_t loads_gathered = 0;  // FocusRows loads made of row requests (EnableGather)
 };
 
 class ReplicaRefresher {
@@ -119,6 +121,18 @@ class ReplicaRefresher {
   // (FocusRows' preconditions hold there, not here). Any other read (a
   // refresh, the merged model, another range) first finishes it unused.
   Status PrefetchRows(model::TableId table, std::int64_t first, std::int64_t last);
+  // Loads of a range through row requests (sync/row_gather.h): the memory
+  // ranks gather the rows of it the replica holds, so the link carries those
+  // rows alone, where that is at most half the range's bytes and each reply
+  // fits. Rows so loaded are as of the memory rank's master when it
+  // answered, so PrefetchRows may begin such a load only once the range's
+  // writer is done with it (StripeReadAhead does); FocusRows' own load
+  // comes after its caller waited for that. `gather` and `replica` outlive
+  // this refresher. Default: ranges are read whole.
+  void EnableGather(sync::RowGatherClient* gather, const model::Replica* replica) {
+    gather_ = gather;
+    gather_replica_ = replica;
+  }
   // Finishes a started prefetch unused (no-op without one): before the
   // readers read anything else, and before the transport goes.
   Status DropPrefetch();
@@ -225,7 +239,23 @@ class ReplicaRefresher {
   };
   void PlanRangeRead(model::TableId table, std::int64_t first, std::int64_t last);
   RangeRead range_read_;
-  bool prefetching_ = false;  // range_read_ begun (BeginRowsOfEach), not finished
+  bool prefetching_ = false;  // range_read_ or gather_read_ begun, not finished
+  // A load of a range by row requests: per memory rank the keys asked for
+  // and the replica slots they fill.
+  struct GatherRead {
+    model::TableId table{0};
+    std::int64_t first = -1, last = -1;
+    std::vector<std::vector<std::uint64_t>> keys;    // [m]
+    std::vector<std::vector<std::int64_t>> slots;    // [m]
+  };
+  // Sends the row requests for the held rows of the range; false (nothing
+  // sent) where reading it whole costs no more or a reply would not fit.
+  Result<bool> BeginGather(model::TableId table, std::int64_t first, std::int64_t last);
+  Status FinishGather(model::Replica& replica);
+  sync::RowGatherClient* gather_ = nullptr;
+  const model::Replica* gather_replica_ = nullptr;
+  GatherRead gather_read_;
+  bool gathering_ = false;  // the prefetch begun is gather_read_
 
   const model::ModelLayout& layout_;
   model::ComputeIndex me_;

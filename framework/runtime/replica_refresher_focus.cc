@@ -46,8 +46,71 @@ void ReplicaRefresher::PlanRangeRead(model::TableId table, std::int64_t first, s
   for (const sync::SnapshotReader::RowRead& r : read.reads) read.each.emplace_back(&r, 1);
 }
 
+Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t first, std::int64_t last) {
+  if (gather_ == nullptr || gather_replica_ == nullptr) return false;
+  const model::Replica& replica = *gather_replica_;
+  const model::RowPartition& partition = layout_.partition(table);
+  const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
+  const auto shards = static_cast<std::size_t>(layout_.memory_ranks());
+  GatherRead& read = gather_read_;
+  read.keys.resize(shards);
+  read.slots.resize(shards);
+  for (std::size_t m = 0; m < shards; ++m) {
+    read.keys[m].clear();
+    read.slots[m].clear();
+  }
+  // The held rows of the range, by memory rank (slots ascend with rows, and
+  // so do a shard's rows: keys in increasing order).
+  const std::int64_t held = replica.tables()[table.value].rows();
+  for (std::int64_t slot = 0; slot < held; ++slot) {
+    const std::int64_t r = replica.RowOfSlot(table, slot);
+    if (r < first || r >= last) continue;
+    const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
+    read.keys[m].push_back(sync::EntryKey(table, model::RowId{r}));
+    read.slots[m].push_back(slot);
+  }
+  std::size_t rows = 0;
+  for (std::size_t m = 0; m < shards; ++m) {
+    rows += read.keys[m].size();
+    if (!gather_->Fits(model::MemoryIndex{static_cast<int>(m)}, read.keys[m].size(), read.keys[m].size() * row_bytes)) {
+      return false;
+    }
+  }
+  // A reply's rows cost what a range read of theirs costs, plus a request
+  // and the memory side's gather: worth it at half the range or less.
+  if (2 * rows > static_cast<std::size_t>(last - first)) return false;
+  for (std::size_t m = 0; m < shards; ++m) {
+    if (read.keys[m].empty()) continue;
+    STALELEARN_RETURN_IF_ERROR(gather_->Request(model::MemoryIndex{static_cast<int>(m)}, read.keys[m],
+                                                read.keys[m].size() * row_bytes, /*clock=*/0));
+  }
+  read.table = table;
+  read.first = first;
+  read.last = last;
+  return true;
+}
+
+Status ReplicaRefresher::FinishGather(model::Replica& replica) {
+  const GatherRead& read = gather_read_;
+  const std::size_t row_bytes = layout_.tables()[read.table.value].row_bytes();
+  for (std::size_t m = 0; m < read.keys.size(); ++m) {
+    if (read.keys[m].empty()) continue;
+    STALELEARN_ASSIGN_OR_RETURN(const std::span<const std::byte> rows,
+                                gather_->Await(model::MemoryIndex{static_cast<int>(m)}));
+    for (std::size_t i = 0; i < read.slots[m].size(); ++i) {
+      InstallRow(read.table, read.slots[m][i], rows.subspan(i * row_bytes, row_bytes), replica);
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReplicaRefresher::PrefetchRows(model::TableId table, std::int64_t first, std::int64_t last) {
   STALELEARN_RETURN_IF_ERROR(DropPrefetch());
+  STALELEARN_ASSIGN_OR_RETURN(gathering_, BeginGather(table, first, last));
+  if (gathering_) {
+    prefetching_ = true;
+    return Status::Ok();
+  }
   PlanRangeRead(table, first, last);
   STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::BeginRowsOfEach(range_read_.readers, range_read_.each));
   prefetching_ = true;
@@ -58,6 +121,7 @@ Status ReplicaRefresher::DropPrefetch() {
   if (!prefetching_) return Status::Ok();
   prefetching_ = false;  // finished (its gets waited for), its rows unused
   ++counters_.reads_ahead_dropped;
+  if (gathering_) return Status::Ok();  // the next request to a memory rank replaces its reply
   return sync::SnapshotReader::FinishRowsOfEach(range_read_.readers, range_read_.each);
 }
 
@@ -65,8 +129,11 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
                                    model::ComputeIndex writer_before, model::Replica& replica) {
   if (PendingNames(table, first, last)) return FailedPrecondition("FocusRows with own deltas of the range not yet merged");
   NumberSlots(replica);
-  const bool prefetched = prefetching_ && range_read_.table == table && range_read_.first == first &&
-                          range_read_.last == last;
+  const bool prefetched =
+      prefetching_ && (gathering_ ? gather_read_.table == table && gather_read_.first == first &&
+                                        gather_read_.last == last
+                                  : range_read_.table == table && range_read_.first == first &&
+                                        range_read_.last == last);
   if (prefetched) {
     ++counters_.loads_read_ahead;
   } else {
@@ -75,6 +142,17 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   prefetching_ = false;
   focus_clock_ = clock;
   focus_writer_ = writer_before;
+  if (gathering_) {
+    // The memory ranks answered after the range's writer was done with it
+    // (EnableGather): every shard is settled.
+    STALELEARN_RETURN_IF_ERROR(FinishGather(replica));
+    ++counters_.loads_gathered;
+    focus_settled_.assign(static_cast<std::size_t>(layout_.memory_ranks()), 1);
+    focus_table_ = table;
+    focus_first_ = first;
+    focus_last_ = last;
+    return Status::Ok();
+  }
   // A range settled by the generation the read began at changes in none
   // after it: nobody writes a stripe between its writer's last clock and
   // this rank's first (the plan's strata; own deltas of it are merged:

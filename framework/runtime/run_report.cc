@@ -58,6 +58,7 @@ proto::RankReport MakeRankReport(transport::Rank rank, Role role, const TrainerR
     r.set_rows_merged(merged->rows_merged);
     r.set_element_updates(merged->element_updates);
     r.set_rows_written(merged->rows_written);
+    r.set_rows_gathered(merged->rows_gathered);
   }
   r.set_bytes_put(counters.bytes_put);
   r.set_bytes_get(counters.bytes_get);

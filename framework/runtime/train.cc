@@ -31,7 +31,8 @@ Result<RankRun> RunRank(const RankEnv& env, const ModeDefinition& mode, metrics:
       const DataPlaneGeometry geometry,
       MakeDataPlaneGeometry(env.layout, env.roles.compute_ranks(), cluster.ring_slots(),
                             static_cast<std::size_t>(cluster.slot_bytes()),
-                            static_cast<std::size_t>(std::max<std::int64_t>(cluster.ring_bytes(), 0))));
+                            static_cast<std::size_t>(std::max<std::int64_t>(cluster.ring_bytes(), 0)),
+                            StrataOf(env.config, env.roles.compute_ranks()) > 1 ? kStripeReplyBytes : 0));
   if (env.roles.role(env.transport.rank()) == Role::kMemory) return RunMemoryRole(*lifecycle, geometry);
   return RunComputeRole(*lifecycle, &geometry);
 }

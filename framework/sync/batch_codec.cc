@@ -76,6 +76,22 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   return out;
 }
 
+std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std::uint64_t sequence,
+                                        std::uint64_t clock) {
+  std::vector<std::byte> out(sizeof(BatchHeader) + keys.size_bytes());
+  if (!keys.empty()) std::memcpy(out.data() + sizeof(BatchHeader), keys.data(), keys.size_bytes());
+  BatchHeader h;
+  h.flags = kRowRequest;
+  h.sequence = sequence;
+  h.clock = clock;
+  h.payload_bytes = keys.size_bytes();
+  h.entry_count = static_cast<std::uint32_t>(keys.size());
+  h.payload_checksum = model::Hash64(std::span<const std::byte>(out).subspan(sizeof h));
+  h.header_checksum = HeaderChecksum(h);
+  std::memcpy(out.data(), &h, sizeof h);
+  return out;
+}
+
 void StampVisibleAt(std::span<std::byte> batch, std::int64_t visible_at_ps) {
   BatchHeader h;
   std::memcpy(&h, batch.data(), sizeof h);
@@ -137,14 +153,15 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
                                     layout.partition(tid).Owner(rid).value, shard.value));
     }
     at += kEntryPrefixBytes;
-    if (payload.size() - at < spec.row_bytes()) return DataLoss("batch entry delta truncated");
+    const std::size_t entry_bytes = (h.flags & kRowRequest) != 0 ? 0 : spec.row_bytes();  // a request: keys alone
+    if (payload.size() - at < entry_bytes) return DataLoss("batch entry delta truncated");
     const std::int64_t local = layout.partition(tid).LocalIndex(rid);
     if (!out.entries.empty()) {
       const DecodedEntry& last = out.entries.back();
       increasing = increasing && (last.table.value < table || (last.table.value == table && last.local_row < local));
     }
-    out.entries.push_back({tid, rid, local, payload.data() + at});
-    at += spec.row_bytes();
+    out.entries.push_back({tid, rid, local, entry_bytes > 0 ? payload.data() + at : nullptr});
+    at += entry_bytes;
   }
   if (out.entries.size() != h.entry_count) {
     return DataLoss(fmt::format("batch holds {} entries, header says {}", out.entries.size(), h.entry_count));

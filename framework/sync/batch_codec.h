@@ -46,6 +46,11 @@ inline constexpr std::uint32_t kEndOfClock = 1u << 0;      // last batch of its 
 // that is the row's one writer may send it (its replica then holds master
 // plus its own deltas: ssp_mode.cc), and only under the `sum` policy.
 inline constexpr std::uint32_t kRowValues = 1u << 1;
+// A request, not a change: every entry is a key alone (no row bytes), a row
+// whose value the sender asks for; the memory rank writes those rows into
+// the sender's reply area of its published region (sync/row_gather.h) and
+// merges nothing. Entries name distinct rows in increasing order.
+inline constexpr std::uint32_t kRowRequest = 1u << 2;
 
 struct BatchHeader {
   std::uint32_t magic = kBatchMagic;
@@ -156,6 +161,10 @@ struct DecodedBatch {
   // distinct without a further check (ShardMerger).
   bool increasing = false;
 };
+
+// A kRowRequest batch naming `keys` (EntryKey; distinct, increasing).
+std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std::uint64_t sequence,
+                                        std::uint64_t clock);
 
 // Sets the header's visible_at_ps of an encoded batch and re-seals the header
 // checksum (the writer stamps a batch right before putting it).

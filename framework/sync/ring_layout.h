@@ -48,6 +48,10 @@
 //     the row in that generation (changed_rows.h: compute rank c + 1, or
 //     0xFFFF for several or unknown). A reader skips a row whose records
 //     since its generation all name it alone.
+//   the reply areas: one per compute rank c, reply_bytes each: the rows c
+//     last asked for (a kRowRequest batch), written by the memory rank
+//     (sync/row_gather.h): sequence of the request (written last), rows,
+//     published-at, checksum of the rows, then the rows in request order.
 //   snapshot.h says how readers get a consistent generation from these.
 // Value type; thread-safe.
 #pragma once
@@ -83,6 +87,7 @@ struct PublishedGeometry {
   int meta_slots = 4;         // a meta slot is rewritten every `meta_slots` publishes
   std::size_t log_bytes = 0;  // change-log capacity if above MinLogBytes()
   std::size_t min_row_bytes = 4;  // the shard's smallest row (sizes the change index)
+  std::size_t reply_bytes = 0;    // a compute rank's reply area (row_gather.h): header + rows; 0: no areas
 
   // Every generation fits the log: one that changes every row of a shard of
   // 4-byte rows (the worst case, 12 record bytes per 4 data bytes); that is
@@ -129,7 +134,12 @@ struct PublishedGeometry {
   std::size_t log_offset() const { return data_offset() + RoundUp(shard_bytes, kCacheLine); }
   std::size_t index_offset() const { return log_offset() + log_capacity(); }
   std::size_t writers_offset() const { return index_offset() + kIndexEntryBytes * index_entries(); }
-  std::size_t region_bytes() const { return RoundUp(writers_offset() + kWriterBytes * index_entries(), 8); }
+  std::size_t replies_offset() const { return RoundUp(writers_offset() + kWriterBytes * index_entries(), kCacheLine); }
+  // Compute rank c's reply area (reply_bytes; none when 0).
+  std::size_t reply_offset(model::ComputeIndex c) const {
+    return replies_offset() + static_cast<std::size_t>(c.value) * reply_bytes;
+  }
+  std::size_t region_bytes() const { return replies_offset() + n() * reply_bytes; }
   static constexpr std::size_t kIndexEntryBytes = 8;
   static constexpr std::size_t kWriterBytes = 2;
 

@@ -5,6 +5,7 @@
 
 #include "framework/core/log.h"
 #include "framework/sync/batch_codec.h"
+#include "framework/sync/row_gather.h"
 
 namespace stalelearn::sync {
 
@@ -50,7 +51,10 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
       return false;
     }
   }
-  if (decoded.ok()) {
+  const bool request = decoded.ok() && (decoded->header.flags & kRowRequest) != 0;
+  if (request) {
+    merged = Answer(c, *decoded);
+  } else if (decoded.ok()) {
     if (tap_ != nullptr) tap_->BeforeMerge(c, *decoded);
     Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
     merged = work.status();
@@ -61,7 +65,9 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
     if (work.ok()) counters_.element_updates += static_cast<std::int64_t>(work->flops);
     if (work.ok() && merge_observer_) merge_observer_(*work);
   }
-  if (merged.ok()) {
+  if (merged.ok() && request) {
+    counters_.rows_gathered += static_cast<std::int64_t>(decoded->entries.size());
+  } else if (merged.ok()) {
     ++counters_.batches_merged;
     if (changed_ != nullptr) {  // the rows the next snapshot must rewrite
       // A row only this rank changed, merged as master += delta, can be
@@ -144,6 +150,22 @@ bool RingPoller::AllReleased() const {
     if (transport::LoadAcquire64(ring.region->data() + ring_geometry_.released_word_offset()) == 0) return false;
   }
   return true;
+}
+
+Status RingPoller::Answer(model::ComputeIndex c, const DecodedBatch& request) {
+  if (published_geometry_.reply_bytes == 0) {
+    return InvalidArgument("a row request, but this run's memory ranks keep no reply areas");
+  }
+  metrics::WorkCounters work;  // the PIM reads the rows once
+  work.bytes = static_cast<double>(RowRequestBytes(request, layout_));
+  if (merge_observer_) merge_observer_(work);
+  const std::span<std::byte> area(published_.data() + published_geometry_.reply_offset(c),
+                                  published_geometry_.reply_bytes);
+  STALELEARN_RETURN_IF_ERROR(WriteRowReply(request, merger_.master(), area, reply_clock_ ? reply_clock_() : 0));
+  if (reply_written_) {
+    if (Status written = reply_written_(); !written.ok() && failure_.ok()) failure_ = std::move(written);
+  }
+  return Status::Ok();
 }
 
 }  // namespace stalelearn::sync

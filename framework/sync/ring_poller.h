@@ -3,7 +3,9 @@
 // of the ring (so a writer cannot change it between check and use), validates
 // it (sequence, size, checksum, rows inside this shard: I3, I7), merges it or
 // rejects and counts it, then advances that ring's head (published for the
-// writer's backpressure, I5) and the compute rank's merged clock.
+// writer's backpressure, I5) and the compute rank's merged clock. A row
+// request (kRowRequest) merges nothing: its rows are written into the
+// requester's reply area (sync/row_gather.h).
 //
 // Exactly once (I4): a batch is consumed only at its expected sequence and
 // the expected sequence then advances, so no batch is merged twice or skipped.
@@ -32,6 +34,7 @@ struct MergeCounters {
   std::int64_t rows_merged = 0;        // entries (row deltas) of merged batches
   std::int64_t element_updates = 0;    // elements merged into the master (the merger's flops)
   std::int64_t rows_written = 0;       // of rows_merged, rows whose value was written (kRowValues)
+  std::int64_t rows_gathered = 0;      // rows sent back for row requests (kRowRequest, row_gather.h)
 };
 
 // Sees what a RingPoller merges, in merge order: a checkpoint's consistent
@@ -103,6 +106,12 @@ class RingPoller {
   // fails, the batch stays unconsumed, nothing more is consumed and failure()
   // returns the error.
   void set_merge_gate(std::function<Status(const BatchHeader&)> gate) { merge_gate_ = std::move(gate); }
+  // The time a reply's rows are written at, in picoseconds (timing backend:
+  // the rank's virtual clock, after the observer charged the gather); unset: 0.
+  void set_reply_clock(std::function<std::int64_t()> clock) { reply_clock_ = std::move(clock); }
+  // Called once a reply is written (timing backend: a scheduling point that
+  // wakes its poller, transport::RankTime::Wrote); its error fails the poll.
+  void set_reply_written(std::function<Status()> written) { reply_written_ = std::move(written); }
   // The first merge gate failure, or the merger's divergence (a NaN or
   // infinity, ShardMerger::Merge), after which nothing more is consumed.
   const Status& failure() const { return failure_; }
@@ -124,6 +133,8 @@ class RingPoller {
   bool Committed(const RingState& ring) const;
   // Consumes the batch in `ring`'s next slot if committed; true if it did.
   bool ConsumeNext(model::ComputeIndex c);
+  // Answers compute rank c's row request (its reply area); the gather's work goes to the observer.
+  Status Answer(model::ComputeIndex c, const DecodedBatch& request);
 
   const model::ModelLayout& layout_;
   model::MemoryIndex me_;
@@ -138,6 +149,8 @@ class RingPoller {
   std::vector<std::byte> scratch_;  // private copy of the slot being consumed
   std::function<void(const metrics::WorkCounters&)> merge_observer_;
   std::function<Status(const BatchHeader&)> merge_gate_;
+  std::function<std::int64_t()> reply_clock_;
+  std::function<Status()> reply_written_;
   Status failure_;  // first merge gate failure or divergence
 };
 

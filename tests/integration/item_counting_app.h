@@ -33,14 +33,17 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
                               public runtime::HasLocalState,
                               public runtime::GroupsSamples {
  public:
-  explicit ItemCountingApp(bool deal_by_user = false)
-      : deal_by_user_(deal_by_user),
-        increments_(static_cast<std::size_t>(kMaxClocks * kItems)),
+  // `items`: more make a rank's held rows a smaller share of each stripe
+  // (from about 3000 on, under half: its stripes are gathered, row_gather.h).
+  explicit ItemCountingApp(bool deal_by_user = false, std::int64_t items = kItems)
+      : items_(items),
+        deal_by_user_(deal_by_user),
+        increments_(static_cast<std::size_t>(kMaxClocks * items)),
         user_increments_(static_cast<std::size_t>(kMaxClocks * kUsers)) {
     std::uint64_t state = 21;
     for (std::int64_t s = 0; s < kSamples; ++s) {
       const auto u = static_cast<std::int64_t>(runtime::SplitMix64(state) % kUsers);
-      const auto i = static_cast<std::int64_t>(runtime::SplitMix64(state) % kItems);
+      const auto i = static_cast<std::int64_t>(runtime::SplitMix64(state) % static_cast<std::uint64_t>(items_));
       pairs_.emplace_back(u, i);
     }
     std::ranges::stable_sort(pairs_, {}, [](const auto& pair) { return pair.first; });
@@ -61,7 +64,7 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
   std::string name() const override { return "item-counting"; }
   std::string dataset() const override { return "synthetic"; }
   std::vector<runtime::TableSpec> Tables() const override {
-    return {{"user", runtime::ElementType::kInt32, kUsers, 1}, {"item", runtime::ElementType::kInt32, kItems, 1}};
+    return {{"user", runtime::ElementType::kInt32, kUsers, 1}, {"item", runtime::ElementType::kInt32, items_, 1}};
   }
   // Rows start at a value of their table's (users 7, items 3), not 0, so a
   // row left at zeros instead of its first generation reads as missing
@@ -76,25 +79,28 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
     rows.push_back({runtime::TableId{1}, runtime::RowId{pairs_[static_cast<std::size_t>(s)].second}});
   }
   struct Own final : runtime::LocalState {
-    std::vector<std::int64_t> item_counts = std::vector<std::int64_t>(kItems, 0);
+    explicit Own(std::int64_t items) : item_counts(static_cast<std::size_t>(items), 0) {}
+    std::vector<std::int64_t> item_counts;
     std::vector<std::int64_t> user_counts = std::vector<std::int64_t>(kUsers, 0);
   };
   std::unique_ptr<runtime::LocalState> CreateLocalState(const runtime::RankInfo&,
                                                         std::span<const std::int64_t>) const override {
-    return std::make_unique<Own>();
+    return std::make_unique<Own>(items_);
   }
   Result<std::vector<std::byte>> SaveLocalState(const runtime::LocalState* state) const override {
     const auto& own = static_cast<const Own&>(*state);
-    std::vector<std::byte> bytes((kItems + kUsers) * sizeof(std::int64_t));
-    std::memcpy(bytes.data(), own.item_counts.data(), kItems * sizeof(std::int64_t));
-    std::memcpy(bytes.data() + kItems * sizeof(std::int64_t), own.user_counts.data(), kUsers * sizeof(std::int64_t));
+    std::vector<std::byte> bytes(static_cast<std::size_t>(items_ + kUsers) * sizeof(std::int64_t));
+    std::memcpy(bytes.data(), own.item_counts.data(), static_cast<std::size_t>(items_) * sizeof(std::int64_t));
+    std::memcpy(bytes.data() + items_ * sizeof(std::int64_t), own.user_counts.data(), kUsers * sizeof(std::int64_t));
     return bytes;
   }
   Status RestoreLocalState(std::span<const std::byte> bytes, runtime::LocalState* state) const override {
-    if (bytes.size() != (kItems + kUsers) * sizeof(std::int64_t)) return DataLoss("ItemCountingApp: state size");
+    if (bytes.size() != static_cast<std::size_t>(items_ + kUsers) * sizeof(std::int64_t)) {
+      return DataLoss("ItemCountingApp: state size");
+    }
     auto& own = static_cast<Own&>(*state);
-    std::memcpy(own.item_counts.data(), bytes.data(), kItems * sizeof(std::int64_t));
-    std::memcpy(own.user_counts.data(), bytes.data() + kItems * sizeof(std::int64_t), kUsers * sizeof(std::int64_t));
+    std::memcpy(own.item_counts.data(), bytes.data(), static_cast<std::size_t>(items_) * sizeof(std::int64_t));
+    std::memcpy(own.user_counts.data(), bytes.data() + items_ * sizeof(std::int64_t), kUsers * sizeof(std::int64_t));
     return Status::Ok();
   }
   void Update(std::int64_t s, runtime::ModelView& model, runtime::KernelContext& ctx) const override {
@@ -103,7 +109,7 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
     NoteLead(ctx.clock);
     // Every increment of clocks <= t - s - 1 (all ranks' kernels for them have
     // ended: SSP let this clock start), and every own one.
-    CheckAndCount(model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0], kInitial[1], increments_, kItems, item,
+    CheckAndCount(model.IntRow(runtime::TableId{1}, runtime::RowId{item})[0], kInitial[1], increments_, items_, item,
                   own.item_counts, ctx.clock, stale_reads_);
     CheckAndCount(model.IntRow(runtime::TableId{0}, runtime::RowId{user})[0], kInitial[0], user_increments_, kUsers,
                   user, own.user_counts, ctx.clock, stale_user_reads_);
@@ -112,7 +118,7 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
   runtime::Evaluation Evaluate(const runtime::TableSet& model) const override {
     double users = 0, items = 0;
     for (std::int64_t r = 0; r < kUsers; ++r) users += model[0].IntRow(r)[0] - kInitial[0];
-    for (std::int64_t r = 0; r < kItems; ++r) items += model[1].IntRow(r)[0] - kInitial[1];
+    for (std::int64_t r = 0; r < items_; ++r) items += model[1].IntRow(r)[0] - kInitial[1];
     return {"items", items, {{"users", users}}};
   }
   int stale_reads() const { return stale_reads_.load(); }
@@ -152,6 +158,7 @@ class ItemCountingApp final : public runtime::SampleKernelApp,
     ++own[static_cast<std::size_t>(row)];
     increments[Index(clock, row, rows)].fetch_add(1);
   }
+  std::int64_t items_;
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs_;
   std::vector<std::int64_t> user_starts_;
   bool deal_by_user_;

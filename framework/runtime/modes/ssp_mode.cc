@@ -65,6 +65,8 @@ class SspConsistency final : public ConsistencyMode {
         counts_own_clocks_(CountsOwnClocks(context.env)),
         eager_(eager) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
+    // A stratified run's stripes: the memory ranks gather the held rows.
+    if (links_.gather != nullptr) links_.refresher.EnableGather(links_.gather.get(), &replica_);
     FindTablesWrittenAlone();
   }
 
