@@ -107,7 +107,6 @@ class TimingTransport final : public transport::Transport,
   Status ChargeComputeWork(const transport::ComputeWork& work) override;
   Status ChargeMergeWork(const transport::MergeWork& work) override;
   Status AdvanceTo(VirtualTime t) override;
-  Status Wrote() override { return SchedulingPoint(); }
   VirtualTime PutVisibleAt(std::uint64_t bytes, transport::Rank target) const override;
   VirtualTime GetVisibleAt(VirtualTime published_at, std::uint64_t bytes) const override;
   VirtualDuration AllReduceCost(std::uint64_t bytes, int ranks) const override {

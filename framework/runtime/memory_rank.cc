@@ -73,7 +73,6 @@ void MemoryRank::Plumb(const DataPlaneGeometry& geometry) {
   });
   // A gather's rows are written once its work is charged.
   poller_->set_reply_clock([this] { return env_.wait.time->Now().time_since_epoch().count(); });
-  poller_->set_reply_written([this] { return env_.wait.time->Wrote(); });
   // Never merge a batch before the (virtual) time its put became visible.
   poller_->set_merge_gate([this](const sync::BatchHeader& header) -> Status {
     const transport::VirtualTime visible_at = transport::VirtualTimeFromPs(header.visible_at_ps);

@@ -161,11 +161,7 @@ Status RingPoller::Answer(model::ComputeIndex c, const DecodedBatch& request) {
   if (merge_observer_) merge_observer_(work);
   const std::span<std::byte> area(published_.data() + published_geometry_.reply_offset(c),
                                   published_geometry_.reply_bytes);
-  STALELEARN_RETURN_IF_ERROR(WriteRowReply(request, merger_.master(), area, reply_clock_ ? reply_clock_() : 0));
-  if (reply_written_) {
-    if (Status written = reply_written_(); !written.ok() && failure_.ok()) failure_ = std::move(written);
-  }
-  return Status::Ok();
+  return WriteRowReply(request, merger_.master(), area, reply_clock_ ? reply_clock_() : 0);
 }
 
 }  // namespace stalelearn::sync

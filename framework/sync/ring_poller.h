@@ -109,9 +109,7 @@ class RingPoller {
   // The time a reply's rows are written at, in picoseconds (timing backend:
   // the rank's virtual clock, after the observer charged the gather); unset: 0.
   void set_reply_clock(std::function<std::int64_t()> clock) { reply_clock_ = std::move(clock); }
-  // Called once a reply is written (timing backend: a scheduling point that
-  // wakes its poller, transport::RankTime::Wrote); its error fails the poll.
-  void set_reply_written(std::function<Status()> written) { reply_written_ = std::move(written); }
+
   // The first merge gate failure, or the merger's divergence (a NaN or
   // infinity, ShardMerger::Merge), after which nothing more is consumed.
   const Status& failure() const { return failure_; }
@@ -150,7 +148,6 @@ class RingPoller {
   std::function<void(const metrics::WorkCounters&)> merge_observer_;
   std::function<Status(const BatchHeader&)> merge_gate_;
   std::function<std::int64_t()> reply_clock_;
-  std::function<Status()> reply_written_;
   Status failure_;  // first merge gate failure or divergence
 };
 

@@ -39,7 +39,6 @@ class VirtualRankTime final : public RankTime {
   using RankTime::ChargeCompute;
   Status ChargeMerge(const MergeWork& work) override { return sim_.ChargeMergeWork(work); }
   Status AdvanceTo(VirtualTime t) override { return sim_.AdvanceTo(t); }
-  Status Wrote() override { return sim_.Wrote(); }
 
   void ConfigureIdling(Backoff::Policy& policy) override {
     // Under the virtual-time scheduler an idle poll waits for another rank's

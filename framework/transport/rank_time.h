@@ -86,9 +86,6 @@ class RankTime {
   // The clock becomes max(clock, t), the difference counted as wait: a
   // reader never uses data before the time it became visible.
   virtual Status AdvanceTo(VirtualTime t) = 0;
-  // A write other ranks may be polling for is done (SimulatedTime::Wrote);
-  // real time: nothing.
-  virtual Status Wrote() { return Status::Ok(); }
 
   // ---- Scheduling and idling ----
   // Sets how the rank's idle polls wait (Backoff::Policy::on_idle): under the

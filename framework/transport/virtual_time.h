@@ -113,10 +113,6 @@ class SimulatedTime {
   // calls it with the stamp of data it consumes, so that it never uses data
   // before the virtual time the data became visible.
   virtual Status AdvanceTo(VirtualTime t) = 0;
-  // Ends the rank's segment as one that wrote what other ranks may poll for
-  // (a memory rank's reply: sync/row_gather.h), so that the schedule wakes
-  // them from its start, not from a later segment's.
-  virtual Status Wrote() { return Status::Ok(); }
 
   // Stamp for a header: the virtual time at which a Put of `bytes` issued now
   // by this rank becomes visible at `target` (clock + overhead + queueing
