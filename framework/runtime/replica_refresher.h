@@ -133,6 +133,10 @@ class ReplicaRefresher {
     gather_ = gather;
     gather_replica_ = replica;
   }
+  // A gathered prefetch's replies: their gets begin once due
+  // (RowGatherClient::ReadAhead), so FocusRows finds the rows in. Call
+  // between clocks; no-op without such a prefetch.
+  Status ReadGatherAhead();
   // Finishes a started prefetch unused (no-op without one): before the
   // readers read anything else, and before the transport goes.
   Status DropPrefetch();

@@ -90,6 +90,16 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
   return true;
 }
 
+Status ReplicaRefresher::ReadGatherAhead() {
+  if (!prefetching_ || !gathering_) return Status::Ok();
+  for (std::size_t m = 0; m < gather_read_.keys.size(); ++m) {
+    if (!gather_read_.keys[m].empty()) {
+      STALELEARN_RETURN_IF_ERROR(gather_->ReadAhead(model::MemoryIndex{static_cast<int>(m)}));
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReplicaRefresher::FinishGather(model::Replica& replica) {
   const GatherRead& read = gather_read_;
   const std::size_t row_bytes = layout_.tables()[read.table.value].row_bytes();

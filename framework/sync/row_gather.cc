@@ -68,8 +68,12 @@ Status RowGatherClient::Request(model::MemoryIndex m, std::span<const std::uint6
                                 std::uint64_t clock) {
   Asked& asked = asked_[m.value];
   RingWriter& writer = *writers_[m.value];
-  // The last request's put read its bytes: done before they are replaced.
+  // The last request's put read its bytes, and a read ahead its reply
+  // buffer: done before they are replaced.
   if (!asked.request.empty()) STALELEARN_RETURN_IF_ERROR(writer.Complete());
+  if (asked.ahead != nullptr) STALELEARN_RETURN_IF_ERROR(asked.ahead->Wait(wait_.timeout));
+  asked.ahead.reset();
+  asked.asked_at = wait_.time->Now();
   asked.sequence = writer.next_sequence();
   asked.rows = keys.size();
   asked.bytes = bytes;
@@ -84,29 +88,55 @@ Result<bool> RowGatherClient::ReadReply(std::size_t m, bool header_only) {
   const std::size_t offset = geometry_[m].reply_offset(me_);
   STALELEARN_RETURN_IF_ERROR(
       transport::GetBlocking(transport_, asked.reply.data(), bytes, *published_[m], offset, wait_.timeout));
-  RowReplyHeader h;
-  std::memcpy(&h, asked.reply.data(), kHeaderBytes);
-  if (h.sequence != asked.sequence) {
+  std::uint64_t sequence;
+  std::memcpy(&sequence, asked.reply.data(), sizeof sequence);
+  if (sequence != asked.sequence) {
     // Only the memory rank's answer ends this wait (a virtual clock sleeps until then).
-    wait_.time->WaitOnlyFor(*published_[m], offset, asked.reply.data(), sizeof h.sequence);
+    wait_.time->WaitOnlyFor(*published_[m], offset, asked.reply.data(), sizeof sequence);
     return false;
   }
   if (header_only) return false;  // answered: now the rows
+  return TakeReply(asked, m, bytes);
+}
+
+Result<bool> RowGatherClient::TakeReply(Asked& asked, std::size_t m, std::size_t bytes_read) {
+  RowReplyHeader h;
+  std::memcpy(&h, asked.reply.data(), kHeaderBytes);
+  if (h.sequence != asked.sequence) return false;
   const std::span<const std::byte> rows(asked.reply.data() + kHeaderBytes, asked.bytes);
   if (h.rows != asked.rows) {
     return DataLoss(fmt::format("memory rank {} answered a request for {} rows with {}", m, asked.rows, h.rows));
   }
   if (model::Hash64(rows) != h.checksum) return false;  // read while being written: again
   // What was read is known no earlier than it can have arrived (virtual time).
-  STALELEARN_RETURN_IF_ERROR(wait_.time->AdvanceTo(
-      wait_.time->GetVisibleAt(transport::VirtualTimeFromPs(h.published_at_ps), bytes)));
+  const transport::VirtualTime published = transport::VirtualTimeFromPs(h.published_at_ps);
+  answer_took_ = published - asked.asked_at;
+  STALELEARN_RETURN_IF_ERROR(wait_.time->AdvanceTo(wait_.time->GetVisibleAt(published, bytes_read)));
   return true;
+}
+
+Status RowGatherClient::ReadAhead(model::MemoryIndex m) {
+  Asked& asked = asked_[m.value];
+  if (asked.sequence == 0 || asked.ahead != nullptr || answer_took_ <= transport::VirtualDuration(0)) {
+    return Status::Ok();
+  }
+  if (wait_.time->Now() < asked.asked_at + answer_took_) return Status::Ok();
+  asked.reply.resize(kHeaderBytes + asked.bytes);
+  STALELEARN_ASSIGN_OR_RETURN(asked.ahead, transport_.Get(asked.reply.data(), asked.reply.size(), *published_[m.value],
+                                                           geometry_[m.value].reply_offset(me_)));
+  return Status::Ok();
 }
 
 Result<std::span<const std::byte>> RowGatherClient::Await(model::MemoryIndex m) {
   const auto i = static_cast<std::size_t>(m.value);
   Asked& asked = asked_[i];
   if (asked.sequence == 0) return FailedPrecondition("RowGatherClient::Await without a request");
+  if (asked.ahead != nullptr) {  // read ahead: taken if it holds the answer
+    STALELEARN_RETURN_IF_ERROR(asked.ahead->Wait(wait_.timeout));
+    asked.ahead.reset();
+    STALELEARN_ASSIGN_OR_RETURN(const bool taken, TakeReply(asked, i, asked.reply.size()));
+    if (taken) return std::span<const std::byte>(asked.reply.data() + kHeaderBytes, asked.bytes);
+  }
   // The first read takes all (asked ahead, the reply is usually there);
   // while it is not, reads take the header alone, then all once answered.
   bool whole = true;

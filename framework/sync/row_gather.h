@@ -33,6 +33,7 @@
 #include "framework/sync/ring_writer.h"
 #include "framework/sync/wait_options.h"
 #include "framework/transport/transport.h"
+#include "framework/transport/virtual_time.h"
 
 namespace stalelearn::sync {
 
@@ -67,6 +68,11 @@ class RowGatherClient {
   // Asks memory rank m for the rows `keys` names (EntryKey; increasing),
   // `bytes` in all, as of clock `clock`. Its last reply is dropped. Needs Fits.
   Status Request(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes, std::uint64_t clock);
+  // Starts the get of memory rank m's reply to the last Request, without
+  // waiting, once as much (virtual) time has passed since the request as
+  // the last answer took: Await then finds its rows in, read while the
+  // kernel ran. Where time is not simulated, never (Await reads).
+  Status ReadAhead(model::MemoryIndex m);
   // Waits for memory rank m's reply to the last Request and returns the
   // rows' bytes in request order, valid until the next Request to m.
   // Blocking (a timeout's error names the memory rank).
@@ -79,7 +85,12 @@ class RowGatherClient {
     std::size_t bytes = 0;
     std::vector<std::byte> request;  // the put reads it until the writer completes
     std::vector<std::byte> reply;    // header + rows
+    transport::VirtualTime asked_at{};  // when the request went out
+    transport::RequestPtr ahead;        // ReadAhead's get of the reply, if begun
   };
+  // Whether `reply` holds the answer to the request, whole (sequence,
+  // count and checksum); then waits until it can have arrived.
+  Result<bool> TakeReply(Asked& asked, std::size_t m, std::size_t bytes_read);
   // One read of m's reply area: true when it holds the reply asked for.
   Result<bool> ReadReply(std::size_t m, bool header_only);
 
@@ -90,6 +101,7 @@ class RowGatherClient {
   std::vector<RingWriter*> writers_;
   WaitOptions wait_;
   std::vector<Asked> asked_;  // [m]
+  transport::VirtualDuration answer_took_{0};  // the last reply's published-at minus its request's asked-at
 };
 
 }  // namespace stalelearn::sync

@@ -294,6 +294,8 @@ class SspConsistency final : public ConsistencyMode {
   // The next stripe's read, once its writer is done with it
   // (stripe_read_ahead.h), asked after the clocks StratumClocks says.
   Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
+    // A gathered next stripe: its replies are read once answered.
+    STALELEARN_RETURN_IF_ERROR(links_.refresher.ReadGatherAhead());
     if (!record.in_stratum || !read_ahead_.named() || !stratum_.AskDue(clock)) return Status::Ok();
     stratum_.Asked(clock);
     return read_ahead_.BeginIfWriterDone(links_.clocks, env_.layout, me_, links_.refresher);
