@@ -56,7 +56,8 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
     }
     if (smallest > 0) p.min_row_bytes = smallest;
     if (reply_bytes > 0) {
-      p.reply_bytes = sync::RoundUp(std::min(reply_bytes, sizeof(sync::RowReplyHeader) + p.shard_bytes), sync::kCacheLine);
+      const std::size_t whole_shard = sizeof(sync::RowReplyHeader) + p.shard_bytes;
+      p.reply_bytes = sync::RoundUp(std::min(reply_bytes, whole_shard), sync::kCacheLine);
     }
     g.published.push_back(p);
   }

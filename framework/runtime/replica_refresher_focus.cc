@@ -3,11 +3,27 @@
 // which starts that load ahead, while the stripe rests and the kernel runs
 // on the current one.
 #include <algorithm>
+#include <ranges>
+#include <utility>
 
 #include "framework/core/planted_defect.h"
 #include "framework/runtime/replica_refresher.h"
 
 namespace stalelearn::runtime {
+namespace {
+
+// The replica slots [begin, end) holding rows [first, last) of `table` (slots
+// ascend with rows): two binary searches, not a pass over every held row.
+std::pair<std::int64_t, std::int64_t> HeldSlots(const model::Replica& replica, model::TableId table,
+                                                std::int64_t first, std::int64_t last) {
+  const auto slots = std::views::iota(std::int64_t{0}, replica.tables()[table.value].rows());
+  const auto below = [&](std::int64_t row) {
+    return [&replica, table, row](std::int64_t slot) { return replica.RowOfSlot(table, slot) < row; };
+  };
+  return {*std::ranges::partition_point(slots, below(first)), *std::ranges::partition_point(slots, below(last))};
+}
+
+}  // namespace
 
 void ReplicaRefresher::PlanRangeRead(model::TableId table, std::int64_t first, std::int64_t last) {
   RangeRead& read = range_read_;
@@ -59,12 +75,11 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
     read.keys[m].clear();
     read.slots[m].clear();
   }
-  // The held rows of the range, by memory rank (slots ascend with rows, and
-  // so do a shard's rows: keys in increasing order).
-  const std::int64_t held = replica.tables()[table.value].rows();
-  for (std::int64_t slot = 0; slot < held; ++slot) {
+  // The held rows of the range, by memory rank (a shard's rows ascend with
+  // the slots: keys in increasing order).
+  const auto [begin, end] = HeldSlots(replica, table, first, last);
+  for (std::int64_t slot = begin; slot < end; ++slot) {
     const std::int64_t r = replica.RowOfSlot(table, slot);
-    if (r < first || r >= last) continue;
     const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
     read.keys[m].push_back(sync::EntryKey(table, model::RowId{r}));
     read.slots[m].push_back(slot);
@@ -72,17 +87,16 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
   std::size_t rows = 0;
   for (std::size_t m = 0; m < shards; ++m) {
     rows += read.keys[m].size();
-    if (!gather_->Fits(model::MemoryIndex{static_cast<int>(m)}, read.keys[m].size(), read.keys[m].size() * row_bytes)) {
-      return false;
-    }
+    const std::size_t asked = read.keys[m].size();
+    if (!gather_->Fits(model::MemoryIndex{static_cast<int>(m)}, asked, asked * row_bytes)) return false;
   }
   // A reply's rows cost what a range read of theirs costs, plus a request
   // and the memory side's gather: worth it at half the range or less.
   if (2 * rows > static_cast<std::size_t>(last - first)) return false;
   for (std::size_t m = 0; m < shards; ++m) {
     if (read.keys[m].empty()) continue;
-    STALELEARN_RETURN_IF_ERROR(gather_->Request(model::MemoryIndex{static_cast<int>(m)}, read.keys[m],
-                                                read.keys[m].size() * row_bytes, /*clock=*/0));
+    STALELEARN_RETURN_IF_ERROR(
+        gather_->Request(model::MemoryIndex{static_cast<int>(m)}, read.keys[m], read.keys[m].size() * row_bytes));
   }
   read.table = table;
   read.first = first;
@@ -139,11 +153,10 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
                                    model::ComputeIndex writer_before, model::Replica& replica) {
   if (PendingNames(table, first, last)) return FailedPrecondition("FocusRows with own deltas of the range not yet merged");
   NumberSlots(replica);
-  const bool prefetched =
-      prefetching_ && (gathering_ ? gather_read_.table == table && gather_read_.first == first &&
-                                        gather_read_.last == last
-                                  : range_read_.table == table && range_read_.first == first &&
-                                        range_read_.last == last);
+  const auto reads_range = [&](const auto& read) {
+    return read.table == table && read.first == first && read.last == last;
+  };
+  const bool prefetched = prefetching_ && (gathering_ ? reads_range(gather_read_) : reads_range(range_read_));
   if (prefetched) {
     ++counters_.loads_read_ahead;
   } else {
@@ -188,10 +201,9 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
   // Install the held ones (their slots ascend with their rows).
   const model::RowPartition& partition = layout_.partition(table);
   const std::size_t row_bytes = layout_.tables()[table.value].row_bytes();
-  const std::int64_t held = replica.tables()[table.value].rows();
-  for (std::int64_t slot = 0; slot < held; ++slot) {
+  const auto [begin, end] = HeldSlots(replica, table, first, last);
+  for (std::int64_t slot = begin; slot < end; ++slot) {
     const std::int64_t r = replica.RowOfSlot(table, slot);
-    if (r < first || r >= last) continue;
     const auto m = static_cast<std::size_t>(partition.Owner(model::RowId{r}).value);
     const std::size_t offset = layout_.RowOffset(table, model::RowId{r});
     if (DefectPlanted(PlantedDefect::kFocusLoadsNothing)) continue;

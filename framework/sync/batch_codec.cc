@@ -18,6 +18,15 @@ std::uint64_t HeaderChecksum(const BatchHeader& h) {
   return model::Hash64(std::span(reinterpret_cast<const std::byte*>(&h), kChecksummedHeaderBytes), 0x5EED);
 }
 
+// Sets `h`'s payload size and both checksums from `batch` (header space,
+// then the payload) and writes it at its front.
+void WriteHeader(BatchHeader h, std::span<std::byte> batch) {
+  h.payload_bytes = batch.size() - sizeof h;
+  h.payload_checksum = model::Hash64(batch.subspan(sizeof h));
+  h.header_checksum = HeaderChecksum(h);
+  std::memcpy(batch.data(), &h, sizeof h);
+}
+
 }  // namespace
 
 BatchEncoder::BatchEncoder(const std::vector<model::TableSpec>& tables) {
@@ -62,11 +71,8 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   h.sequence = sequence;
   h.clock = clock;
   h.stale_epochs_x1024 = stale_epochs_x1024;
-  h.payload_bytes = used_ - sizeof h;
   h.entry_count = static_cast<std::uint32_t>(entries_);
-  h.payload_checksum = model::Hash64(std::span(buffer_).subspan(sizeof h, h.payload_bytes));
-  h.header_checksum = HeaderChecksum(h);
-  std::memcpy(buffer_.data(), &h, sizeof h);  // the payload is already in place: no copy
+  WriteHeader(h, std::span(buffer_).first(used_));  // the payload is already in place: no copy
   buffer_.resize(used_);  // shrinking keeps the capacity for Recycle
   std::vector<std::byte> out = std::move(buffer_);
   buffer_ = {};  // no memory until the next entry or Recycle
@@ -84,11 +90,8 @@ std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std
   h.flags = kRowRequest;
   h.sequence = sequence;
   h.clock = clock;
-  h.payload_bytes = keys.size_bytes();
   h.entry_count = static_cast<std::uint32_t>(keys.size());
-  h.payload_checksum = model::Hash64(std::span<const std::byte>(out).subspan(sizeof h));
-  h.header_checksum = HeaderChecksum(h);
-  std::memcpy(out.data(), &h, sizeof h);
+  WriteHeader(h, out);
   return out;
 }
 

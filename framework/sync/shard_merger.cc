@@ -106,6 +106,13 @@ STALELEARN_TARGET_CLONES_AVX2 std::size_t AddRows(const DecodedEntry* entries, s
   return bad;
 }
 
+// first = min(first, i), by any of the chunks merging in parallel.
+void LowerTo(std::atomic<std::size_t>& first, std::size_t i) {
+  std::size_t seen = first.load(std::memory_order_relaxed);
+  while (i < seen && !first.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
+  }
+}
+
 metrics::WorkCounters Times(const metrics::WorkCounters& one, std::size_t n) {
   metrics::WorkCounters w;
   w.flops = one.flops * static_cast<double>(n);
@@ -241,15 +248,26 @@ std::pair<std::size_t, int> ShardMerger::FindFirst(std::size_t entries, const Ba
   ForChunks(entries, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end && i < first.load(std::memory_order_relaxed); ++i) {
       if (bad(i) >= 0) {
-        std::size_t seen = first.load(std::memory_order_relaxed);
-        while (i < seen && !first.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
-        }
+        LowerTo(first, i);
         return;
       }
     }
   });
   const std::size_t at = first.load();
   return {at, at < entries ? bad(at) : -1};
+}
+
+void ShardMerger::FillViews(std::uint32_t stale_epochs_x1024) {
+  // Each table's base and shape, looked up once per batch instead of per row.
+  // (Refilled per batch, not kept from construction: a restore may replace
+  // the master's storage; the vector's capacity is reused.)
+  views_.clear();
+  for (std::size_t t = 0; t < master_.size(); ++t) {
+    model::RowBlock& block = master_[t];
+    views_.push_back({block.RowBytes(0), block.row_bytes(), block.width(),
+                      block.type() == model::ElementType::kFloat32, adds_inline_[t] != 0,
+                      policies_[t]->DeltaScale(stale_epochs_x1024)});
+  }
 }
 
 Result<metrics::WorkCounters> ShardMerger::WriteRows(const DecodedBatch& batch) {
@@ -270,9 +288,7 @@ Result<metrics::WorkCounters> ShardMerger::WriteRows(const DecodedBatch& batch) 
       std::byte* row = block.RowBytes(e.local_row);
       model::CopyRow(row, e.delta, block.row_bytes());
       if (block.type() == model::ElementType::kFloat32 && FirstNonFinite(row, block.width()) >= 0) {
-        std::size_t seen = first_bad.load(std::memory_order_relaxed);
-        while (i < seen && !first_bad.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
-        }
+        LowerTo(first_bad, i);
       }
     }
   });
@@ -291,11 +307,7 @@ Result<metrics::WorkCounters> ShardMerger::WriteRows(const DecodedBatch& batch) 
 Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   STALELEARN_RETURN_IF_ERROR(CheckDistinctRows(batch));
   if ((batch.header.flags & kRowValues) != 0) {
-    views_.clear();  // PrefetchAhead's table views
-    for (model::RowBlock& block : master_) {
-      views_.push_back({block.RowBytes(0), block.row_bytes(), block.width(),
-                        block.type() == model::ElementType::kFloat32, true, 1.0f});
-    }
+    FillViews(batch.header.stale_epochs_x1024);  // PrefetchAhead's
     return WriteRows(batch);
   }
   const std::vector<DecodedEntry>& entries = batch.entries;
@@ -316,17 +328,8 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
   }
   const bool own_window = !in_window_;
   if (own_window) BeginWindow();
-  // Each table's base and shape, looked up once per batch instead of per row.
-  // (Refilled per batch, not kept from construction: a restore may replace
-  // the master's storage; the vector's capacity is reused.)
-  std::vector<TableView>& views = views_;
-  views.clear();
-  for (std::size_t t = 0; t < master_.size(); ++t) {
-    model::RowBlock& block = master_[t];
-    views.push_back({block.RowBytes(0), block.row_bytes(), block.width(),
-                     block.type() == model::ElementType::kFloat32, adds_inline_[t] != 0,
-                     policies_[t]->DeltaScale(batch.header.stale_epochs_x1024)});
-  }
+  FillViews(batch.header.stale_epochs_x1024);
+  const std::vector<TableView>& views = views_;
   std::atomic<std::size_t> first_bad{entries.size()};
   // Planted defect (self-tests only): every 5th batch is merged twice.
   const int times = DefectPlanted(PlantedDefect::kDeltaMergedTwice) && batches_seen_ % 5 == 0 ? 2 : 1;
@@ -352,10 +355,7 @@ Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
           if (non_finite && bad == end) bad = i;
         }
       }
-      if (bad == end) return;
-      std::size_t seen = first_bad.load(std::memory_order_relaxed);
-      while (bad < seen && !first_bad.compare_exchange_weak(seen, bad, std::memory_order_relaxed)) {
-      }
+      if (bad < end) LowerTo(first_bad, bad);
     });
   }
   if (const std::size_t at = first_bad.load(); at < entries.size()) {

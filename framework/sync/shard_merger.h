@@ -88,6 +88,8 @@ class ShardMerger {
 
  private:
   Status CheckDistinctRows(const DecodedBatch& batch);
+  // views_ for a batch of this staleness (TableView::scale).
+  void FillViews(std::uint32_t stale_epochs_x1024);
   Result<metrics::WorkCounters> WriteRows(const DecodedBatch& batch);
   Status Diverged(const DecodedBatch& batch, std::size_t entry, const char* what, int element, float value);
   template <class Bad>

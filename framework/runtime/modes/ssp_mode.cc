@@ -54,6 +54,12 @@ bool CountsOwnClocks(const RankEnv& env) {
   return !adds.ok() || !*adds;
 }
 
+// Every table merged by `sum`: a stratum's batches may carry values (WritesValues).
+bool MergesBySum(const RankEnv& env) {
+  return std::all_of(env.merge.begin(), env.merge.end(),
+                     [](const sync::MergePolicySpec& spec) { return spec.name == "sum"; });
+}
+
 class SspConsistency final : public ConsistencyMode {
  public:
   SspConsistency(ModeContext& context, sync::StalenessBound bound, bool eager)
@@ -63,6 +69,7 @@ class SspConsistency final : public ConsistencyMode {
         bound_(bound),
         replica_(context.env.layout.tables(), WorkingSetOf(context.env, context.schedule)),
         counts_own_clocks_(CountsOwnClocks(context.env)),
+        merges_by_sum_(MergesBySum(context.env)),
         eager_(eager) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
     // A stratified run's stripes: the memory ranks gather the held rows.
@@ -279,11 +286,7 @@ class SspConsistency final : public ConsistencyMode {
   // holds (InStratum), so under sum the master's row after its batch is the
   // replica's row: the batch carries values, which the memory rank writes
   // instead of reading, adding and writing back (sync::kRowValues).
-  bool WritesValues(const ClockRecord& record) const {
-    if (!record.in_stratum) return false;
-    return std::all_of(env_.merge.begin(), env_.merge.end(),
-                       [](const sync::MergePolicySpec& spec) { return spec.name == "sum"; });
-  }
+  bool WritesValues(const ClockRecord& record) const { return record.in_stratum && merges_by_sum_; }
 
   bool InStratum() const {
     return links_.refresher.focused() && installed_ &&
@@ -397,6 +400,7 @@ class SspConsistency final : public ConsistencyMode {
   bool installed_ = false;                  // a snapshot has been installed
   std::uint64_t installed_min_merged_ = 0;  // slowest other rank's clocks in it (or any rank's: counts_own_clocks_)
   bool counts_own_clocks_;                  // the merge is not master += delta: own clocks count (I1)
+  bool merges_by_sum_;                      // every table's merge is sum (WritesValues)
   WrittenAloneHandle row_namers_;           // shared with this run's other ranks (tables_written_alone.h)
   bool eager_;                              // ESSP: refresh before every clock
   StratumClocks stratum_;                   // the last FocusRows' stratum: its pushes and asks
