@@ -3,7 +3,6 @@
 // which starts that load ahead, while the stripe rests and the kernel runs
 // on the current one.
 #include <algorithm>
-#include <ranges>
 #include <utility>
 
 #include "framework/core/planted_defect.h"
@@ -12,15 +11,27 @@
 namespace stalelearn::runtime {
 namespace {
 
-// The replica slots [begin, end) holding rows [first, last) of `table` (slots
-// ascend with rows): two binary searches, not a pass over every held row.
+// The first slot of `table` whose row is not below `row` (slots ascend with
+// rows, so a binary search).
+std::int64_t FirstSlotNotBelow(const model::Replica& replica, model::TableId table, std::int64_t row) {
+  std::int64_t low = 0;
+  std::int64_t high = replica.tables()[table.value].rows();
+  while (low < high) {
+    const std::int64_t mid = low + (high - low) / 2;
+    if (replica.RowOfSlot(table, mid) < row) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low;
+}
+
+// The replica slots [begin, end) holding rows [first, last) of `table`: two
+// binary searches, not a pass over every held row.
 std::pair<std::int64_t, std::int64_t> HeldSlots(const model::Replica& replica, model::TableId table,
                                                 std::int64_t first, std::int64_t last) {
-  const auto slots = std::views::iota(std::int64_t{0}, replica.tables()[table.value].rows());
-  const auto below = [&](std::int64_t row) {
-    return [&replica, table, row](std::int64_t slot) { return replica.RowOfSlot(table, slot) < row; };
-  };
-  return {*std::ranges::partition_point(slots, below(first)), *std::ranges::partition_point(slots, below(last))};
+  return {FirstSlotNotBelow(replica, table, first), FirstSlotNotBelow(replica, table, last)};
 }
 
 }  // namespace
