@@ -21,7 +21,11 @@ class TimedRequest final : public transport::Request {
   TimedRequest(RequestPtr inner, TimingTransport& owner, VirtualTime done)
       : inner_(std::move(inner)), owner_(owner), done_(done) {}
 
+  // Complete once the owner's clock has reached `done`: a test before then
+  // answers not yet and moves no clock (a poll between clocks waits for
+  // nothing; a caller that must have it waits with Wait).
   bool Test() override {
+    if (!completed_ && owner_.Now() < done_) return false;
     if (!inner_->Test()) return false;
     // A scheduler failure surfaces at the rank's next timed call.
     (void)Complete();

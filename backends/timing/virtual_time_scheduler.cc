@@ -69,8 +69,13 @@ Result<VirtualTime> VirtualTimeScheduler::IdleUntilProgress(int rank, RankSet wr
   if (me.active) NoteProgressLocked(rank, wrote);
   me.reads.assign(read.begin(), read.end());
   me.watch = watch;
-  me.state = State::kIdle;
   me.active = false;
+  // A poll's gets read memory as it was when issued, and waiting for them
+  // may have handed the turn to the writer it waits for: a write already
+  // past when it idles would wake it never (the writer may be done), only
+  // the all-idle wake much later. A watch that already changed keeps it
+  // runnable, at its own time (the write came no later in virtual time).
+  me.state = watch != nullptr && !watch->Unchanged() ? State::kRunnable : State::kIdle;
   SetRunningLocked(-1);
   ScheduleLocked();
   STALELEARN_RETURN_IF_ERROR(WaitForTurnLocked(lock, rank));

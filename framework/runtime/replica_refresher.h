@@ -125,14 +125,23 @@ class ReplicaRefresher {
   // ranks gather the rows of it the replica holds, so the link carries those
   // rows alone, where that is at most half the range's bytes and each reply
   // fits. Rows so loaded are as of the memory rank's master when it
-  // answered, so PrefetchRows may begin such a load only once the range's
-  // writer is done with it (StripeReadAhead does); FocusRows' own load
-  // comes after its caller waited for that. `gather` and `replica` outlive
-  // this refresher. Default: ranges are read whole.
+  // answered, so such a load must be answered only once the range's writer
+  // is done with it: PrefetchGathered's requests say so and the memory
+  // ranks wait (kAwaitsClocks); FocusRows' own load comes after its caller
+  // waited for that. `gather` and `replica` outlive this refresher.
+  // Default: ranges are read whole.
   void EnableGather(sync::RowGatherClient* gather, const model::Replica* replica) {
     gather_ = gather;
     gather_replica_ = replica;
   }
+  // Starts FocusRows' load of a range at once as row requests that each
+  // memory rank answers once it has merged `awaits` (the clocks in which
+  // the range's last writer wrote it): a stratified rank asks for its next
+  // stripe as soon as it knows it, with no polls for the writer
+  // (StripeReadAhead). True if begun; false, with nothing begun, where the
+  // range is not gathered (PrefetchRows then reads it whole).
+  Result<bool> PrefetchGathered(model::TableId table, std::int64_t first, std::int64_t last,
+                                sync::AwaitedClocks awaits);
   // A gathered prefetch's replies: their gets begin once due
   // (RowGatherClient::ReadAhead), so FocusRows finds the rows in. Call
   // between clocks; no-op without such a prefetch.
@@ -252,9 +261,11 @@ class ReplicaRefresher {
     std::vector<std::vector<std::uint64_t>> keys;    // [m]
     std::vector<std::vector<std::int64_t>> slots;    // [m]
   };
-  // Sends the row requests for the held rows of the range; false (nothing
-  // sent) where reading it whole costs no more or a reply would not fit.
-  Result<bool> BeginGather(model::TableId table, std::int64_t first, std::int64_t last);
+  // Sends the row requests for the held rows of the range (answered once
+  // `awaits` holds, if given); false (nothing sent) where reading it whole
+  // costs no more or a reply would not fit.
+  Result<bool> BeginGather(model::TableId table, std::int64_t first, std::int64_t last,
+                           std::optional<sync::AwaitedClocks> awaits = std::nullopt);
   Status FinishGather(model::Replica& replica);
   sync::RowGatherClient* gather_ = nullptr;
   const model::Replica* gather_replica_ = nullptr;

@@ -73,7 +73,8 @@ void ReplicaRefresher::PlanRangeRead(model::TableId table, std::int64_t first, s
   for (const sync::SnapshotReader::RowRead& r : read.reads) read.each.emplace_back(&r, 1);
 }
 
-Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t first, std::int64_t last) {
+Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t first, std::int64_t last,
+                                           std::optional<sync::AwaitedClocks> awaits) {
   if (gather_ == nullptr || gather_replica_ == nullptr) return false;
   const model::Replica& replica = *gather_replica_;
   const model::RowPartition& partition = layout_.partition(table);
@@ -107,7 +108,8 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
   for (std::size_t m = 0; m < shards; ++m) {
     if (read.keys[m].empty()) continue;
     STALELEARN_RETURN_IF_ERROR(
-        gather_->Request(model::MemoryIndex{static_cast<int>(m)}, read.keys[m], read.keys[m].size() * row_bytes));
+        gather_->Request(model::MemoryIndex{static_cast<int>(m)}, read.keys[m], read.keys[m].size() * row_bytes,
+                         awaits));
   }
   read.table = table;
   read.first = first;
@@ -150,6 +152,14 @@ Status ReplicaRefresher::PrefetchRows(model::TableId table, std::int64_t first, 
   STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::BeginRowsOfEach(range_read_.readers, range_read_.each));
   prefetching_ = true;
   return Status::Ok();
+}
+
+Result<bool> ReplicaRefresher::PrefetchGathered(model::TableId table, std::int64_t first, std::int64_t last,
+                                                sync::AwaitedClocks awaits) {
+  STALELEARN_RETURN_IF_ERROR(DropPrefetch());
+  STALELEARN_ASSIGN_OR_RETURN(gathering_, BeginGather(table, first, last, awaits));
+  prefetching_ = gathering_;
+  return gathering_;
 }
 
 Status ReplicaRefresher::DropPrefetch() {

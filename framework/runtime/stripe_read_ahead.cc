@@ -4,14 +4,20 @@
 
 namespace stalelearn::runtime {
 
-Status StripeReadAhead::BeginIfWriterDone(sync::ClockTable& clocks, const model::ModelLayout& layout,
-                                          model::ComputeIndex me, ReplicaRefresher& refresher) {
+Status StripeReadAhead::Ask(const model::ModelLayout& layout) {
   Next& next = *next_;
   if (next.shards.empty()) next.shards = layout.partition(next.table).ShardsHolding(next.first, next.last);
-  STALELEARN_RETURN_IF_ERROR(clocks.RefreshOnly(next.shards));
+  next.asked = true;
+  return clocks_.BeginRefreshOnly(next.shards);
+}
+
+Status StripeReadAhead::TakeAnswer(model::ComputeIndex me, ReplicaRefresher& refresher, bool wait) {
+  STALELEARN_ASSIGN_OR_RETURN(const bool in, clocks_.TakeRefresh(wait));
+  if (!in || !next_.has_value() || !next_->asked) return Status::Ok();
+  Next& next = *next_;
   const sync::ClockTable::Slowest writer = next.writer_before.value >= 0
-                                               ? clocks.SlowestOf(next.writer_before, next.shards)
-                                               : clocks.SlowestOther(me, next.shards);
+                                               ? clocks_.SlowestOf(next.writer_before, next.shards)
+                                               : clocks_.SlowestOther(me, next.shards);
   if (writer.merged_clock < static_cast<std::uint64_t>(next.settled_before)) {
     return Status::Ok();  // the writer is not done with the stripe: asked again later (StratumClocks::AskDue)
   }

@@ -83,13 +83,17 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
 }
 
 std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std::uint64_t sequence,
-                                        std::uint64_t clock) {
+                                        std::optional<AwaitedClocks> awaits) {
   std::vector<std::byte> out(sizeof(BatchHeader) + keys.size_bytes());
   if (!keys.empty()) std::memcpy(out.data() + sizeof(BatchHeader), keys.data(), keys.size_bytes());
   BatchHeader h;
   h.flags = kRowRequest;
   h.sequence = sequence;
-  h.clock = clock;
+  if (awaits.has_value()) {  // it ends no clock: `clock` names the awaited ones
+    h.flags |= kAwaitsClocks;
+    h.clock = awaits->before;
+    h.stale_epochs_x1024 = static_cast<std::uint32_t>(awaits->rank + 1);
+  }
   h.entry_count = static_cast<std::uint32_t>(keys.size());
   WriteHeader(h, out);
   return out;
@@ -131,6 +135,9 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
   }
   const std::span<const std::byte> payload = bytes.subspan(sizeof h, h.payload_bytes);
   if (model::Hash64(payload) != h.payload_checksum) return DataLoss("batch payload checksum mismatch");
+  if ((h.flags & kAwaitsClocks) != 0 && (h.flags & kRowRequest) == 0) {
+    return DataLoss("a batch that awaits clocks but is no row request");
+  }
 
   DecodedBatch out{h, {}};
   // entry_count comes from a peer: bound the reservation by what the payload can hold.

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -51,6 +52,11 @@ inline constexpr std::uint32_t kRowValues = 1u << 1;
 // the sender's reply area of its published region (sync/row_gather.h) and
 // merges nothing. Entries name distinct rows in increasing order.
 inline constexpr std::uint32_t kRowRequest = 1u << 2;
+// A kRowRequest the memory rank answers only once it has merged one compute
+// rank's clocks before the header's `clock` (AwaitedClocks): a stripe's
+// next reader asks as soon as it knows the stripe, and the answer comes
+// when the stripe's last writer is done with it, with no polls between.
+inline constexpr std::uint32_t kAwaitsClocks = 1u << 3;
 
 struct BatchHeader {
   std::uint32_t magic = kBatchMagic;
@@ -63,6 +69,8 @@ struct BatchHeader {
   // (saturated): the trace's observed_staleness (clocks of the slowest other
   // compute rank missing from it) over the sender's clocks per epoch.
   // Staleness-aware merge policies scale the deltas by it (merge_policy.h).
+  // A kAwaitsClocks request: the awaited compute rank + 1 (0: every compute
+  // rank but the sender) instead (AwaitedBy).
   std::uint32_t stale_epochs_x1024 = 0;
   std::uint64_t payload_checksum = 0;
   // Timing backend: the virtual time (picoseconds) at which the batch is
@@ -162,9 +170,24 @@ struct DecodedBatch {
   bool increasing = false;
 };
 
-// A kRowRequest batch naming `keys` (EntryKey; distinct, increasing).
+// What a kAwaitsClocks request's answer waits for: compute rank `rank`'s
+// clocks before `before` merged (`rank` -1: those of every compute rank but
+// the sender).
+struct AwaitedClocks {
+  int rank = -1;
+  std::uint64_t before = 0;
+  friend bool operator==(const AwaitedClocks&, const AwaitedClocks&) = default;
+};
+
+// A kRowRequest batch naming `keys` (EntryKey; distinct, increasing),
+// answered at once or, with `awaits`, once they hold (kAwaitsClocks).
 std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std::uint64_t sequence,
-                                        std::uint64_t clock);
+                                        std::optional<AwaitedClocks> awaits = std::nullopt);
+// What a request's answer waits for; nullopt: nothing (answered at once).
+inline std::optional<AwaitedClocks> AwaitedBy(const BatchHeader& header) {
+  if ((header.flags & kAwaitsClocks) == 0) return std::nullopt;
+  return AwaitedClocks{static_cast<int>(header.stale_epochs_x1024) - 1, header.clock};
+}
 
 // Sets the header's visible_at_ps of an encoded batch and re-seals the header
 // checksum (the writer stamps a batch right before putting it).

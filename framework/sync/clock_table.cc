@@ -19,19 +19,42 @@ bool ClockTable::Selects(std::span<const std::uint8_t> which, std::size_t m) {
 }
 
 Status ClockTable::RefreshOnly(std::span<const std::uint8_t> which) {
-  requests_.clear();
+  STALELEARN_RETURN_IF_ERROR(BeginRefreshOnly(which));
+  return TakeRefresh(/*wait=*/true).status();
+}
+
+Status ClockTable::BeginRefreshOnly(std::span<const std::uint8_t> which) {
+  if (refreshing()) return FailedPrecondition("ClockTable: a refresh begun while another is in flight");
+  which_.assign(which.begin(), which.end());
   for (std::size_t m = 0; m < published_.size(); ++m) {
-    if (!Selects(which, m)) continue;
+    if (!Selects(which_, m)) continue;
     STALELEARN_ASSIGN_OR_RETURN(transport::RequestPtr r,
                                 transport_.Get(blocks_[m].data(), blocks_[m].size(), *published_[m], 0));
     requests_.push_back(std::move(r));
   }
+  return Status::Ok();
+}
+
+Result<bool> ClockTable::TakeRefresh(bool wait) {
+  if (!refreshing()) return FailedPrecondition("ClockTable::TakeRefresh without a refresh begun");
+  if (wait) STALELEARN_RETURN_IF_ERROR(Settle());
+  std::erase_if(requests_, [](const transport::RequestPtr& r) { return r->Test(); });
+  if (refreshing()) return false;
+  STALELEARN_RETURN_IF_ERROR(Took());
+  return true;
+}
+
+Status ClockTable::Settle() {
   for (transport::RequestPtr& r : requests_) STALELEARN_RETURN_IF_ERROR(r->Wait(wait_.timeout));
   requests_.clear();
+  return Status::Ok();
+}
+
+Status ClockTable::Took() {
   // What was read is known no earlier than it can have arrived (virtual time).
   transport::VirtualTime visible{};
   for (std::size_t m = 0; m < published_.size(); ++m) {
-    if (!Selects(which, m)) continue;
+    if (!Selects(which_, m)) continue;
     const auto published_at = static_cast<std::int64_t>(
         Word(model::MemoryIndex{static_cast<int>(m)}, geometry_.control_published_at_offset()));
     visible = std::max(visible, wait_.time->GetVisibleAt(transport::VirtualTimeFromPs(published_at),

@@ -32,6 +32,21 @@ class ClockTable {
   // only (the others keep what was read before): a poll about rows those
   // ranks alone hold (a stratified stripe's writer) at a fraction of the gets.
   Status RefreshOnly(std::span<const std::uint8_t> which);
+  // RefreshOnly in two halves, for a poll that must not wait a round trip
+  // (a stratified rank's ask whether its next stripe's writer is done,
+  // runtime/stripe_read_ahead.h): BeginRefreshOnly issues the gets;
+  // TakeRefresh tests them without blocking (with `wait`, waits for them)
+  // and, once all are in, does what RefreshOnly does after its wait and
+  // returns true (false: in flight). The words read are undefined while
+  // refreshing(). RefreshOnly may not run while refreshing(); Settle waits
+  // for a begun refresh and forgets it.
+  Status BeginRefreshOnly(std::span<const std::uint8_t> which);
+  Result<bool> TakeRefresh(bool wait = false);
+  bool refreshing() const { return !requests_.empty(); }
+  Status Settle();
+  // A table of its own over the same control blocks (nothing read yet): a
+  // poll with a refresh in flight beside this table's.
+  ClockTable Twin() const { return ClockTable(transport_, published_, geometry_, wait_); }
 
   int memory_ranks() const { return static_cast<int>(published_.size()); }
   int compute_ranks() const { return geometry_.compute_ranks; }
@@ -68,13 +83,17 @@ class ClockTable {
   // empty mask takes all.
   static bool Selects(std::span<const std::uint8_t> which, std::size_t m);
   std::uint64_t Word(model::MemoryIndex m, std::size_t offset) const;
+  // After the gets of the selected blocks completed: the clock advanced to
+  // when the latest publication read can have arrived.
+  Status Took();
 
   transport::Transport& transport_;
   std::vector<const transport::RemoteRegion*> published_;
   PublishedGeometry geometry_;
   WaitOptions wait_;
   std::vector<std::vector<std::byte>> blocks_;  // [m] control block bytes
-  std::vector<transport::RequestPtr> requests_;
+  std::vector<transport::RequestPtr> requests_;  // the gets of the refresh in flight
+  std::vector<std::uint8_t> which_;              // its selection (empty: all)
 };
 
 // The compute rank whose clocks a wait of rank `me` leaves out: itself (its

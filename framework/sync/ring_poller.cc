@@ -20,6 +20,7 @@ RingPoller::RingPoller(const model::ModelLayout& layout, model::MemoryIndex me, 
       merger_(merger),
       scratch_(ring_geometry.slot_bytes) {
   for (transport::MemoryRegion* r : rings) rings_.push_back(RingState{r});
+  kept_requests_.resize(rings_.size());
 }
 
 bool RingPoller::ConsumeNext(model::ComputeIndex c) {
@@ -53,7 +54,7 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
   }
   const bool request = decoded.ok() && (decoded->header.flags & kRowRequest) != 0;
   if (request) {
-    merged = Answer(c, *decoded);
+    merged = AnswerOrKeep(c, *decoded);
   } else if (decoded.ok()) {
     if (tap_ != nullptr) tap_->BeforeMerge(c, *decoded);
     Result<metrics::WorkCounters> work = merger_.Merge(*decoded);
@@ -66,7 +67,7 @@ bool RingPoller::ConsumeNext(model::ComputeIndex c) {
     if (work.ok() && merge_observer_) merge_observer_(*work);
   }
   if (merged.ok() && request) {
-    counters_.rows_gathered += static_cast<std::int64_t>(decoded->entries.size());
+    // Counted in rows_gathered when answered.
   } else if (merged.ok()) {
     ++counters_.batches_merged;
     if (changed_ != nullptr) {  // the rows the next snapshot must rewrite
@@ -112,6 +113,8 @@ int RingPoller::PollOnce() {
   const metrics::WorkCounters window_work = merger_.EndWindow();
   if (tap_ != nullptr) tap_->WindowEnds();
   if (merge_observer_ && (window_work.flops > 0 || window_work.bytes > 0)) merge_observer_(window_work);
+  // The master is whole again: kept requests whose clocks came in are answered.
+  if (consumed > 0 && kept_count_ > 0) AnswerKept();
   return consumed;
 }
 
@@ -152,6 +155,50 @@ bool RingPoller::AllReleased() const {
   return true;
 }
 
+bool RingPoller::Holds(model::ComputeIndex c, const AwaitedClocks& awaits) const {
+  if (awaits.rank >= 0) return merged_clock(model::ComputeIndex{awaits.rank}) >= awaits.before;
+  for (int other = 0; other < compute_ranks(); ++other) {
+    if (other != c.value && merged_clock(model::ComputeIndex{other}) < awaits.before) return false;
+  }
+  return true;
+}
+
+Status RingPoller::AnswerOrKeep(model::ComputeIndex c, const DecodedBatch& request) {
+  std::optional<DecodedBatch>& kept = kept_requests_[c.value];
+  if (kept.has_value()) {  // replaced: its reader moved on
+    kept.reset();
+    --kept_count_;
+  }
+  const std::optional<AwaitedClocks> awaits = AwaitedBy(request.header);
+  if (awaits.has_value() && (awaits->rank < -1 || awaits->rank >= compute_ranks())) {
+    return InvalidArgument(fmt::format("a row request awaits the clocks of compute rank {} of {}", awaits->rank,
+                                       compute_ranks()));
+  }
+  if (!awaits.has_value() || Holds(c, *awaits)) return Answer(c, request);
+  kept = request;
+  for (DecodedEntry& e : kept->entries) e.delta = nullptr;  // keys alone: nothing to point at
+  ++kept_count_;
+  return Status::Ok();
+}
+
+void RingPoller::AnswerKept() {
+  for (int c = 0; c < compute_ranks(); ++c) {
+    std::optional<DecodedBatch>& kept = kept_requests_[static_cast<std::size_t>(c)];
+    if (!kept.has_value()) continue;
+    const model::ComputeIndex from{c};
+    if (!rings_[static_cast<std::size_t>(c)].dead && !Holds(from, *AwaitedBy(kept->header))) continue;
+    if (!rings_[static_cast<std::size_t>(c)].dead) {
+      if (Status answered = Answer(from, *kept); !answered.ok()) {
+        ++counters_.rejected_batches;
+        log::Warning("memory rank {}: rejected row request {} of compute rank {}: {}", me_.value,
+                     kept->header.sequence, c, answered.ToString());
+      }
+    }
+    kept.reset();
+    --kept_count_;
+  }
+}
+
 Status RingPoller::Answer(model::ComputeIndex c, const DecodedBatch& request) {
   if (published_geometry_.reply_bytes == 0) {
     return InvalidArgument("a row request, but this run's memory ranks keep no reply areas");
@@ -161,7 +208,9 @@ Status RingPoller::Answer(model::ComputeIndex c, const DecodedBatch& request) {
   if (merge_observer_) merge_observer_(work);
   const std::span<std::byte> area(published_.data() + published_geometry_.reply_offset(c),
                                   published_geometry_.reply_bytes);
-  return WriteRowReply(request, merger_.master(), area, reply_clock_ ? reply_clock_() : 0);
+  STALELEARN_RETURN_IF_ERROR(WriteRowReply(request, merger_.master(), area, reply_clock_ ? reply_clock_() : 0));
+  counters_.rows_gathered += static_cast<std::int64_t>(request.entries.size());
+  return Status::Ok();
 }
 
 }  // namespace stalelearn::sync

@@ -5,7 +5,10 @@
 // rejects and counts it, then advances that ring's head (published for the
 // writer's backpressure, I5) and the compute rank's merged clock. A row
 // request (kRowRequest) merges nothing: its rows are written into the
-// requester's reply area (sync/row_gather.h).
+// requester's reply area (sync/row_gather.h), at once or, if it awaits
+// clocks (kAwaitsClocks), at the end of the first PollOnce after which
+// they are merged here; meanwhile the ring goes on (a newer request of the
+// same rank replaces it).
 //
 // Exactly once (I4): a batch is consumed only at its expected sequence and
 // the expected sequence then advances, so no batch is merged twice or skipped.
@@ -15,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "framework/metrics/work_counters.h"
@@ -133,6 +137,13 @@ class RingPoller {
   bool ConsumeNext(model::ComputeIndex c);
   // Answers compute rank c's row request (its reply area); the gather's work goes to the observer.
   Status Answer(model::ComputeIndex c, const DecodedBatch& request);
+  // Compute rank c's request: answered now if what it awaits is merged,
+  // else kept (the one of c kept before is dropped).
+  Status AnswerOrKeep(model::ComputeIndex c, const DecodedBatch& request);
+  // Whether `awaits` of compute rank c's request holds here.
+  bool Holds(model::ComputeIndex c, const AwaitedClocks& awaits) const;
+  // Answers the kept requests whose awaited clocks are merged now.
+  void AnswerKept();
 
   const model::ModelLayout& layout_;
   model::MemoryIndex me_;
@@ -149,6 +160,10 @@ class RingPoller {
   std::function<Status(const BatchHeader&)> merge_gate_;
   std::function<std::int64_t()> reply_clock_;
   Status failure_;  // first merge gate failure or divergence
+  // [compute rank]: its request waiting for clocks (kAwaitsClocks), if any;
+  // entries hold no row bytes (keys alone), so they point nowhere.
+  std::vector<std::optional<DecodedBatch>> kept_requests_;
+  int kept_count_ = 0;
 };
 
 }  // namespace stalelearn::sync

@@ -64,7 +64,8 @@ bool RowGatherClient::Fits(model::MemoryIndex m, std::size_t rows, std::size_t b
          sizeof(BatchHeader) + rows * kEntryPrefixBytes <= writers_[m.value]->slot_capacity();
 }
 
-Status RowGatherClient::Request(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes) {
+Status RowGatherClient::Request(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes,
+                                std::optional<AwaitedClocks> awaits) {
   Asked& asked = asked_[m.value];
   RingWriter& writer = *writers_[m.value];
   // The last request's put read its bytes, and a read ahead its reply
@@ -76,7 +77,7 @@ Status RowGatherClient::Request(model::MemoryIndex m, std::span<const std::uint6
   asked.sequence = writer.next_sequence();
   asked.rows = keys.size();
   asked.bytes = bytes;
-  asked.request = EncodeRowRequest(keys, asked.sequence, /*clock=*/0);  // it ends no clock
+  asked.request = EncodeRowRequest(keys, asked.sequence, awaits);
   return writer.Push(asked.request).status();
 }
 

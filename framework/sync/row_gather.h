@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -66,8 +67,11 @@ class RowGatherClient {
   // in all: the reply fits its area and the request a ring slot.
   bool Fits(model::MemoryIndex m, std::size_t rows, std::size_t bytes) const;
   // Asks memory rank m for the rows `keys` names (EntryKey; increasing),
-  // `bytes` in all. Its last reply is dropped. Needs Fits.
-  Status Request(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes);
+  // `bytes` in all, answered at once or, with `awaits`, once m has merged
+  // those clocks (kAwaitsClocks). Its last reply, or request, is dropped.
+  // Needs Fits.
+  Status Request(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes,
+                 std::optional<AwaitedClocks> awaits = std::nullopt);
   // Starts the get of memory rank m's reply to the last Request, without
   // waiting, once as much (virtual) time has passed since the request as
   // the last answer took: Await then finds its rows in, read while the

@@ -70,7 +70,8 @@ class SspConsistency final : public ConsistencyMode {
         replica_(context.env.layout.tables(), WorkingSetOf(context.env, context.schedule)),
         counts_own_clocks_(CountsOwnClocks(context.env)),
         merges_by_sum_(MergesBySum(context.env)),
-        eager_(eager) {
+        eager_(eager),
+        read_ahead_(links_.clocks.Twin()) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
     // A stratified run's stripes: the memory ranks gather the held rows.
     if (links_.gather != nullptr) links_.refresher.EnableGather(links_.gather.get(), &replica_);
@@ -208,9 +209,14 @@ class SspConsistency final : public ConsistencyMode {
     stratum_.Begin(record.clock, until);
     return Status::Ok();
   }
+  // A gathered next stripe is asked for now, and each memory rank answers
+  // once the stripe's writer is done with it there; a stripe read whole is
+  // named for the read ahead (ReadAheadIfSettled begins it when its writer is done).
   Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
                        std::int64_t settled_before) override {
-    read_ahead_.Name(table, first, last, writer_before, settled_before);  // begun by ReadAheadIfSettled
+    const sync::AwaitedClocks awaits{writer_before.value, static_cast<std::uint64_t>(settled_before)};
+    STALELEARN_ASSIGN_OR_RETURN(const bool asked, links_.refresher.PrefetchGathered(table, first, last, awaits));
+    if (!asked) read_ahead_.Name(table, first, last, writer_before, settled_before);
     return Status::Ok();
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
@@ -239,6 +245,7 @@ class SspConsistency final : public ConsistencyMode {
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
     read_ahead_.Forget();
+    STALELEARN_RETURN_IF_ERROR(read_ahead_.Settle());  // an ask's get writes into it
     STALELEARN_RETURN_IF_ERROR(links_.refresher.DropPrefetch());  // a stop inside a stratum: its gets complete
     if (held_clock_ < 0 && kept_clock_ >= 0) {
       // The last clock's push kept rows back: pushed now, they would come
@@ -295,13 +302,22 @@ class SspConsistency final : public ConsistencyMode {
   }
 
   // The next stripe's read, once its writer is done with it
-  // (stripe_read_ahead.h), asked after the clocks StratumClocks says.
+  // (stripe_read_ahead.h): asked after the clocks StratumClocks says, the
+  // answer looked for after every clock (free until it is in). After the
+  // stratum's last clock but one, an ask is answered before the rank goes
+  // on: a stratum shorter than a round trip would else read ahead never.
   Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
     // A gathered next stripe: its replies are read once answered.
     STALELEARN_RETURN_IF_ERROR(links_.refresher.ReadGatherAhead());
+    const bool last_chance = record.in_stratum && stratum_.LastAsk(clock);
+    if (read_ahead_.asking()) {
+      STALELEARN_RETURN_IF_ERROR(read_ahead_.TakeAnswer(me_, links_.refresher, last_chance));
+      if (read_ahead_.asking() || last_chance) return Status::Ok();  // one wait a stratum at most
+    }
     if (!record.in_stratum || !read_ahead_.named() || !stratum_.AskDue(clock)) return Status::Ok();
     stratum_.Asked(clock);
-    return read_ahead_.BeginIfWriterDone(links_.clocks, env_.layout, me_, links_.refresher);
+    STALELEARN_RETURN_IF_ERROR(read_ahead_.Ask(env_.layout));
+    return last_chance ? read_ahead_.TakeAnswer(me_, links_.refresher, /*wait=*/true) : Status::Ok();
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {

@@ -51,6 +51,8 @@ class StratumClocks {
   bool Ends(std::int64_t clock) const { return clock + 1 >= until_; }
   // Whether to ask, after `clock`, if the next stripe's writer is done.
   bool AskDue(std::int64_t clock) const { return clock + 1 < until_ && clock >= ask_at_; }
+  // Whether `clock` is the last after which a rank asks (the stratum's last but one).
+  bool LastAsk(std::int64_t clock) const { return clock + 2 == until_; }
   // The rank asked after `clock` (and the writer was not done, or the read
   // began and nobody asks again): the next ask waits a longer gap.
   void Asked(std::int64_t clock) {

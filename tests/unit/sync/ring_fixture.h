@@ -31,9 +31,10 @@ class RingFixture {
  public:
   // The default model is one int32 table "counts" of 16 x 2, merged by sum;
   // `policies` (one per table, or empty for sum) pick other merge policies.
+  // `reply_bytes`: the writer's reply area for row requests (none: 0).
   explicit RingFixture(int slots = 4, int memory_ranks = 1,
                        std::vector<model::TableSpec> tables = {{"counts", model::ElementType::kInt32, 16, 2}},
-                       const std::vector<MergePolicySpec>& policies = {})
+                       const std::vector<MergePolicySpec>& policies = {}, std::size_t reply_bytes = 0)
       : layout_(std::move(tables), memory_ranks, model::PartitionScheme::kRange) {
     group_ = ValueOrThrow(transport::InProcessGroup::Create(1));
     bootstrap_ = ValueOrThrow(group_->MakeBootstrap(transport::Rank{0}));
@@ -46,6 +47,7 @@ class RingFixture {
     ring_geometry_.slot_bytes = 4096;
     published_geometry_.compute_ranks = 1;
     published_geometry_.shard_bytes = layout_.ShardBytes(model::MemoryIndex{0});
+    published_geometry_.reply_bytes = reply_bytes;
     ring_ = ValueOrThrow(base_->Register(ring_geometry_.region_bytes(), transport::Access::kAll));
     published_ = ValueOrThrow(base_->Register(published_geometry_.region_bytes(), transport::Access::kRemoteReadOnly));
     remote_published_ = ValueOrThrow(base_->Import(transport::Rank{0}, published_->key()));

@@ -39,19 +39,20 @@ class RowGather : public ::testing::Test {
 
 TEST_F(RowGather, ARequestCarriesKeysAloneAndIsValidatedLikeABatch) {
   const std::vector<std::uint64_t> keys = Keys({{0, 3}, {0, 7}, {1, 49}});
-  const std::vector<std::byte> bytes = EncodeRowRequest(keys, /*sequence=*/5, /*clock=*/9);
+  const std::vector<std::byte> bytes = EncodeRowRequest(keys, /*sequence=*/5, AwaitedClocks{2, 9});
   EXPECT_EQ(bytes.size(), sizeof(BatchHeader) + 3 * kEntryPrefixBytes);
   const Result<DecodedBatch> batch = DecodeBatch(bytes, 5, layout_, MemoryIndex{0});
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_NE(batch->header.flags & kRowRequest, 0u);
   EXPECT_EQ(batch->header.flags & kEndOfClock, 0u) << "a request ends no clock";
+  EXPECT_EQ(AwaitedBy(batch->header), (AwaitedClocks{2, 9}));
   ASSERT_EQ(batch->entries.size(), 3u);
   EXPECT_EQ(batch->entries[2].table.value, 1u);
   EXPECT_EQ(batch->entries[2].row.value, 49);
   EXPECT_EQ(batch->entries[0].delta, nullptr);
   EXPECT_TRUE(batch->increasing);
 
-  EXPECT_EQ(DecodeBatch(EncodeRowRequest(Keys({{0, 60}}), 1, 0), 1, layout_, MemoryIndex{0}).status().code(),
+  EXPECT_EQ(DecodeBatch(EncodeRowRequest(Keys({{0, 60}}), 1), 1, layout_, MemoryIndex{0}).status().code(),
             StatusCode::kOutOfRange)
       << "a row of the other shard";
   std::vector<std::byte> corrupt = bytes;
@@ -66,7 +67,7 @@ TEST_F(RowGather, AReplyHoldsTheMastersRowsInRequestOrder) {
     master[1].IntRow(r)[1] = static_cast<std::int32_t>(r);
   }
   const std::vector<std::uint64_t> keys = Keys({{0, 4}, {0, 31}, {1, 2}});
-  const DecodedBatch request = ValueOrThrow(DecodeBatch(EncodeRowRequest(keys, 7, 0), 7, layout_, MemoryIndex{0}));
+  const DecodedBatch request = ValueOrThrow(DecodeBatch(EncodeRowRequest(keys, 7), 7, layout_, MemoryIndex{0}));
   EXPECT_EQ(RowRequestBytes(request, layout_), 2u * 12 + 8);
   std::vector<std::byte> area(sizeof(RowReplyHeader) + 64, std::byte{0});
   ASSERT_TRUE(WriteRowReply(request, master, area, /*published_at_ps=*/1234).ok());
@@ -89,7 +90,7 @@ TEST_F(RowGather, AReplyHoldsTheMastersRowsInRequestOrder) {
 TEST_F(RowGather, ARequestThatDoesNotFitItsReplyAreaWritesNothing) {
   const model::TableSet master = layout_.MakeShard(MemoryIndex{0});
   const DecodedBatch request =
-      ValueOrThrow(DecodeBatch(EncodeRowRequest(Keys({{0, 1}, {0, 2}, {0, 3}}), 2, 0), 2, layout_, MemoryIndex{0}));
+      ValueOrThrow(DecodeBatch(EncodeRowRequest(Keys({{0, 1}, {0, 2}, {0, 3}}), 2), 2, layout_, MemoryIndex{0}));
   std::vector<std::byte> area(sizeof(RowReplyHeader) + 35, std::byte{0});  // 36 bytes needed
   const Status status = WriteRowReply(request, master, area, 0);
   EXPECT_EQ(status.code(), StatusCode::kOutOfRange);

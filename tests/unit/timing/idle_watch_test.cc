@@ -89,6 +89,43 @@ TEST(IdleWatch, AWriteToTheIdleRanksOwnMemoryWakesItWhateverTheWatchSays) {
   EXPECT_EQ(seen_at, VirtualTimeFromPs(300));
 }
 
+// A poll's get reads memory as it was at its issue; waiting for it (a
+// read-only yield) may hand the turn to the writer, which changes the word
+// then. Rank 0 reads 0 at time 0 and yields until 50; rank 1 sets the word
+// in its segment at 10, then works on until 1000 and 2000. Rank 0 idles at
+// 50 with a watch that already changed: it goes on at 50, not at rank 1's
+// next segment (1000), nor, were rank 1 done, only at the all-idle wake.
+TEST(IdleWatch, AWatchThatChangedBeforeTheRankIdlesKeepsItRunning) {
+  VirtualTimeScheduler scheduler(2, kDeadline);
+  std::atomic<int> value{0};
+  VirtualTime seen_at{};
+  RunThreads(2, [&](int rank) {
+    ASSERT_TRUE(scheduler.Join(rank, VirtualTimeFromPs(0)).ok());
+    if (rank == 0) {
+      const int seen = value.load();
+      ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(50), VirtualTimeScheduler::Effect::kReadOnly).ok());
+      VirtualTime now = VirtualTimeFromPs(50);
+      int last = seen;
+      const std::vector<char> read = {1, 1};
+      while (last != 1) {
+        ValueWatch watch(value, last);
+        auto woke = scheduler.IdleUntilProgress(rank, {}, read, &watch);
+        ASSERT_TRUE(woke.ok()) << woke.status().ToString();
+        now = *woke;
+        last = value.load();
+      }
+      seen_at = now;
+    } else {
+      const std::vector<char> own = {0, 1};
+      ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(10), {}, own).ok());
+      value.store(1);  // in the segment that starts at 10
+      for (const int t : {20, 1000, 2000}) ASSERT_TRUE(scheduler.Yield(rank, VirtualTimeFromPs(t), {}, own).ok());
+    }
+    scheduler.Leave(rank);
+  });
+  EXPECT_EQ(seen_at, VirtualTimeFromPs(50));
+}
+
 // Rank 1 reads a word of rank 0's region into a watch, then rank 0 acts
 // (`between`), then rank 1 reports the watch's Unchanged().
 bool UnchangedAfter(const std::function<void(std::byte* data, std::unique_ptr<transport::MemoryRegion>&)>& between,

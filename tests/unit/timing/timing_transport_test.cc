@@ -124,6 +124,30 @@ TEST(TimingTransport, GetAndFetchingAtomicsCostARoundTrip) {
   });
 }
 
+// A poll between clocks (a stratified rank's ask, ClockTable::TakeRefresh)
+// tests its get without waiting: before the rank's clock reaches the get's
+// completion, Test says not yet and moves no clock; once the rank's own
+// work has passed it, Test says done and still moves no clock.
+TEST(TimingTransport, TestingARequestBeforeItsCompletionNeitherCompletesNorWaits) {
+  WithPeerRegion(kIbUpmem, [](TimingTransport& t, transport::RemoteRegion& remote, std::byte*) {
+    const LinkModel& link = t.model().link;
+    std::vector<std::byte> into(4096);
+    auto get = ValueOrThrow(t.Get(into.data(), into.size(), remote, 0));
+    const VirtualTime issued = t.Now();
+    EXPECT_EQ(issued.time_since_epoch(), link.overhead());
+    EXPECT_FALSE(get->Test());
+    EXPECT_EQ(t.Now(), issued);  // no wait
+    ThrowIfError(t.AdvanceTo(VirtualTimeFromPs(0) + link.RoundTrip(4096) - VirtualDuration(1)));
+    EXPECT_FALSE(get->Test());  // a picosecond short
+    const VirtualTime later = VirtualTimeFromPs(0) + 2 * link.RoundTrip(4096);
+    ThrowIfError(t.AdvanceTo(later));
+    EXPECT_TRUE(get->Test());
+    EXPECT_EQ(t.Now(), later);
+    ThrowIfError(get->Wait(1s));  // complete: waiting costs nothing
+    EXPECT_EQ(t.Now(), later);
+  });
+}
+
 // A rank's link brings the replies to its gets in one after another: a
 // second get issued while the first's reply still comes in completes a
 // serialization after it (with or without shared ports), not alongside it.
