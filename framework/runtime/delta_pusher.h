@@ -54,6 +54,14 @@ class DeltaPusher final {
   Result<std::chrono::nanoseconds> PushClock(model::Replica& replica, std::uint64_t clock,
                                              double staleness_epochs = 0, std::span<const std::uint8_t> keep = {},
                                              bool only_with_deltas = false, bool values = false);
+  // Notes the rings' heads `table` read (a second clock table's refresh,
+  // taken: StripeReadAhead's asks), as the rank's own table's are noted
+  // before each push. Heads only grow, so an older read is harmless.
+  void NoteHeads(const sync::ClockTable& table) {
+    for (std::size_t m = 0; m < writers_.size(); ++m) {
+      writers_[m]->NoteHead(table.head(model::MemoryIndex{static_cast<int>(m)}, writers_[m]->me()));
+    }
+  }
   // The ring writers, one per memory rank (a row request goes through
   // them between pushes: sync/row_gather.h).
   std::vector<sync::RingWriter*> ring_writers() const {

@@ -142,6 +142,15 @@ class ReplicaRefresher {
   // range is not gathered (PrefetchRows then reads it whole).
   Result<bool> PrefetchGathered(model::TableId table, std::int64_t first, std::int64_t last,
                                 sync::AwaitedClocks awaits);
+  // Whether FocusRows of the range will finish a PrefetchGathered load
+  // and no own delta of the range is pending: each reply then comes only
+  // once the range's writer is done on its memory rank, and behind this
+  // rank's own earlier batches, so FocusRows' caller needs no wait for
+  // either (a control-block round trip per stripe).
+  bool GatheredOnceSettled(model::TableId table, std::int64_t first, std::int64_t last) const {
+    return prefetching_ && gathering_ && gather_read_.awaits && gather_read_.table == table &&
+           gather_read_.first == first && gather_read_.last == last && !PendingNames(table, first, last);
+  }
   // A gathered prefetch's replies: their gets begin once due
   // (RowGatherClient::ReadAhead), so FocusRows finds the rows in. Call
   // between clocks; no-op without such a prefetch.
@@ -260,6 +269,7 @@ class ReplicaRefresher {
     std::int64_t first = -1, last = -1;
     std::vector<std::vector<std::uint64_t>> keys;    // [m]
     std::vector<std::vector<std::int64_t>> slots;    // [m]
+    bool awaits = false;  // answered once the writer is done (PrefetchGathered)
   };
   // Sends the row requests for the held rows of the range (answered once
   // `awaits` holds, if given); false (nothing sent) where reading it whole

@@ -114,6 +114,7 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
   read.table = table;
   read.first = first;
   read.last = last;
+  read.awaits = awaits.has_value();
   return true;
 }
 

@@ -66,6 +66,8 @@ class StripeReadAhead {
   // forgets the name. An answer to an ask for another range (named before
   // a hand-over) is dropped. Needs asking().
   Status TakeAnswer(model::ComputeIndex me, ReplicaRefresher& refresher, bool wait = false);
+  // The control blocks the last answer taken read (undefined while asking()).
+  const sync::ClockTable& clocks() const { return clocks_; }
   // Waits for an ask in flight (its get writes into this object) and forgets it.
   Status Settle() { return clocks_.Settle(); }
 

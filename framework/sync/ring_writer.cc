@@ -20,8 +20,23 @@ RingWriter::RingWriter(transport::Transport& transport, std::unique_ptr<transpor
       commit_values_(static_cast<std::size_t>(ring_geometry.slots), 0),
       stamped_(static_cast<std::size_t>(ring_geometry.slots)) {}
 
+Status RingWriter::TakeHeadAhead(bool wait) {
+  if (head_ahead_ == nullptr) return Status::Ok();
+  if (wait) {
+    STALELEARN_RETURN_IF_ERROR(head_ahead_->Wait(wait_.timeout).WithContext(fmt::format("head of rank {}", peer().value)));
+  } else if (!head_ahead_->Test()) {
+    return Status::Ok();
+  }
+  head_ahead_.reset();
+  NoteHead(head_ahead_value_);
+  return Status::Ok();
+}
+
 Status RingWriter::WaitForFreeSlot(std::uint64_t sequence) {
   const auto slots = static_cast<std::uint64_t>(ring_geometry_.slots);
+  if (sequence <= known_head_ + slots) return Status::Ok();
+  // The read begun ahead first: issued earlier, it answers sooner than a new one.
+  STALELEARN_RETURN_IF_ERROR(TakeHeadAhead(/*wait=*/true));
   if (sequence <= known_head_ + slots) return Status::Ok();
   return WaitUntil(
              wait_, transport_,
@@ -71,6 +86,16 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   in_flight_.push_back(std::move(commit));
   unflushed_ = true;
   ++next_sequence_;
+  // Half the ring in use by the head last known: the head is read ahead,
+  // once per half ring of pushes at most.
+  STALELEARN_RETURN_IF_ERROR(TakeHeadAhead(/*wait=*/false));
+  const std::uint64_t pushed = next_sequence_ - 1;
+  const auto half = static_cast<std::uint64_t>(ring_geometry_.slots);
+  if (head_ahead_ == nullptr && 2 * (pushed - known_head_) >= half && 2 * (pushed - head_ahead_at_) >= half) {
+    STALELEARN_ASSIGN_OR_RETURN(head_ahead_, transport_.Get(&head_ahead_value_, sizeof head_ahead_value_, published_,
+                                                             published_geometry_.head_offset(me_)));
+    head_ahead_at_ = pushed;
+  }
   return std::chrono::duration_cast<std::chrono::nanoseconds>(waited);
 }
 
@@ -92,6 +117,7 @@ Status RingWriter::Complete() {
 
 Status RingWriter::Finish() {
   STALELEARN_RETURN_IF_ERROR(Complete());
+  STALELEARN_RETURN_IF_ERROR(TakeHeadAhead(/*wait=*/true));  // its get writes into this object
   if (unflushed_) STALELEARN_RETURN_IF_ERROR(transport_.Flush(peer(), wait_.timeout));
   unflushed_ = false;
   finish_value_ = next_sequence_;  // batches sent + 1
@@ -101,6 +127,7 @@ Status RingWriter::Finish() {
 }
 
 Status RingWriter::Release() {
+  STALELEARN_RETURN_IF_ERROR(TakeHeadAhead(/*wait=*/true));
   return transport::PutBlocking(transport_, &released_value_, sizeof released_value_, *ring_,
                                 ring_geometry_.released_word_offset(), wait_.timeout);
 }

@@ -16,7 +16,10 @@
 // completed; the caller keeps each pushed batch alive until Complete.
 // Backpressure (I5): batch n may be written only when the memory rank has
 // consumed batch n - R (its head, read one-sided from the published region);
-// until then Push waits, progressing the transport.
+// until then Push waits, progressing the transport. A push that leaves the
+// ring half full by the head last known begins a read of the head without
+// waiting for it (once per half ring of pushes at most), so a later push
+// usually finds room by its answer instead of a round trip of its own.
 // Each batch carries in its header the virtual time its put becomes visible
 // at the memory rank (BatchHeader::visible_at_ps, from the rank's time
 // service wait.time; 0 in real time).
@@ -75,6 +78,9 @@ class RingWriter {
 
  private:
   Status WaitForFreeSlot(std::uint64_t sequence);
+  // Takes the answer of the head read begun ahead, if it is in (with
+  // `wait`: once it is); no-op without one.
+  Status TakeHeadAhead(bool wait);
   // A copy of `batch` stamped `visible_at`, when a put of it issued now is
   // visible (the caller's batch stays as sealed: it is replayed for
   // read-your-writes).
@@ -94,6 +100,9 @@ class RingWriter {
   std::uint64_t finish_value_ = 0;
   std::uint64_t released_value_ = 1;
   std::uint64_t head_read_ = 0;
+  std::uint64_t head_ahead_value_ = 0;  // written by head_ahead_'s get
+  transport::RequestPtr head_ahead_;    // a read of the head begun by Push, not yet taken
+  std::uint64_t head_ahead_at_ = 0;     // batches pushed when the last one began
   std::vector<std::vector<std::byte>> stamped_;  // [slot] virtual time: the batch put there, stamped
   std::vector<transport::RequestPtr> in_flight_;  // puts not known complete at origin
   bool unflushed_ = false;                        // puts issued since the last flush

@@ -111,6 +111,7 @@ Result<bool> RowGatherClient::TakeReply(Asked& asked, std::size_t m, std::size_t
   // What was read is known no earlier than it can have arrived (virtual time).
   const transport::VirtualTime published = transport::VirtualTimeFromPs(h.published_at_ps);
   answer_took_ = published - asked.asked_at;
+  writers_[m]->NoteHead(asked.sequence);  // answered: the request and every batch before it consumed
   STALELEARN_RETURN_IF_ERROR(wait_.time->AdvanceTo(wait_.time->GetVisibleAt(published, bytes_read)));
   return true;
 }

@@ -156,7 +156,9 @@ class SspConsistency final : public ConsistencyMode {
   // already: no wait (locality_plan.h). That rank waited in turn for the
   // range's writer before it, so the loaded range holds every earlier
   // writer's clocks and no refresh of this sub-epoch needs the range's
-  // change records. Not a barrier over all ranks (DSGD's bulk-synchronous
+  // change records. A range asked for ahead by row requests that await its
+  // writer (PrefetchFocus) needs no wait here: its replies show both.
+  // Not a barrier over all ranks (DSGD's bulk-synchronous
   // sub-epochs): a rank slow in one block delays only the rank that takes
   // its stripe next, and slow and fast blocks even out along the chain of
   // stripe hand-overs instead of every sub-epoch waiting for its slowest.
@@ -164,39 +166,9 @@ class SspConsistency final : public ConsistencyMode {
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
     read_ahead_.Forget();  // a read ahead never begun (its writer was late) is this load: not again later
     STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
-    // The writer's clocks count where the range's rows are merged, as for
-    // its read ahead: on the memory ranks holding it. The others merge the
-    // writer's last push when they get to it, and nothing read here waits
-    // for that (a push to them may even be skipped inside a stratum).
-    const std::vector<std::uint8_t> shards = env_.layout.partition(table).ShardsHolding(first, last);
-    STALELEARN_ASSIGN_OR_RETURN(
-        std::chrono::nanoseconds waited,
-        sync::WaitUntil(
-            env_.wait, env_.transport,
-            [&]() -> Result<bool> {
-              STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
-              for (int m = 0; m < links_.clocks.memory_ranks(); ++m) {
-                const model::MemoryIndex mi{m};
-                links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
-              }
-              if (links_.refresher.PendingNames(table, first, last)) return false;
-              if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
-              const sync::ClockTable::Slowest slowest = writer_before.value >= 0
-                                                            ? links_.clocks.SlowestOf(writer_before, shards)
-                                                            : links_.clocks.SlowestOther(me_, shards);
-              if (slowest.merged_clock >= static_cast<std::uint64_t>(settled_before)) return true;
-              links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
-              return false;
-            },
-            [&] {
-              return fmt::format("compute rank {}: its deltas of the rows and {} clocks before {} merged, "
-                                 "before it reads rows {}..{} of table {}",
-                                 me_.value,
-                                 writer_before.value >= 0 ? fmt::format("compute rank {}'s", writer_before.value)
-                                                          : std::string("every rank's"),
-                                 settled_before, first, last, table.value);
-            }));
-    record.stall_seconds += std::chrono::duration<double>(waited).count();
+    if (!links_.refresher.GatheredOnceSettled(table, first, last)) {
+      STALELEARN_RETURN_IF_ERROR(AwaitWriterDone(table, first, last, writer_before, settled_before, record));
+    }
     const std::uint64_t ahead_before = links_.refresher.counters().loads_read_ahead;
     const std::uint64_t unsettled_before = links_.refresher.counters().loads_read_ahead_unsettled;
     STALELEARN_RETURN_IF_ERROR(
@@ -301,6 +273,46 @@ class SspConsistency final : public ConsistencyMode {
             links_.refresher.OnlyOwnWritesChangeHeldRows(replica_));
   }
 
+  // FocusRows' wait: own deltas of the range merged and the range's writer
+  // done with it, on the memory ranks holding it.
+  Status AwaitWriterDone(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
+                         std::int64_t settled_before, ClockRecord& record) {
+    // The writer's clocks count where the range's rows are merged, as for
+    // its read ahead: on the memory ranks holding it. The others merge the
+    // writer's last push when they get to it, and nothing read here waits
+    // for that (a push to them may even be skipped inside a stratum).
+    const std::vector<std::uint8_t> shards = env_.layout.partition(table).ShardsHolding(first, last);
+    STALELEARN_ASSIGN_OR_RETURN(
+        std::chrono::nanoseconds waited,
+        sync::WaitUntil(
+            env_.wait, env_.transport,
+            [&]() -> Result<bool> {
+              STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
+              for (int m = 0; m < links_.clocks.memory_ranks(); ++m) {
+                const model::MemoryIndex mi{m};
+                links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
+              }
+              if (links_.refresher.PendingNames(table, first, last)) return false;
+              if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
+              const sync::ClockTable::Slowest slowest = writer_before.value >= 0
+                                                            ? links_.clocks.SlowestOf(writer_before, shards)
+                                                            : links_.clocks.SlowestOther(me_, shards);
+              if (slowest.merged_clock >= static_cast<std::uint64_t>(settled_before)) return true;
+              links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
+              return false;
+            },
+            [&] {
+              return fmt::format("compute rank {}: its deltas of the rows and {} clocks before {} merged, "
+                                 "before it reads rows {}..{} of table {}",
+                                 me_.value,
+                                 writer_before.value >= 0 ? fmt::format("compute rank {}'s", writer_before.value)
+                                                          : std::string("every rank's"),
+                                 settled_before, first, last, table.value);
+            }));
+    record.stall_seconds += std::chrono::duration<double>(waited).count();
+    return Status::Ok();
+  }
+
   // The next stripe's read, once its writer is done with it
   // (stripe_read_ahead.h): asked after the clocks StratumClocks says, the
   // answer looked for after every clock (free until it is in). After the
@@ -312,12 +324,17 @@ class SspConsistency final : public ConsistencyMode {
     const bool last_chance = record.in_stratum && stratum_.LastAsk(clock);
     if (read_ahead_.asking()) {
       STALELEARN_RETURN_IF_ERROR(read_ahead_.TakeAnswer(me_, links_.refresher, last_chance));
-      if (read_ahead_.asking() || last_chance) return Status::Ok();  // one wait a stratum at most
+      if (read_ahead_.asking()) return Status::Ok();
+      links_.pusher.NoteHeads(read_ahead_.clocks());  // the answer read the rings' heads too
+      if (last_chance) return Status::Ok();  // one wait a stratum at most
     }
     if (!record.in_stratum || !read_ahead_.named() || !stratum_.AskDue(clock)) return Status::Ok();
     stratum_.Asked(clock);
     STALELEARN_RETURN_IF_ERROR(read_ahead_.Ask(env_.layout));
-    return last_chance ? read_ahead_.TakeAnswer(me_, links_.refresher, /*wait=*/true) : Status::Ok();
+    if (!last_chance) return Status::Ok();
+    STALELEARN_RETURN_IF_ERROR(read_ahead_.TakeAnswer(me_, links_.refresher, /*wait=*/true));
+    links_.pusher.NoteHeads(read_ahead_.clocks());
+    return Status::Ok();
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {

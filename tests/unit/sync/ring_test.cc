@@ -114,23 +114,29 @@ TEST(Ring, FullRingMakesTheWriterWaitAndNothingIsOverwritten) {
 // refresh read: DeltaPusher gives it to the writer) saves that read.
 TEST(Ring, AHeadNotedFromTheControlBlockSavesTheWritersOwnRead) {
   RingFixture f(/*slots=*/4);
+  // The first four batches fit the empty ring; at half of it, and again at
+  // its end, the writer begins a read of the head that it does not wait for.
   for (int n = 1; n <= 4; ++n) ASSERT_TRUE(f.writer().Push(f.Batch({n}, 1)).ok());
-  EXPECT_EQ(f.writer_gets(), 0) << "the first four batches fit the empty ring";
+  EXPECT_EQ(f.writer_gets(), 2);
   EXPECT_EQ(f.poller().PollOnce(), 4);
   ASSERT_EQ(f.PublishedHead(), 4u);
 
-  // Batch 5 without a note: the writer reads the head once.
+  // Batch 5: the read ahead saw the ring full (it came before the poll),
+  // so the writer reads the head itself.
   ASSERT_TRUE(f.writer().Push(f.Batch({5}, 1)).ok());
-  EXPECT_EQ(f.writer_gets(), 1);
-  EXPECT_EQ(f.poller().PollOnce(), 1);
+  EXPECT_EQ(f.writer_gets(), 3);
 
-  // Batches 6..8 fit by the head it read; 9 would need another read, but
-  // the head noted from the control block says batch 5 was consumed.
+  // Batches 6..8 fit by that read (two more reads ahead, both seeing head
+  // 4); then the memory rank consumes 5..8. Batch 9 would need another read
+  // of its own, but the head noted from the control block says 8 was
+  // consumed.
   for (int n = 6; n <= 8; ++n) ASSERT_TRUE(f.writer().Push(f.Batch({n}, 1)).ok());
+  EXPECT_EQ(f.writer_gets(), 5);
+  EXPECT_EQ(f.poller().PollOnce(), 4);
   f.writer().NoteHead(f.PublishedHead());
   ASSERT_TRUE(f.writer().Push(f.Batch({9}, 1)).ok());
-  EXPECT_EQ(f.writer_gets(), 1) << "a noted head that leaves room needs no read";
-  EXPECT_EQ(f.poller().PollOnce(), 4);
+  EXPECT_EQ(f.writer_gets(), 5) << "a noted head that leaves room needs no read";
+  EXPECT_EQ(f.poller().PollOnce(), 1);
   EXPECT_EQ(f.MasterSum(), 9);
 }
 
