@@ -1,4 +1,4 @@
-// A stratified compute rank's read ahead of its next stripe (ssp_mode.cc):
+// A stratified compute rank's read ahead of its next stripe (stripe_hand_over.h):
 // the range the next hand-over (FocusRows) will load, and when its read may
 // begin. The stripe rests until this rank takes it; its last writer's last
 // push went out a sub-epoch before when that rank keeps pace. The mode asks

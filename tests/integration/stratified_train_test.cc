@@ -142,7 +142,7 @@ TEST(StratifiedTraining, PushesInsideAStratumSkipMemoryRanksWithoutDeltas) {
 }
 
 // A rank waits at a stripe change only for the stripe's writer before it
-// (ssp_mode.cc FocusRows), not for every rank: with rank 1 fifty times
+// (StripeHandOver::FocusRows), not for every rank: with rank 1 fifty times
 // slower, rank 2 (whose stripes come from 3, 0 and then 1) runs up to three
 // sub-epochs ahead of it. A barrier over all ranks at each sub-epoch would
 // keep every lead under one sub-epoch. The reads stay as fresh as the

@@ -28,10 +28,9 @@
 #include "framework/runtime/compute_links.h"
 #include "framework/runtime/merge_config.h"
 #include "framework/runtime/modes/builtin_modes.h"
-#include "framework/runtime/modes/stratum_clocks.h"
 #include "framework/runtime/sample_schedule.h"
 #include "framework/runtime/stop_agreement.h"
-#include "framework/runtime/stripe_read_ahead.h"
+#include "framework/runtime/stripe_hand_over.h"
 #include "framework/runtime/tables_written_alone.h"
 #include "framework/runtime/working_set.h"
 #include "framework/sync/staleness_gate.h"
@@ -71,7 +70,7 @@ class SspConsistency final : public ConsistencyMode {
         counts_own_clocks_(CountsOwnClocks(context.env)),
         merges_by_sum_(MergesBySum(context.env)),
         eager_(eager),
-        read_ahead_(links_.clocks.Twin()) {
+        hand_over_(context.env, context.me, links_, replica_) {
     links_.refresher.set_counts_own_clocks(counts_own_clocks_);
     // A stratified run's stripes: the memory ranks gather the held rows.
     if (links_.gather != nullptr) links_.refresher.EnableGather(links_.gather.get(), &replica_);
@@ -107,9 +106,9 @@ class SspConsistency final : public ConsistencyMode {
     record.stripes_read_ahead_dropped =
         static_cast<std::int64_t>(links_.refresher.counters().reads_ahead_dropped - dropped_reported_);
     dropped_reported_ = links_.refresher.counters().reads_ahead_dropped;
-    if (record.in_stratum && !stratum_.PushDue(clock)) {
+    if (record.in_stratum && !hand_over_.stratum().PushDue(clock)) {
       held_clock_ = clock;  // its deltas stay in the replica until a later push
-      return ReadAheadIfSettled(clock, record);
+      return hand_over_.AfterClock(clock, record);
     }
     held_clock_ = -1;
     // Tables no other rank reads stay back until the epoch's last clock, a
@@ -120,7 +119,7 @@ class SspConsistency final : public ConsistencyMode {
     // A push inside a stratum but its last skips the memory ranks it has no
     // delta for (most of them: the stripe's rows live on one or two); the
     // stratum's last push tells every memory rank the clocks are in.
-    const bool only_with_deltas = record.in_stratum && !record.ends_epoch && !stratum_.Ends(clock) && !stopping;
+    const bool only_with_deltas = record.in_stratum && !record.ends_epoch && !hand_over_.stratum().Ends(clock) && !stopping;
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
                                                         record.staleness_epochs,
@@ -129,7 +128,7 @@ class SspConsistency final : public ConsistencyMode {
                                                         only_with_deltas, WritesValues(record)));
     kept_clock_ = keep ? clock : -1;
     record.stall_seconds += std::chrono::duration<double>(push_stall).count();
-    STALELEARN_RETURN_IF_ERROR(ReadAheadIfSettled(clock, record));
+    STALELEARN_RETURN_IF_ERROR(hand_over_.AfterClock(clock, record));
     return DropMergedPending();
   }
 
@@ -146,50 +145,14 @@ class SspConsistency final : public ConsistencyMode {
     return Status::Ok();
   }
 
-  // Waits until every batch this rank pushed with a delta of the range is
-  // in a published snapshot (ReplicaRefresher::FocusRows' precondition: the
-  // range it loads then holds all own deltas; the batches of the stripe it
-  // leaves go on merging), and the clocks before `settled_before` of the
-  // rank that wrote the range last (`writer_before`; -1: of every other
-  // rank), then loads the range (finishing its read ahead, if begun). With
-  // two stripes per rank the range rested for a sub-epoch, so both are in
-  // already: no wait (locality_plan.h). That rank waited in turn for the
-  // range's writer before it, so the loaded range holds every earlier
-  // writer's clocks and no refresh of this sub-epoch needs the range's
-  // change records. A range asked for ahead by row requests that await its
-  // writer (PrefetchFocus) needs no wait here: its replies show both.
-  // Not a barrier over all ranks (DSGD's bulk-synchronous
-  // sub-epochs): a rank slow in one block delays only the rank that takes
-  // its stripe next, and slow and fast blocks even out along the chain of
-  // stripe hand-overs instead of every sub-epoch waiting for its slowest.
+  // The stripe moves (stripe_hand_over.h).
   Status FocusRows(model::TableId table, std::int64_t first, std::int64_t last, std::int64_t until,
                    model::ComputeIndex writer_before, std::int64_t settled_before, ClockRecord& record) override {
-    read_ahead_.Forget();  // a read ahead never begun (its writer was late) is this load: not again later
-    STALELEARN_RETURN_IF_ERROR(links_.pusher.Complete());
-    if (!links_.refresher.GatheredOnceSettled(table, first, last)) {
-      STALELEARN_RETURN_IF_ERROR(AwaitWriterDone(table, first, last, writer_before, settled_before, record));
-    }
-    const std::uint64_t ahead_before = links_.refresher.counters().loads_read_ahead;
-    const std::uint64_t unsettled_before = links_.refresher.counters().loads_read_ahead_unsettled;
-    STALELEARN_RETURN_IF_ERROR(
-        links_.refresher.FocusRows(table, first, last, static_cast<std::uint64_t>(settled_before), writer_before,
-                                   replica_));
-    replica_.RebaseWritten();  // the rows FocusRows installed (it notes them)
-    record.stripes_read_ahead += static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead - ahead_before);
-    record.stripes_read_ahead_unsettled +=
-        static_cast<std::int64_t>(links_.refresher.counters().loads_read_ahead_unsettled - unsettled_before);
-    stratum_.Begin(record.clock, until);
-    return Status::Ok();
+    return hand_over_.FocusRows(table, first, last, until, writer_before, settled_before, record);
   }
-  // A gathered next stripe is asked for now, and each memory rank answers
-  // once the stripe's writer is done with it there; a stripe read whole is
-  // named for the read ahead (ReadAheadIfSettled begins it when its writer is done).
   Status PrefetchFocus(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
                        std::int64_t settled_before) override {
-    const sync::AwaitedClocks awaits{writer_before.value, static_cast<std::uint64_t>(settled_before)};
-    STALELEARN_ASSIGN_OR_RETURN(const bool asked, links_.refresher.PrefetchGathered(table, first, last, awaits));
-    if (!asked) read_ahead_.Name(table, first, last, writer_before, settled_before);
-    return Status::Ok();
+    return hand_over_.PrefetchFocus(table, first, last, writer_before, settled_before);
   }
   void WillFocus(model::TableId table) override { links_.refresher.set_focus_table(table); }
   // A table written alone holds, at the first generation, exactly what
@@ -216,9 +179,7 @@ class SspConsistency final : public ConsistencyMode {
   }
   Status Finish(std::uint64_t total_clocks) override {
     total_clocks_ = total_clocks;
-    read_ahead_.Forget();
-    STALELEARN_RETURN_IF_ERROR(read_ahead_.Settle());  // an ask's get writes into it
-    STALELEARN_RETURN_IF_ERROR(links_.refresher.DropPrefetch());  // a stop inside a stratum: its gets complete
+    STALELEARN_RETURN_IF_ERROR(hand_over_.Finish());
     if (held_clock_ < 0 && kept_clock_ >= 0) {
       // The last clock's push kept rows back: pushed now, they would come
       // after that push claimed the clock, and the final read waits only
@@ -271,70 +232,6 @@ class SspConsistency final : public ConsistencyMode {
     return links_.refresher.focused() && installed_ &&
            (DefectPlanted(PlantedDefect::kStratumWithSharedRows) ||
             links_.refresher.OnlyOwnWritesChangeHeldRows(replica_));
-  }
-
-  // FocusRows' wait: own deltas of the range merged and the range's writer
-  // done with it, on the memory ranks holding it.
-  Status AwaitWriterDone(model::TableId table, std::int64_t first, std::int64_t last, model::ComputeIndex writer_before,
-                         std::int64_t settled_before, ClockRecord& record) {
-    // The writer's clocks count where the range's rows are merged, as for
-    // its read ahead: on the memory ranks holding it. The others merge the
-    // writer's last push when they get to it, and nothing read here waits
-    // for that (a push to them may even be skipped inside a stratum).
-    const std::vector<std::uint8_t> shards = env_.layout.partition(table).ShardsHolding(first, last);
-    STALELEARN_ASSIGN_OR_RETURN(
-        std::chrono::nanoseconds waited,
-        sync::WaitUntil(
-            env_.wait, env_.transport,
-            [&]() -> Result<bool> {
-              STALELEARN_RETURN_IF_ERROR(links_.clocks.Refresh());
-              for (int m = 0; m < links_.clocks.memory_ranks(); ++m) {
-                const model::MemoryIndex mi{m};
-                links_.refresher.DropIncluded(mi, links_.clocks.included(mi, me_));
-              }
-              if (links_.refresher.PendingNames(table, first, last)) return false;
-              if (DefectPlanted(PlantedDefect::kFocusSettledAtOnce)) return true;
-              const sync::ClockTable::Slowest slowest = writer_before.value >= 0
-                                                            ? links_.clocks.SlowestOf(writer_before, shards)
-                                                            : links_.clocks.SlowestOther(me_, shards);
-              if (slowest.merged_clock >= static_cast<std::uint64_t>(settled_before)) return true;
-              links_.clocks.WaitOnlyFor(slowest);  // a virtual clock sleeps until it moves
-              return false;
-            },
-            [&] {
-              return fmt::format("compute rank {}: its deltas of the rows and {} clocks before {} merged, "
-                                 "before it reads rows {}..{} of table {}",
-                                 me_.value,
-                                 writer_before.value >= 0 ? fmt::format("compute rank {}'s", writer_before.value)
-                                                          : std::string("every rank's"),
-                                 settled_before, first, last, table.value);
-            }));
-    record.stall_seconds += std::chrono::duration<double>(waited).count();
-    return Status::Ok();
-  }
-
-  // The next stripe's read, once its writer is done with it
-  // (stripe_read_ahead.h): asked after the clocks StratumClocks says, the
-  // answer looked for after every clock (free until it is in). After the
-  // stratum's last clock but one, an ask is answered before the rank goes
-  // on: a stratum shorter than a round trip would else read ahead never.
-  Status ReadAheadIfSettled(std::int64_t clock, const ClockRecord& record) {
-    // A gathered next stripe: its replies are read once answered.
-    STALELEARN_RETURN_IF_ERROR(links_.refresher.ReadGatherAhead());
-    const bool last_chance = record.in_stratum && stratum_.LastAsk(clock);
-    if (read_ahead_.asking()) {
-      STALELEARN_RETURN_IF_ERROR(read_ahead_.TakeAnswer(me_, links_.refresher, last_chance));
-      if (read_ahead_.asking()) return Status::Ok();
-      links_.pusher.NoteHeads(read_ahead_.clocks());  // the answer read the rings' heads too
-      if (last_chance) return Status::Ok();  // one wait a stratum at most
-    }
-    if (!record.in_stratum || !read_ahead_.named() || !stratum_.AskDue(clock)) return Status::Ok();
-    stratum_.Asked(clock);
-    STALELEARN_RETURN_IF_ERROR(read_ahead_.Ask(env_.layout));
-    if (!last_chance) return Status::Ok();
-    STALELEARN_RETURN_IF_ERROR(read_ahead_.TakeAnswer(me_, links_.refresher, /*wait=*/true));
-    links_.pusher.NoteHeads(read_ahead_.clocks());
-    return Status::Ok();
   }
 
   Status GateAndRefresh(std::uint64_t t, sync::StalenessBound bound, ClockRecord& record) {
@@ -436,7 +333,6 @@ class SspConsistency final : public ConsistencyMode {
   bool merges_by_sum_;                      // every table's merge is sum (WritesValues)
   WrittenAloneHandle row_namers_;           // shared with this run's other ranks (tables_written_alone.h)
   bool eager_;                              // ESSP: refresh before every clock
-  StratumClocks stratum_;                   // the last FocusRows' stratum: its pushes and asks
   std::int64_t held_clock_ = -1;            // the last clock whose deltas wait in the replica (-1: none)
   // Tables written alone (stratified, several ranks): their deltas stay in
   // the replica inside strata, until the epoch's last clock (AfterClock).
@@ -444,7 +340,7 @@ class SspConsistency final : public ConsistencyMode {
   std::int64_t kept_clock_ = -1;            // the last push that kept them (-1: none kept)
   std::int64_t last_clock_ = -1;            // the last clock AfterClock saw
   std::uint64_t dropped_reported_ = 0;      // reads_ahead_dropped up to the last clock's record
-  StripeReadAhead read_ahead_;              // PrefetchFocus's range, until its read begins
+  StripeHandOver hand_over_;                // the stripe's moves: loads, reads ahead, the stratum's clocks
   std::uint64_t total_clocks_ = 0;
 };
 

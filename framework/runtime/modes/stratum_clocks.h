@@ -1,6 +1,6 @@
 // Which clocks of a stratified sub-epoch (a stratum: the clocks between two
 // FocusRows of one rank) push, and after which the rank asks whether its
-// next stripe's writer is done (ssp_mode.cc).
+// next stripe's writer is done (stripe_hand_over.h).
 //
 // Pushes: inside a stratum no other rank reads this rank's rows before the
 // stripe moves (the stripe: after the next rank's FocusRows, which waits
