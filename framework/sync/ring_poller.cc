@@ -155,6 +155,11 @@ bool RingPoller::AllReleased() const {
   return true;
 }
 
+void RingPoller::MarkDead(model::ComputeIndex c) {
+  rings_[c.value].dead = true;
+  if (kept_count_ > 0) AnswerKept();  // nobody waits for its clocks any more
+}
+
 bool RingPoller::Holds(model::ComputeIndex c, const AwaitedClocks& awaits) const {
   if (awaits.rank >= 0) return merged_clock(model::ComputeIndex{awaits.rank}) >= awaits.before;
   for (int other = 0; other < compute_ranks(); ++other) {

@@ -87,8 +87,9 @@ class RingPoller {
   std::uint64_t slowest_merged_clock() const;
   // Compute rank c died (framework/runtime/peer_liveness.h): its ring is no
   // longer read (its unconsumed batches are discarded), it counts as
-  // finished and released, and its merged clock reads kDeadClock.
-  void MarkDead(model::ComputeIndex c) { rings_[c.value].dead = true; }
+  // finished and released, and its merged clock reads kDeadClock: kept
+  // requests awaiting its clocks are answered now, its own dropped.
+  void MarkDead(model::ComputeIndex c);
   bool dead(model::ComputeIndex c) const { return rings_[c.value].dead; }
   // Its clocks merged before it was marked dead.
   std::uint64_t merged_clock_when_alive(model::ComputeIndex c) const { return rings_[c.value].merged_clock; }

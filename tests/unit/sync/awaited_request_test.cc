@@ -2,9 +2,9 @@
 // memory rank keeps such a request while the clocks it names are not merged
 // and answers it at the end of the first poll after which they are, so the
 // reply holds the awaited clocks' batches; the ring goes on meanwhile; a
-// newer request of the same rank replaces a kept one; a request that names
-// no compute rank of the run is rejected, and a batch that awaits clocks
-// but is no request is corrupt.
+// newer request of the same rank replaces a kept one, and a dead rank's is
+// dropped; a request that names no compute rank of the run is rejected, and
+// a batch that awaits clocks but is no request is corrupt.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -100,6 +100,15 @@ TEST(AwaitedRequest, ANewerRequestReplacesAKeptOne) {
   EXPECT_EQ(f.poller().merged_clock(ComputeIndex{0}), 2u);
   EXPECT_EQ(Reply(f).sequence, newer) << "request " << kept << " answered after it was replaced";
   EXPECT_EQ(f.poller().counters().rows_gathered, 1);
+}
+
+TEST(AwaitedRequest, AKeptRequestOfARankMarkedDeadIsDropped) {
+  RingFixture f = WithReplyArea();
+  const std::uint64_t kept = PushRequest(f, {1}, AwaitedClocks{0, 2});
+  f.poller().PollOnce();
+  f.poller().MarkDead(ComputeIndex{0});  // its clocks now read as all merged, but nobody reads its reply
+  EXPECT_NE(Reply(f).sequence, kept);
+  EXPECT_EQ(f.poller().counters().rows_gathered, 0);
 }
 
 TEST(AwaitedRequest, ARequestAwaitingNoRankOfTheRunIsRejectedAndTheRingGoesOn) {
