@@ -9,9 +9,9 @@
 // FocusRows lays on them what was published since
 // (ReplicaRefresher::PrefetchRows). An ask is a get of the control blocks
 // of the memory ranks holding the range, which the rank does not wait for:
-// the next ask takes its answer (a round trip each was a third of a 64:8
+// a later clock takes its answer (a round trip each was a third of a 64:8
 // rank's pushing on the timing backend) and, if the writer was not done,
-// asks again. Begun before the writer is done, the read would get the
+// the rank asks again. Begun before the writer is done, the read would get the
 // stripe and then most of it again as the writer's last records (a lagging
 // writer gave a rank up to 5 stripes of them an epoch at 3:1 in real time).
 // If the writer is not done by the stratum's end, the hand-over reads the
@@ -59,12 +59,11 @@ class StripeReadAhead {
   Status Ask(const model::ModelLayout& layout);
   // Takes the answer to the ask in flight, if it is in (the clock has
   // reached its get's completion; otherwise nothing happens) or, with
-  // `wait`, once it is: if the
-  // writer before the named range (every other rank where writer_before is
-  // -1) has merged its clocks before settled_before on the memory ranks
-  // holding it (ClockTable::SlowestOf), begins the range's read and
-  // forgets the name. An answer to an ask for another range (named before
-  // a hand-over) is dropped. Needs asking().
+  // `wait`, once it is: if the writer before the named range (every other
+  // rank where writer_before is -1) has merged its clocks before
+  // settled_before on the memory ranks holding it (ClockTable::SlowestOf),
+  // begins the range's read and forgets the name. An answer to an ask for
+  // another range (named before a hand-over) is dropped. Needs asking().
   Status TakeAnswer(model::ComputeIndex me, ReplicaRefresher& refresher, bool wait = false);
   // The control blocks the last answer taken read (undefined while asking()).
   const sync::ClockTable& clocks() const { return clocks_; }

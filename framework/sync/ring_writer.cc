@@ -23,7 +23,8 @@ RingWriter::RingWriter(transport::Transport& transport, std::unique_ptr<transpor
 Status RingWriter::TakeHeadAhead(bool wait) {
   if (head_ahead_ == nullptr) return Status::Ok();
   if (wait) {
-    STALELEARN_RETURN_IF_ERROR(head_ahead_->Wait(wait_.timeout).WithContext(fmt::format("head of rank {}", peer().value)));
+    STALELEARN_RETURN_IF_ERROR(
+        head_ahead_->Wait(wait_.timeout).WithContext(fmt::format("head of rank {}", peer().value)));
   } else if (!head_ahead_->Test()) {
     return Status::Ok();
   }
@@ -90,8 +91,8 @@ Result<std::chrono::nanoseconds> RingWriter::Push(std::span<const std::byte> bat
   // once per half ring of pushes at most.
   STALELEARN_RETURN_IF_ERROR(TakeHeadAhead(/*wait=*/false));
   const std::uint64_t pushed = next_sequence_ - 1;
-  const auto half = static_cast<std::uint64_t>(ring_geometry_.slots);
-  if (head_ahead_ == nullptr && 2 * (pushed - known_head_) >= half && 2 * (pushed - head_ahead_at_) >= half) {
+  const auto slots = static_cast<std::uint64_t>(ring_geometry_.slots);
+  if (head_ahead_ == nullptr && 2 * (pushed - known_head_) >= slots && 2 * (pushed - head_ahead_at_) >= slots) {
     STALELEARN_ASSIGN_OR_RETURN(head_ahead_, transport_.Get(&head_ahead_value_, sizeof head_ahead_value_, published_,
                                                              published_geometry_.head_offset(me_)));
     head_ahead_at_ = pushed;

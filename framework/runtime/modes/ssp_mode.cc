@@ -119,7 +119,8 @@ class SspConsistency final : public ConsistencyMode {
     // A push inside a stratum but its last skips the memory ranks it has no
     // delta for (most of them: the stripe's rows live on one or two); the
     // stratum's last push tells every memory rank the clocks are in.
-    const bool only_with_deltas = record.in_stratum && !record.ends_epoch && !hand_over_.stratum().Ends(clock) && !stopping;
+    const bool only_with_deltas =
+        record.in_stratum && !record.ends_epoch && !hand_over_.stratum().Ends(clock) && !stopping;
     STALELEARN_ASSIGN_OR_RETURN(std::chrono::nanoseconds push_stall,
                                 links_.pusher.PushClock(replica_, static_cast<std::uint64_t>(clock),
                                                         record.staleness_epochs,

@@ -24,7 +24,9 @@ using testing::RingFixture;
 
 constexpr std::size_t kReplyBytes = 4096;
 
-RingFixture WithReplyArea() { return RingFixture(/*slots=*/4, 1, {{"counts", model::ElementType::kInt32, 16, 2}}, {}, kReplyBytes); }
+RingFixture WithReplyArea() {
+  return RingFixture(/*slots=*/4, 1, {{"counts", model::ElementType::kInt32, 16, 2}}, {}, kReplyBytes);
+}
 
 // Pushes a request for `rows` of the counts table; returns its sequence.
 std::uint64_t PushRequest(RingFixture& f, const std::vector<std::int64_t>& rows, std::optional<AwaitedClocks> awaits) {
