@@ -18,6 +18,7 @@
 #include "framework/model/model_checksum.h"
 #include "framework/runtime/sample_schedule.h"
 #include "tests/integration/fault_injecting_transport.h"
+#include "tests/integration/item_counting_app.h"
 #include "tests/integration/mpi_gtest_main.h"
 #include "tests/integration/movielens_file.h"
 #include "tests/integration/train_support.h"
@@ -104,6 +105,32 @@ TEST(TrainUcx, CorruptedBatchIsRejectedAndTheRunGoesOn) {
 
 // Timing over ucx (issue 5): stamps travel in batch and snapshot headers,
 // the makespan is reported, and the run says it is not deterministic.
+// Stratified scheduling with sparse stripes over one-sided UCX: a rank asks
+// the memory rank for its next stripe's rows at the stratum's first clock,
+// and the memory rank answers once the stripe's writer is done with it
+// (sync::kAwaitsClocks); asks for stripes read whole go out without
+// waiting. The counts end exact (I4) and no rank reads a row without its
+// own increments (I2); the app's check of other ranks' increments (I1)
+// sees only this process's (its counters are per process here: the
+// in-process StratifiedGather tests check it across ranks).
+TEST(TrainUcx, StratifiedSparseStripesAreGatheredAndCountsStayExact) {
+  constexpr int kEpochs = 3;
+  constexpr std::int64_t kSparseItems = 3000;
+  ItemCountingApp app(/*deal_by_user=*/true, kSparseItems);
+  const runtime::RankRun run = RunUcx(StratifiedConfig(kEpochs), app);
+  EXPECT_EQ(run.report.final().value(), static_cast<double>(kSamples * kEpochs)) << "item increments lost or doubled";
+  EXPECT_EQ(app.lost_own(), 0) << "a row was read without this rank's own increments";
+  EXPECT_EQ(app.stale_reads(), 0);
+  std::int64_t gathered = 0;
+  for (const proto::RankReport& r : run.report.ranks()) {
+    if (r.role() == "memory") {
+      gathered += r.rows_gathered();
+      EXPECT_EQ(r.rejected_batches(), 0);
+    }
+  }
+  EXPECT_GT(gathered, 0) << "no stripe was gathered: the requests went untested";
+}
+
 TEST(TrainUcx, TimingOverUcxReportsANonDeterministicMakespan) {
   const CountingApp app(900);
   proto::Config config = TestConfig("SSP", 1, 1, 3, 32);
