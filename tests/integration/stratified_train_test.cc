@@ -279,7 +279,10 @@ TEST(StratifiedTraining, AStopInsideAStratumPushesTheClocksHeldUnderDeterministi
 // only the user rows kept back wait (PushHeld pushes both, as the clock
 // before the cut: the memory ranks' cut takes every batch of a clock
 // before it, checkpoint_cut.h).
-void CheckResumedFromACutInsideAStratum(int every) {
+// With `items` from about 3000 on the stripes are gathered (row requests the
+// memory ranks keep until the writer is done): a resumed run starts with no
+// request in flight and gathers again.
+void CheckResumedFromACutInsideAStratum(int every, std::int64_t items = kItems) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(::testing::TempDir()) /
                        ("stalelearn_stratum_resume." + std::to_string(::getpid()) + "." + std::to_string(every));
@@ -290,7 +293,7 @@ void CheckResumedFromACutInsideAStratum(int every) {
   checkpoint->set_every_clocks(every);
   checkpoint->set_keep(100);
   checkpoint->set_dir((dir / "all").string());
-  ItemCountingApp first(/*deal_by_user=*/true);
+  ItemCountingApp first(/*deal_by_user=*/true, items);
   const proto::Report whole = RunLocal(config, first, 5).report();
   EXPECT_EQ(whole.final().value(), static_cast<double>(kSamples * kEpochs));
   std::int64_t clocks = 0;
@@ -303,19 +306,24 @@ void CheckResumedFromACutInsideAStratum(int every) {
            fs::copy_options::recursive);
   checkpoint->set_resume_dir((dir / "only").string());
   checkpoint->set_dir((dir / "only").string());
-  ItemCountingApp second(/*deal_by_user=*/true);
+  ItemCountingApp second(/*deal_by_user=*/true, items);
   const proto::Report resumed = RunLocal(config, second, 5).report();
   EXPECT_EQ(resumed.resumed_from_clock(), static_cast<std::uint64_t>(middle));
   EXPECT_GT(Sum(resumed, &proto::RankReport::stratum_clocks), 0) << "no clock held its deltas";
   EXPECT_EQ(resumed.final().value(), static_cast<double>(kSamples * kEpochs)) << "increments before the cut lost";
   EXPECT_EQ(resumed.final().metrics().at("users"), static_cast<double>(kSamples * kEpochs))
       << "user increments before the cut lost (cut at " << middle << ")";
+  EXPECT_EQ(second.lost_own(), 0);
+  EXPECT_EQ(second.stale_reads(), 0);
+  if (items > kItems) EXPECT_GT(Sum(resumed, &proto::RankReport::rows_gathered), 0) << "no stripe gathered";
   fs::remove_all(dir);
 }
 
 TEST(StratifiedTraining, ACheckpointInsideAStratumHoldsEveryClockBeforeIt) { CheckResumedFromACutInsideAStratum(7); }
 
 TEST(StratifiedTraining, ACheckpointRightAfterAPushHoldsTheRowsKeptBack) { CheckResumedFromACutInsideAStratum(6); }
+
+TEST(StratifiedTraining, AResumeWithGatheredStripesEndsExact) { CheckResumedFromACutInsideAStratum(7, 3000); }
 
 // A focus taken as settled before the stripe's previous writer (the
 // straggler) has its last clocks in: their increments are never read, and
