@@ -138,18 +138,19 @@ class ReplicaRefresher {
   // memory rank answers once it has merged `awaits` (the clocks in which
   // the range's last writer wrote it): a stratified rank asks for its next
   // stripe as soon as it knows it, with no polls for the writer
-  // (StripeReadAhead). True if begun; false, with nothing begun, where the
-  // range is not gathered (PrefetchRows then reads it whole).
+  // (StripeReadAhead; nullopt: answered at once, as PrefetchRows asks).
+  // True if begun; false, with nothing begun, where the range is not
+  // gathered (PrefetchRows then reads it whole).
   Result<bool> PrefetchGathered(model::TableId table, std::int64_t first, std::int64_t last,
-                                sync::AwaitedClocks awaits);
+                                std::optional<sync::AwaitedClocks> awaits);
   // Whether FocusRows of the range will finish a PrefetchGathered load
   // and no own delta of the range is pending: each reply then comes only
   // once the range's writer is done on its memory rank, and behind this
   // rank's own earlier batches, so FocusRows' caller needs no wait for
   // either (a control-block round trip per stripe).
   bool GatheredOnceSettled(model::TableId table, std::int64_t first, std::int64_t last) const {
-    return prefetching_ && gathering_ && gather_read_.awaits && gather_read_.table == table &&
-           gather_read_.first == first && gather_read_.last == last && !PendingNames(table, first, last);
+    return prefetching_ && gathering_ && gather_read_.awaits && ReadsRange(gather_read_, table, first, last) &&
+           !PendingNames(table, first, last);
   }
   // A gathered prefetch's replies: their gets begin once due
   // (RowGatherClient::ReadAhead), so FocusRows finds the rows in. Call
@@ -260,6 +261,11 @@ class ReplicaRefresher {
     std::vector<std::span<const sync::SnapshotReader::RowRead>> each;  // one read per reader
   };
   void PlanRangeRead(model::TableId table, std::int64_t first, std::int64_t last);
+  // Whether `read` (range_read_ or gather_read_) is of rows [first, last) of `table`.
+  template <class Read>
+  static bool ReadsRange(const Read& read, model::TableId table, std::int64_t first, std::int64_t last) {
+    return read.table == table && read.first == first && read.last == last;
+  }
   RangeRead range_read_;
   bool prefetching_ = false;  // range_read_ or gather_read_ begun, not finished
   // A load of a range by row requests: per memory rank the keys asked for
@@ -275,7 +281,7 @@ class ReplicaRefresher {
   // `awaits` holds, if given); false (nothing sent) where reading it whole
   // costs no more or a reply would not fit.
   Result<bool> BeginGather(model::TableId table, std::int64_t first, std::int64_t last,
-                           std::optional<sync::AwaitedClocks> awaits = std::nullopt);
+                           std::optional<sync::AwaitedClocks> awaits);
   Status FinishGather(model::Replica& replica);
   sync::RowGatherClient* gather_ = nullptr;
   const model::Replica* gather_replica_ = nullptr;

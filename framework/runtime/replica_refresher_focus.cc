@@ -143,12 +143,8 @@ Status ReplicaRefresher::FinishGather(model::Replica& replica) {
 }
 
 Status ReplicaRefresher::PrefetchRows(model::TableId table, std::int64_t first, std::int64_t last) {
-  STALELEARN_RETURN_IF_ERROR(DropPrefetch());
-  STALELEARN_ASSIGN_OR_RETURN(gathering_, BeginGather(table, first, last));
-  if (gathering_) {
-    prefetching_ = true;
-    return Status::Ok();
-  }
+  STALELEARN_ASSIGN_OR_RETURN(const bool gathered, PrefetchGathered(table, first, last, std::nullopt));
+  if (gathered) return Status::Ok();
   PlanRangeRead(table, first, last);
   STALELEARN_RETURN_IF_ERROR(sync::SnapshotReader::BeginRowsOfEach(range_read_.readers, range_read_.each));
   prefetching_ = true;
@@ -156,7 +152,7 @@ Status ReplicaRefresher::PrefetchRows(model::TableId table, std::int64_t first, 
 }
 
 Result<bool> ReplicaRefresher::PrefetchGathered(model::TableId table, std::int64_t first, std::int64_t last,
-                                                sync::AwaitedClocks awaits) {
+                                                std::optional<sync::AwaitedClocks> awaits) {
   STALELEARN_RETURN_IF_ERROR(DropPrefetch());
   STALELEARN_ASSIGN_OR_RETURN(gathering_, BeginGather(table, first, last, awaits));
   prefetching_ = gathering_;
@@ -175,10 +171,8 @@ Status ReplicaRefresher::FocusRows(model::TableId table, std::int64_t first, std
                                    model::ComputeIndex writer_before, model::Replica& replica) {
   if (PendingNames(table, first, last)) return FailedPrecondition("FocusRows with own deltas of the range not yet merged");
   NumberSlots(replica);
-  const auto reads_range = [&](const auto& read) {
-    return read.table == table && read.first == first && read.last == last;
-  };
-  const bool prefetched = prefetching_ && (gathering_ ? reads_range(gather_read_) : reads_range(range_read_));
+  const bool prefetched = prefetching_ && (gathering_ ? ReadsRange(gather_read_, table, first, last)
+                                                      : ReadsRange(range_read_, table, first, last));
   if (prefetched) {
     ++counters_.loads_read_ahead;
   } else {

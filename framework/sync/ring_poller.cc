@@ -114,7 +114,7 @@ int RingPoller::PollOnce() {
   if (tap_ != nullptr) tap_->WindowEnds();
   if (merge_observer_ && (window_work.flops > 0 || window_work.bytes > 0)) merge_observer_(window_work);
   // The master is whole again: kept requests whose clocks came in are answered.
-  if (consumed > 0 && kept_count_ > 0) AnswerKept();
+  if (consumed > 0) AnswerKept();
   return consumed;
 }
 
@@ -157,7 +157,7 @@ bool RingPoller::AllReleased() const {
 
 void RingPoller::MarkDead(model::ComputeIndex c) {
   rings_[c.value].dead = true;
-  if (kept_count_ > 0) AnswerKept();  // nobody waits for its clocks any more
+  AnswerKept();  // nobody waits for its clocks any more
 }
 
 bool RingPoller::Holds(model::ComputeIndex c, const AwaitedClocks& awaits) const {
@@ -170,10 +170,7 @@ bool RingPoller::Holds(model::ComputeIndex c, const AwaitedClocks& awaits) const
 
 Status RingPoller::AnswerOrKeep(model::ComputeIndex c, const DecodedBatch& request) {
   std::optional<DecodedBatch>& kept = kept_requests_[c.value];
-  if (kept.has_value()) {  // replaced: its reader moved on
-    kept.reset();
-    --kept_count_;
-  }
+  kept.reset();  // one kept before is replaced: its reader moved on
   const std::optional<AwaitedClocks> awaits = AwaitedBy(request.header);
   if (awaits.has_value() && (awaits->rank < -1 || awaits->rank >= compute_ranks())) {
     return InvalidArgument(fmt::format("a row request awaits the clocks of compute rank {} of {}", awaits->rank,
@@ -182,7 +179,6 @@ Status RingPoller::AnswerOrKeep(model::ComputeIndex c, const DecodedBatch& reque
   if (!awaits.has_value() || Holds(c, *awaits)) return Answer(c, request);
   kept = request;
   for (DecodedEntry& e : kept->entries) e.delta = nullptr;  // keys alone: nothing to point at
-  ++kept_count_;
   return Status::Ok();
 }
 
@@ -191,16 +187,17 @@ void RingPoller::AnswerKept() {
     std::optional<DecodedBatch>& kept = kept_requests_[static_cast<std::size_t>(c)];
     if (!kept.has_value()) continue;
     const model::ComputeIndex from{c};
-    if (!rings_[static_cast<std::size_t>(c)].dead && !Holds(from, *AwaitedBy(kept->header))) continue;
-    if (!rings_[static_cast<std::size_t>(c)].dead) {
-      if (Status answered = Answer(from, *kept); !answered.ok()) {
-        ++counters_.rejected_batches;
-        log::Warning("memory rank {}: rejected row request {} of compute rank {}: {}", me_.value,
-                     kept->header.sequence, c, answered.ToString());
-      }
+    if (dead(from)) {  // nobody reads its reply
+      kept.reset();
+      continue;
+    }
+    if (!Holds(from, *AwaitedBy(kept->header))) continue;
+    if (Status answered = Answer(from, *kept); !answered.ok()) {
+      ++counters_.rejected_batches;
+      log::Warning("memory rank {}: rejected row request {} of compute rank {}: {}", me_.value, kept->header.sequence,
+                   c, answered.ToString());
     }
     kept.reset();
-    --kept_count_;
   }
 }
 

@@ -164,7 +164,6 @@ class RingPoller {
   // [compute rank]: its request waiting for clocks (kAwaitsClocks), if any;
   // entries hold no row bytes (keys alone), so they point nowhere.
   std::vector<std::optional<DecodedBatch>> kept_requests_;
-  int kept_count_ = 0;
 };
 
 }  // namespace stalelearn::sync
