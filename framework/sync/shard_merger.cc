@@ -305,6 +305,8 @@ Result<metrics::WorkCounters> ShardMerger::WriteRows(const DecodedBatch& batch) 
 }
 
 Result<metrics::WorkCounters> ShardMerger::Merge(const DecodedBatch& batch) {
+  // A row request names rows and carries no deltas (RingPoller answers it).
+  if ((batch.header.flags & kRowRequest) != 0) return InvalidArgument("a row request has no deltas to merge");
   STALELEARN_RETURN_IF_ERROR(CheckDistinctRows(batch));
   if ((batch.header.flags & kRowValues) != 0) {
     FillViews(batch.header.stale_epochs_x1024);  // PrefetchAhead's

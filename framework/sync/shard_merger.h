@@ -53,6 +53,7 @@ class ShardMerger {
   // A batch of row values (kRowValues) is written over the master rows, not
   // merged: kInvalidArgument (nothing applied) if a table it names is not
   // merged by `sum`, whose master += delta its one writer's value equals.
+  // A row request (kRowRequest) is kInvalidArgument: it has no deltas.
   // Returns the work done (for timing backends); outside a window, including
   // the window's end.
   Result<metrics::WorkCounters> Merge(const DecodedBatch& batch);

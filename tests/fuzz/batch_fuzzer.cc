@@ -16,6 +16,7 @@
 #include "framework/model/hash64.h"
 #include "framework/sync/batch_codec.h"
 #include "framework/sync/merge_policy.h"
+#include "framework/sync/row_gather.h"
 #include "framework/sync/shard_merger.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -75,18 +76,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   FUZZ_CHECK(batch->entries.size() == batch->header.entry_count);
+  const bool request = (batch->header.flags & sync::kRowRequest) != 0;
   for (const sync::DecodedEntry& entry : batch->entries) {
     const model::RowPartition& partition = Layout().partition(entry.table);
     FUZZ_CHECK(partition.Owner(entry.row).value == shard);
     FUZZ_CHECK(entry.local_row >= 0 && entry.local_row < partition.ShardRows(model::MemoryIndex{shard}));
-    FUZZ_CHECK(entry.delta >= slot.data() && entry.delta < slot.data() + slot.size());
+    if (request) {
+      FUZZ_CHECK(entry.delta == nullptr);  // keys alone
+    } else {
+      FUZZ_CHECK(entry.delta >= slot.data() && entry.delta < slot.data() + slot.size());
+    }
   }
   sync::ShardMerger& merger = Merger(policy, shard);
+  if (request) {  // as RingPoller: answered from the master, never merged
+    FUZZ_CHECK(merger.Merge(*batch).status().code() == StatusCode::kInvalidArgument);
+    std::vector<std::byte> area(sizeof(sync::RowReplyHeader) + sync::RowRequestBytes(*batch, Layout()));
+    FUZZ_CHECK(sync::WriteRowReply(*batch, merger.master(), area, 0).ok());
+    sync::RowReplyHeader reply;
+    std::memcpy(&reply, area.data(), sizeof reply);
+    FUZZ_CHECK(reply.sequence == batch->header.sequence && reply.rows == batch->entries.size());
+    return 0;
+  }
   merger.BeginWindow();
   Result<metrics::WorkCounters> merged = merger.Merge(*batch);
   // A valid batch may still carry a NaN or infinity: the merge refuses it as
-  // divergence (kFailedPrecondition, naming table, row and clock).
+  // divergence (kFailedPrecondition, naming table, row and clock). Row values
+  // (kRowValues) for a table whose merge is not sum are refused whole
+  // (kInvalidArgument).
+  const bool values = (batch->header.flags & sync::kRowValues) != 0;
   FUZZ_CHECK(merged.ok() || merged.status().code() == StatusCode::kDataLoss ||
+             (values && merged.status().code() == StatusCode::kInvalidArgument) ||
              (merged.status().code() == StatusCode::kFailedPrecondition &&
               merged.status().message().starts_with("diverged")));
   merger.EndWindow();

@@ -133,5 +133,18 @@ TEST_F(ShardMergerDivergence, RowsInAnyOrderMergeAndARepeatedRowIsRefusedWhole) 
   EXPECT_EQ(merger.master()[0].FloatRow(9)[0], 0.0f);
 }
 
+// A row request names rows and carries no deltas: the poller answers it, and
+// a merge that took one would read deltas that are not there.
+TEST_F(ShardMergerDivergence, ARowRequestIsRefusedAndNothingIsMerged) {
+  ShardMerger merger(layout_, MemoryIndex{0}, 1);
+  const std::uint64_t keys[] = {EntryKey(model::TableId{0}, model::RowId{2}), EntryKey(model::TableId{0}, model::RowId{7})};
+  const DecodedBatch request = Decode(EncodeRowRequest(keys, 1));
+  ASSERT_EQ(request.entries.size(), 2u);
+  const Status status = merger.Merge(request).status();
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_EQ(merger.master()[0].FloatRow(2)[0], 0.0f);
+  EXPECT_FALSE(merger.diverged());
+}
+
 }  // namespace
 }  // namespace stalelearn::sync
