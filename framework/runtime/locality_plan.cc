@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <tbb/blocked_range.h>
+#include <tbb/combinable.h>
 #include <tbb/parallel_for.h>
 
 #include "framework/core/planted_defect.h"
@@ -21,6 +22,26 @@ namespace {
 // Where blocks may outgrow the scratchpad: the samples each row of the more
 // reused table should have in a cell (LocalityPlan::Make).
 constexpr double kSamplesPerRowPerCell = 4;
+// The most distinct rows any `window` consecutive keys of `cell` name (keys
+// sorted: (row << 32) | index).
+std::int64_t MostRowsInAWindow(std::span<const std::uint64_t> cell, std::int64_t window) {
+  const auto n = static_cast<std::int64_t>(cell.size());
+  const auto starts_row = [&](std::int64_t i) { return i > 0 && (cell[i] >> 32) != (cell[i - 1] >> 32) ? 1 : 0; };
+  std::int64_t most = n > 0 ? 1 : 0;
+  std::int64_t starts = 0;  // rows started within (i - window + 1, i]
+  for (std::int64_t i = 1; i < n; ++i) {
+    starts += starts_row(i);
+    if (i - window + 1 > 0) starts -= starts_row(i - window + 1);
+    most = std::max(most, starts + 1);
+  }
+  return most;
+}
+
+std::int64_t SparseRows(const std::vector<TableSpec>& tables) {
+  std::int64_t rows = 0;
+  for (const TableSpec& t : tables) rows += t.dense ? 0 : t.rows;
+  return rows;
+}
 
 // Keyed tables: sparse tables of more than one row of which every sample
 // names exactly one row. Note each sample's rows, then keyed() (1: keyed).
@@ -264,7 +285,19 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
   std::int64_t block_bytes = scratchpad_bytes;
   split(block_bytes);
   const bool clock_fits = samples_per_clock * max_bytes_per_sample <= scratchpad_bytes;
-  if (clock_fits) {
+  // Where a clock's samples may name more than the scratchpad, blocks grow
+  // all the same, and the plan made with them is kept only if a bound on
+  // every run of a clock's samples in one cell fits it: the samples' rows
+  // outside R, and the most rows of R any samples_per_clock consecutive
+  // samples of a cell name (cells run by R's rows, so few); else the plan is
+  // made again with blocks sized to the scratchpad. The clock's worst case
+  // is far above its distinct rows (a 4096-sample clock of the synthetic
+  // set names 655 KB; grown blocks' bound is 494 KB, its largest run 288
+  // KiB): on a 512 KiB L2 only the check lets blocks grow. One stripe only: a
+  // stratified clock is cut from its stripe's samples, not samples_per_clock
+  // of them.
+  const bool checked = !clock_fits && strata.stripes() == 1;
+  if (clock_fits || checked) {
     const std::int64_t rows_r = std::max<std::int64_t>(1, touched_rows[static_cast<std::size_t>(by_a ? a : b)]);
     const std::int64_t bytes_o = by_a ? bytes_b : bytes_a;
     // R's samples per row in a cell: (samples / rows_r) / (bytes_o / budget_o) >= k.
@@ -275,97 +308,126 @@ LocalityPlan LocalityPlan::Make(const App& app, std::span<const std::int64_t> de
     };
     while (block_bytes < bytes_a + bytes_b && !reused()) split(block_bytes *= 2);
   }
-  st.block_bytes = block_bytes;
-  if (DefectPlanted(PlantedDefect::kPlannerIgnoresScratchpad)) {
-    budget_a *= 4;
-    budget_b *= 4;
-  }
-  const auto row_a = static_cast<std::int64_t>(tables[a].row_bytes());
-  const auto row_b = static_cast<std::int64_t>(tables[b].row_bytes());
-  st.rows_per_block_a = std::max<std::int64_t>(1, budget_a / row_a);
-  st.rows_per_block_b = std::max<std::int64_t>(1, budget_b / row_b);
-  std::vector<std::int32_t> block_a;
-  std::vector<std::int32_t> block_b;
-  std::vector<std::int32_t> no_stripes;
-  st.blocks_a = CutBlocks(touched[a], st.rows_per_block_a, 1, block_a, plan.first_row_a_, no_stripes);
-  st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.stripes(), block_b, plan.first_row_b_,
-                          plan.stripe_of_block_b_);
-  touched.clear();
-  // Pass 2 counts each part's samples of each cell; pass 3 puts every sample
-  // at its cell's next place (a part after the parts before it: address
-  // order within a cell, whatever the thread count) with its row of the
-  // more reused table (more samples per touched row: consecutive samples
-  // then share it); then each cell is ordered by that row, ties in address
-  // order (a pure function of the data). All on all cores.
-  const std::int64_t cells = st.blocks_a * st.blocks_b;
-  const auto cell_of = [&](std::int64_t ra, std::int64_t rb) {
-    return static_cast<std::size_t>(std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +
-                                    block_b[static_cast<std::size_t>(rb)]);
-  };
-  std::vector<std::vector<std::int64_t>> next(static_cast<std::size_t>(parts), std::vector<std::int64_t>(static_cast<std::size_t>(cells), 0));
-  ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
-    std::vector<std::int64_t>& count = next[static_cast<std::size_t>(part)];
-    std::vector<RowRef> rows;
-    for (std::size_t i = begin; i < end; ++i) {
-      const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
-      ++count[cell_of(ra, rb)];
+  // The most rows of R that `samples_per_clock` consecutive samples of one
+  // cell name (checked growth only).
+  std::int64_t most_r_rows = 0;
+  // Cuts the blocks for budget_a and budget_b and puts the samples in their cells.
+  const auto make_cells = [&] {
+    std::int64_t cell_budget_a = budget_a;
+    std::int64_t cell_budget_b = budget_b;
+    if (DefectPlanted(PlantedDefect::kPlannerIgnoresScratchpad)) {
+      cell_budget_a *= 4;
+      cell_budget_b *= 4;
     }
-  });
-  plan.cell_start_.assign(static_cast<std::size_t>(cells + 1), 0);
-  for (std::size_t c = 0; c < static_cast<std::size_t>(cells); ++c) {
-    std::int64_t at = plan.cell_start_[c];
-    for (std::vector<std::int64_t>& count : next) {  // a part's count becomes its first place
-      const std::int64_t k = count[c];
-      count[c] = at;
-      at += k;
-    }
-    plan.cell_start_[c + 1] = at;
-  }
-  // (reused row, index in `samples`) at each place: sorting a cell's keys
-  // orders it by that row, ties in address order. Data grouped by that row
-  // already (a deal by user) is left as it is. The keys are built in the
-  // plan's own array and replaced by their samples in place (one array of a
-  // 20 M-sample rank's 160 MB, not two).
-  plan.by_cell_.resize(samples.size());
-  const std::span<std::uint64_t> keys(reinterpret_cast<std::uint64_t*>(plan.by_cell_.data()), plan.by_cell_.size());
-  ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
-    std::vector<std::int64_t>& at = next[static_cast<std::size_t>(part)];
-    std::vector<RowRef> rows;
-    for (std::size_t i = begin; i < end; ++i) {
-      const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
-      const auto row = static_cast<std::uint64_t>(by_a ? ra : rb);
-      keys[static_cast<std::size_t>(at[cell_of(ra, rb)]++)] = (row << 32) | i;
-    }
-  });
-  next = {};
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, cells), [&](const tbb::blocked_range<std::int64_t>& range) {
-    for (std::int64_t c = range.begin(); c < range.end(); ++c) {
-      const auto begin = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
-      const auto end = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
-      if (!std::is_sorted(keys.begin() + begin, keys.begin() + end)) std::sort(keys.begin() + begin, keys.begin() + end);
-      for (std::ptrdiff_t i = begin; i < end; ++i) {
-        plan.by_cell_[static_cast<std::size_t>(i)] =
-            samples[static_cast<std::size_t>(keys[static_cast<std::size_t>(i)] & 0xffffffffu)];
+    st.cells = 0;
+    const auto row_a = static_cast<std::int64_t>(tables[a].row_bytes());
+    const auto row_b = static_cast<std::int64_t>(tables[b].row_bytes());
+    st.rows_per_block_a = std::max<std::int64_t>(1, cell_budget_a / row_a);
+    st.rows_per_block_b = std::max<std::int64_t>(1, cell_budget_b / row_b);
+    std::vector<std::int32_t> block_a;
+    std::vector<std::int32_t> block_b;
+    std::vector<std::int32_t> no_stripes;
+    st.blocks_a = CutBlocks(touched[a], st.rows_per_block_a, 1, block_a, plan.first_row_a_, no_stripes);
+    st.blocks_b = CutBlocks(touched[b], st.rows_per_block_b, strata.stripes(), block_b, plan.first_row_b_,
+                            plan.stripe_of_block_b_);
+    // Pass 2 counts each part's samples of each cell; pass 3 puts every sample
+    // at its cell's next place (a part after the parts before it: address
+    // order within a cell, whatever the thread count) with its row of the
+    // more reused table (more samples per touched row: consecutive samples
+    // then share it); then each cell is ordered by that row, ties in address
+    // order (a pure function of the data). All on all cores.
+    const std::int64_t cells = st.blocks_a * st.blocks_b;
+    const auto cell_of = [&](std::int64_t ra, std::int64_t rb) {
+      return static_cast<std::size_t>(std::int64_t{block_a[static_cast<std::size_t>(ra)]} * st.blocks_b +
+                                      block_b[static_cast<std::size_t>(rb)]);
+    };
+    std::vector<std::vector<std::int64_t>> next(static_cast<std::size_t>(parts), std::vector<std::int64_t>(static_cast<std::size_t>(cells), 0));
+    ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+      std::vector<std::int64_t>& count = next[static_cast<std::size_t>(part)];
+      std::vector<RowRef> rows;
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
+        ++count[cell_of(ra, rb)];
       }
+    });
+    plan.cell_start_.assign(static_cast<std::size_t>(cells + 1), 0);
+    for (std::size_t c = 0; c < static_cast<std::size_t>(cells); ++c) {
+      std::int64_t at = plan.cell_start_[c];
+      for (std::vector<std::int64_t>& count : next) {  // a part's count becomes its first place
+        const std::int64_t k = count[c];
+        count[c] = at;
+        at += k;
+      }
+      plan.cell_start_[c + 1] = at;
     }
-  });
-  for (std::int64_t c = 0; c < cells; ++c) {
-    if (plan.cell_start_[static_cast<std::size_t>(c + 1)] > plan.cell_start_[static_cast<std::size_t>(c)]) ++st.cells;
+    // (reused row, index in `samples`) at each place: sorting a cell's keys
+    // orders it by that row, ties in address order. Data grouped by that row
+    // already (a deal by user) is left as it is. The keys are built in the
+    // plan's own array and replaced by their samples in place (one array of a
+    // 20 M-sample rank's 160 MB, not two).
+    plan.by_cell_.resize(samples.size());
+    const std::span<std::uint64_t> keys(reinterpret_cast<std::uint64_t*>(plan.by_cell_.data()), plan.by_cell_.size());
+    ForEachSamplePart(parts, samples.size(), [&](int part, std::size_t begin, std::size_t end) {
+      std::vector<std::int64_t>& at = next[static_cast<std::size_t>(part)];
+      std::vector<RowRef> rows;
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto [ra, rb] = KeyRows(app, samples[i], a, b, rows);
+        const auto row = static_cast<std::uint64_t>(by_a ? ra : rb);
+        keys[static_cast<std::size_t>(at[cell_of(ra, rb)]++)] = (row << 32) | i;
+      }
+    });
+    next = {};
+    tbb::combinable<std::int64_t> most_r([] { return std::int64_t{0}; });
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, cells), [&](const tbb::blocked_range<std::int64_t>& range) {
+      for (std::int64_t c = range.begin(); c < range.end(); ++c) {
+        const auto begin = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c)]);
+        const auto end = static_cast<std::ptrdiff_t>(plan.cell_start_[static_cast<std::size_t>(c + 1)]);
+        if (!std::is_sorted(keys.begin() + begin, keys.begin() + end)) std::sort(keys.begin() + begin, keys.begin() + end);
+        if (checked) {
+          std::int64_t& most = most_r.local();
+          most = std::max(most, MostRowsInAWindow(keys.subspan(static_cast<std::size_t>(begin),
+                                                               static_cast<std::size_t>(end - begin)),
+                                                  samples_per_clock));
+        }
+        for (std::ptrdiff_t i = begin; i < end; ++i) {
+          plan.by_cell_[static_cast<std::size_t>(i)] =
+              samples[static_cast<std::size_t>(keys[static_cast<std::size_t>(i)] & 0xffffffffu)];
+        }
+      }
+    });
+    for (std::int64_t c = 0; c < cells; ++c) {
+      if (plan.cell_start_[static_cast<std::size_t>(c + 1)] > plan.cell_start_[static_cast<std::size_t>(c)]) ++st.cells;
+    }
+    most_r_rows = most_r.combine([](std::int64_t x, std::int64_t y) { return std::max(x, y); });
+    st.planned = true;
+    // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
+    plan.stripe_samples_.assign(static_cast<std::size_t>(strata.stripes()), 0);
+    for (std::int64_t c = 0; c < cells; ++c) {
+      const auto stripe = static_cast<std::size_t>(plan.stripe_of_block_b_[static_cast<std::size_t>(c % st.blocks_b)]);
+      plan.stripe_samples_[stripe] += plan.cell_start_[static_cast<std::size_t>(c + 1)] - plan.cell_start_[static_cast<std::size_t>(c)];
+    }
+  };
+  make_cells();
+  // Every run of a clock's samples in one cell names at most its samples'
+  // rows of the other tables and the window's rows of R.
+  const auto row_r = static_cast<std::int64_t>(tables[static_cast<std::size_t>(by_a ? a : b)].row_bytes());
+  if (checked) st.window_bound_bytes = samples_per_clock * (max_bytes_per_sample - row_r) + most_r_rows * row_r;
+  if (checked && block_bytes > scratchpad_bytes && st.window_bound_bytes > scratchpad_bytes) {
+    split(block_bytes = scratchpad_bytes);
+    make_cells();
+    st.window_bound_bytes = 0;  // blocks that fit it: any run does
   }
-  st.planned = true;
-  // Stratified: the samples of each stripe of B, for slicing sub-epochs into clocks.
-  plan.stripe_samples_.assign(static_cast<std::size_t>(strata.stripes()), 0);
-  for (std::int64_t c = 0; c < cells; ++c) {
-    const auto stripe = static_cast<std::size_t>(plan.stripe_of_block_b_[static_cast<std::size_t>(c % st.blocks_b)]);
-    plan.stripe_samples_[stripe] += plan.cell_start_[static_cast<std::size_t>(c + 1)] - plan.cell_start_[static_cast<std::size_t>(c)];
-  }
+  st.block_bytes = block_bytes;
+  touched.clear();
   st.reason = fmt::format("grid of {} x {} blocks of '{}' ({} rows) x '{}' ({} rows) for a {} B scratchpad",
                           st.blocks_a, st.blocks_b, tables[a].name, st.rows_per_block_a, tables[b].name,
                           st.rows_per_block_b, scratchpad_bytes);
   if (block_bytes > scratchpad_bytes) {
-    st.reason += fmt::format(" (blocks of {} B: a clock's rows fit it whatever the blocks; larger ones share rows "
-                             "within a clock)",
-                             block_bytes);
+    st.reason += fmt::format(" (blocks of {} B: {}; larger ones share rows within a clock)", block_bytes,
+                             clock_fits ? "a clock's rows fit it whatever the blocks"
+                                        : fmt::format("every run of a clock's samples in one cell names at most "
+                                                      "{} B, checked",
+                                                      st.window_bound_bytes));
   }
   if (strata.stripes() > 1) {
     st.reason = fmt::format("stratified over {} stripes of '{}' (compute rank {} starts at stripe {}), {}",
@@ -388,67 +450,6 @@ std::int64_t LocalityPlan::CellOf(const App& app, std::int64_t sample, std::vect
     return static_cast<std::int64_t>(std::ranges::upper_bound(first, row) - first.begin()) - 1;
   };
   return block(first_row_a_, ra) * stats_.blocks_b + block(first_row_b_, rb);
-}
-
-void LocalityPlan::MeasureCost(const App& app, const std::vector<TableSpec>& tables, std::int64_t samples_per_clock) {
-  LocalityPlanStats& st = stats_;
-  // The first kCostClocks clocks of the cells in stored order (an epoch's
-  // order but for the seeded shuffles of blocks): a sample of the plan.
-  constexpr std::int64_t kCostClocks = 64;
-  const auto measured = std::min<std::size_t>(by_cell_.size(), static_cast<std::size_t>(kCostClocks * samples_per_clock));
-  std::vector<RowRef> rows;
-  std::vector<std::pair<std::int64_t, std::int64_t>> clock_rows;  // (table << 40 | row, row bytes)
-  std::vector<std::int64_t> run_rows;
-  const auto distinct = [](auto& v) {
-    std::ranges::sort(v);
-    return static_cast<std::int64_t>(std::unique(v.begin(), v.end()) - v.begin());
-  };
-  std::int64_t clocks = 0;
-  std::int64_t named = 0;
-  std::int64_t distinct_rows = 0;
-  double bytes = 0;
-  const auto end_run = [&] {
-    const std::int64_t n = distinct(run_rows);
-    // Keyed tables' rows are the run's working set; every row of one table has one size.
-    std::int64_t run_bytes = 0;
-    for (std::int64_t i = 0; i < n; ++i) run_bytes += static_cast<std::int64_t>(tables[static_cast<std::size_t>(run_rows[static_cast<std::size_t>(i)] >> 40)].row_bytes());
-    st.largest_subbatch_bytes = std::max(st.largest_subbatch_bytes, run_bytes);
-    run_rows.clear();
-  };
-  const auto end_clock = [&] {
-    std::ranges::sort(clock_rows);
-    const auto last = std::unique(clock_rows.begin(), clock_rows.end());
-    distinct_rows += last - clock_rows.begin();
-    for (auto it = clock_rows.begin(); it != last; ++it) bytes += static_cast<double>(it->second);
-    clock_rows.clear();
-    ++clocks;
-  };
-  std::int64_t run_cell = -1;
-  for (std::size_t i = 0; i < measured; ++i) {
-    const bool clock_start = static_cast<std::int64_t>(i) % samples_per_clock == 0;
-    if (clock_start && i > 0) end_clock();
-    const std::int64_t cell = CellOf(app, by_cell_[i], rows);
-    if (cell != run_cell || clock_start) {
-      if (i > 0) end_run();
-      run_cell = cell;
-    }
-    for (const RowRef& r : rows) {
-      const auto t = static_cast<std::size_t>(r.table.value);
-      if (tables[t].dense) continue;
-      ++named;
-      const std::int64_t key = (static_cast<std::int64_t>(t) << 40) | r.row.value;
-      clock_rows.emplace_back(key, static_cast<std::int64_t>(tables[t].row_bytes()));
-      run_rows.push_back(key);
-    }
-  }
-  if (measured > 0) {
-    end_clock();
-    end_run();
-  }
-  const double c = static_cast<double>(std::max<std::int64_t>(1, clocks));
-  st.rows_named_per_clock = static_cast<double>(named) / c;
-  st.distinct_rows_per_clock = static_cast<double>(distinct_rows) / c;
-  st.bytes_per_clock = bytes / c;
 }
 
 }  // namespace stalelearn::runtime

@@ -92,6 +92,11 @@ struct LocalityPlanStats {
   // What the blocks are sized for: the scratchpad, or more where a clock's
   // rows fit the scratchpad whatever the blocks (LocalityPlan::Make).
   std::int64_t block_bytes = 0;
+  // Where blocks outgrow the scratchpad though a clock's samples may name
+  // more than it: a bound on the bytes of any run of a clock's samples in
+  // one cell (their rows outside R, and the most rows of R in one), which
+  // must fit the scratchpad (0: not bounded so).
+  std::int64_t window_bound_bytes = 0;
   int table_a = -1;             // the block held across cells
   int table_b = -1;             // the block streamed within a cell
   std::int64_t blocks_a = 1;

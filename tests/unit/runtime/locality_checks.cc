@@ -32,8 +32,8 @@ void TwoTableApp::RowsOf(std::int64_t sample, std::vector<runtime::RowRef>& rows
   rows.push_back({runtime::TableId{1}, runtime::RowId{i}});
 }
 
-void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock) {
-  constexpr std::int64_t kScratchpad = 64 << 10;
+void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock, std::int64_t scratchpad_bytes) {
+  const std::int64_t kScratchpad = scratchpad_bytes;
   const TwoTableApp app(3000, 8000, 60000, 5);
   std::vector<std::int64_t> all(static_cast<std::size_t>(app.TrainingSamples()));
   std::iota(all.begin(), all.end(), 0);

@@ -33,10 +33,11 @@ class TwoTableApp final : public runtime::App {
 
 inline constexpr const char* kSubBatchOverflowMessage = "a planned sub-batch's rows exceed the scratchpad";
 
-// Plans all of a TwoTableApp's samples for a 64 KiB scratchpad and clocks
-// of `samples_per_clock`, and checks every sub-batch (a clock's run of
-// samples in one cell) of two epochs.
-void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock = 1024);
+// Plans all of a TwoTableApp's samples for a scratchpad of
+// `scratchpad_bytes` and clocks of `samples_per_clock`, and checks every
+// sub-batch (a clock's run of samples in one cell) of two epochs.
+void CheckPlannedSubBatchesFitTheScratchpad(std::int64_t samples_per_clock = 1024,
+                                            std::int64_t scratchpad_bytes = 64 << 10);
 
 inline constexpr const char* kSharedStripeMessage = "two compute ranks wrote the same row in one clock";
 inline constexpr const char* kUnsettledHandOverMessage =

@@ -130,8 +130,9 @@ TEST(LocalityPlan, PlannedClocksNameFewerDistinctRowsThanTheShuffle) {
 // A 256-sample clock names at most 256 * 2 * 84 B = 43 KB, within the 64 KiB
 // scratchpad whatever the blocks: they grow until each user (20 samples)
 // has 4 in a cell, and a clock's samples share more rows than with blocks
-// sized to the scratchpad. A 1024-sample clock may not fit: blocks stay.
-TEST(LocalityPlan, BlocksOutgrowTheScratchpadOnlyWhereAClockFitsIt) {
+// sized to the scratchpad. A 1024-sample clock may not fit, nor does the
+// bound on its runs in a cell (below): blocks stay.
+TEST(LocalityPlan, BlocksOutgrowTheScratchpadWhereAClockFitsIt) {
   const TwoTableApp app(3000, 8000, 60000, 5);
   const std::vector<std::int64_t> all = AllSamples(app);
   const runtime::LocalityPlan grown = runtime::LocalityPlan::Make(app, all, 64 << 10, 256);
@@ -149,6 +150,28 @@ TEST(LocalityPlan, BlocksOutgrowTheScratchpadOnlyWhereAClockFitsIt) {
   EXPECT_LT(grown_rows, 0.9 * fitted_rows) << "grown blocks " << grown_rows << " vs fitted " << fitted_rows;
   EXPECT_LE(grown.stats().largest_subbatch_bytes, 64 << 10);
   CheckPlannedSubBatchesFitTheScratchpad(256);
+}
+
+// A 1024-sample clock names up to 172 KB, more than a 128 KiB scratchpad:
+// blocks grow all the same where the bound on a clock's run in one cell
+// (its 1024 item rows, 86 KB, and the most users 1024 consecutive samples of
+// a cell name) fits, and every sub-batch of two epochs does. For 100 KiB the
+// bound does not fit: the plan is made again with blocks sized to it.
+TEST(LocalityPlan, BlocksOutgrowAScratchpadAClockExceedsOnlyWhereTheBoundOnItsRunsFits) {
+  const TwoTableApp app(3000, 8000, 60000, 5);
+  const std::vector<std::int64_t> all = AllSamples(app);
+  const runtime::LocalityPlan grown = runtime::LocalityPlan::Make(app, all, 128 << 10, 1024);
+  const runtime::LocalityPlan fitted = runtime::LocalityPlan::Make(app, all, 100 << 10, 1024);
+  ASSERT_TRUE(grown.planned() && fitted.planned());
+  EXPECT_GT(grown.stats().block_bytes, 128 << 10) << grown.stats().reason;
+  EXPECT_GT(grown.stats().window_bound_bytes, 1024 * 84) << "the bound counts every item row of a clock";
+  EXPECT_LE(grown.stats().window_bound_bytes, 128 << 10);
+  EXPECT_NE(grown.stats().reason.find("checked"), std::string::npos) << grown.stats().reason;
+  EXPECT_EQ(fitted.stats().block_bytes, 100 << 10) << fitted.stats().reason;
+  EXPECT_EQ(fitted.stats().window_bound_bytes, 0) << "a plan made again with fitted blocks needs no bound";
+  EXPECT_LE(grown.stats().largest_subbatch_bytes, grown.stats().window_bound_bytes);
+  CheckPlannedSubBatchesFitTheScratchpad(1024, 128 << 10);
+  CheckPlannedSubBatchesFitTheScratchpad(1024, 100 << 10);
 }
 
 // The clock loop copies each clock's samples from the epoch's cells
