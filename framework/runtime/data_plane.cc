@@ -64,6 +64,15 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
   return g;
 }
 
+std::size_t StripeReplyBytes(const model::ModelLayout& layout, int stripes) {
+  std::size_t widest = 0;
+  for (const model::TableSpec& t : layout.tables()) {
+    const auto rows = static_cast<std::size_t>((t.rows + stripes - 1) / std::max(stripes, 1));
+    widest = std::max(widest, (rows + 1) / 2 * t.row_bytes());
+  }
+  return sizeof(sync::RowReplyHeader) + widest;
+}
+
 Result<MemoryEndpoints> RegisterMemoryEndpoints(transport::Transport& transport, transport::Bootstrap& bootstrap,
                                                 const RoleMap& roles, model::MemoryIndex me,
                                                 const DataPlaneGeometry& geometry) {

@@ -37,11 +37,12 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
                                                 std::size_t slot_bytes, std::size_t ring_bytes = 0,
                                                 std::size_t reply_bytes = 0);
 inline constexpr std::size_t kDefaultRingBytes = std::size_t{8} << 20;
-// A stratified run's reply areas: a stripe's held rows on one memory rank
-// fit them from 32 compute ranks on (the 20 M-rating set's item stripes at
-// 32:4 hold ~370 KB; with fewer ranks a replica holds most of a stripe and
-// reads it whole). Memory: compute ranks x this per memory rank.
-inline constexpr std::size_t kStripeReplyBytes = std::size_t{512} << 10;
+// A stratified run's reply areas, with `stripes` stripes: a rank gathers at
+// most half a stripe's rows (ReplicaRefresher::BeginGather), all on one
+// memory rank at worst, so an area holds half the widest stripe of any
+// table (and the reply's header). Memory: compute ranks x this per memory
+// rank, about a quarter of the largest table's bytes at kStripesPerRank.
+std::size_t StripeReplyBytes(const model::ModelLayout& layout, int stripes);
 
 struct MemoryEndpoints {
   std::vector<std::unique_ptr<transport::MemoryRegion>> rings;  // [compute index]

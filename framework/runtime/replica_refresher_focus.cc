@@ -100,7 +100,7 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
   for (std::size_t m = 0; m < shards; ++m) {
     rows += read.keys[m].size();
     const std::size_t asked = read.keys[m].size();
-    if (!gather_->Fits(model::MemoryIndex{static_cast<int>(m)}, asked, asked * row_bytes)) return false;
+    if (!gather_->Fits(model::MemoryIndex{static_cast<int>(m)}, read.keys[m], asked * row_bytes)) return false;
   }
   // A reply's rows cost what a range read of theirs costs, plus a request
   // and the memory side's gather: worth it at half the range or less.

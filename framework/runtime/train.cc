@@ -27,12 +27,13 @@ Result<RankRun> RunRank(const RankEnv& env, const ModeDefinition& mode, metrics:
   STALELEARN_ASSIGN_OR_RETURN(std::unique_ptr<RunLifecycle> lifecycle, RunLifecycle::Make(env, mode, counting));
   if (!mode.uses_memory_ranks) return RunComputeRole(*lifecycle, nullptr);
   const proto::ClusterConfig& cluster = env.config.cluster();
+  const int strata = StrataOf(env.config, env.roles.compute_ranks());
   STALELEARN_ASSIGN_OR_RETURN(
       const DataPlaneGeometry geometry,
       MakeDataPlaneGeometry(env.layout, env.roles.compute_ranks(), cluster.ring_slots(),
                             static_cast<std::size_t>(cluster.slot_bytes()),
                             static_cast<std::size_t>(std::max<std::int64_t>(cluster.ring_bytes(), 0)),
-                            StrataOf(env.config, env.roles.compute_ranks()) > 1 ? kStripeReplyBytes : 0));
+                            strata > 1 ? StripeReplyBytes(env.layout, RunStrata(strata, 0).stripes()) : 0));
   if (env.roles.role(env.transport.rank()) == Role::kMemory) return RunMemoryRole(*lifecycle, geometry);
   return RunComputeRole(*lifecycle, &geometry);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "framework/core/error.h"
@@ -25,6 +26,65 @@ void WriteHeader(BatchHeader h, std::span<std::byte> batch) {
   h.payload_checksum = model::Hash64(batch.subspan(sizeof h));
   h.header_checksum = HeaderChecksum(h);
   std::memcpy(batch.data(), &h, sizeof h);
+}
+
+
+// The bitmap form's payload bytes for `keys` (one table, increasing), or 0
+// where they name more than one table.
+std::size_t BitmapPayloadBytes(std::span<const std::uint64_t> keys) {
+  if (keys.empty() || EntryTable(keys.front()).value != EntryTable(keys.back()).value) return 0;
+  const auto rows = static_cast<std::uint64_t>(EntryRow(keys.back()).value - EntryRow(keys.front()).value + 1);
+  return sizeof(RowBitmap) + (rows + 63) / 64 * 8;
+}
+
+Status NotThisShard(const model::ModelLayout& layout, model::TableId table, model::RowId row,
+                    model::MemoryIndex shard) {
+  return OutOfRange(fmt::format("batch row {} of table '{}' belongs to memory rank {}, not {}", row.value,
+                                layout.tables()[table.value].name, layout.partition(table).Owner(row).value,
+                                shard.value));
+}
+
+// A kRowBitmap request's entries (batch_codec.h), validated as keys are.
+Result<DecodedBatch> DecodeRowBitmap(const BatchHeader& h, std::span<const std::byte> payload,
+                                     const model::ModelLayout& layout, model::MemoryIndex shard) {
+  RowBitmap range;
+  if (payload.size() < sizeof range) return DataLoss("row bitmap shorter than its range");
+  std::memcpy(&range, payload.data(), sizeof range);
+  const auto& tables = layout.tables();
+  if (range.table >= tables.size()) {
+    return DataLoss(fmt::format("row bitmap names table {} of {}", range.table, tables.size()));
+  }
+  const model::TableSpec& spec = tables[range.table];
+  if (range.first < 0 || range.rows > static_cast<std::uint64_t>(spec.rows) ||
+      range.first > spec.rows - static_cast<std::int64_t>(range.rows)) {
+    return OutOfRange(fmt::format("row bitmap of rows [{}, +{}) outside table '{}' ({} rows)", range.first,
+                                  range.rows, spec.name, spec.rows));
+  }
+  const std::size_t words = (range.rows + 63) / 64;
+  if (payload.size() - sizeof range != words * 8) {
+    return DataLoss(fmt::format("row bitmap of {} bytes for {} rows", payload.size() - sizeof range, range.rows));
+  }
+  const model::TableId table{range.table};
+  const model::RowPartition& partition = layout.partition(table);
+  DecodedBatch out{h, {}};
+  out.entries.reserve(std::min<std::size_t>(h.entry_count, range.rows));
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t word;
+    std::memcpy(&word, payload.data() + sizeof range + w * 8, 8);
+    if (w + 1 == words && range.rows % 64 != 0 && (word >> (range.rows % 64)) != 0) {
+      return DataLoss("row bitmap names rows past its range");
+    }
+    for (; word != 0; word &= word - 1) {
+      const model::RowId row{range.first + static_cast<std::int64_t>(w * 64) + std::countr_zero(word)};
+      if (partition.Owner(row) != shard) return NotThisShard(layout, table, row, shard);
+      out.entries.push_back({table, row, partition.LocalIndex(row), nullptr});
+    }
+  }
+  if (out.entries.size() != h.entry_count) {
+    return DataLoss(fmt::format("batch holds {} entries, header says {}", out.entries.size(), h.entry_count));
+  }
+  out.increasing = true;
+  return out;
 }
 
 }  // namespace
@@ -82,12 +142,38 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
   return out;
 }
 
+std::size_t EncodedRowRequestBytes(std::span<const std::uint64_t> keys, std::size_t slot_bytes) {
+  const std::size_t bitmap = BitmapPayloadBytes(keys);
+  const std::size_t as_keys = sizeof(BatchHeader) + keys.size_bytes();
+  return as_keys > slot_bytes && bitmap > 0 ? sizeof(BatchHeader) + std::min(bitmap, keys.size_bytes()) : as_keys;
+}
+
 std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std::uint64_t sequence,
-                                        std::optional<AwaitedClocks> awaits) {
-  std::vector<std::byte> out(sizeof(BatchHeader) + keys.size_bytes());
-  if (!keys.empty()) std::memcpy(out.data() + sizeof(BatchHeader), keys.data(), keys.size_bytes());
+                                        std::optional<AwaitedClocks> awaits, std::size_t slot_bytes) {
+  const std::size_t bitmap = BitmapPayloadBytes(keys);
+  const bool as_bitmap =
+      sizeof(BatchHeader) + keys.size_bytes() > slot_bytes && bitmap > 0 && bitmap < keys.size_bytes();
+  std::vector<std::byte> out(sizeof(BatchHeader) + (as_bitmap ? bitmap : keys.size_bytes()));
+  std::byte* payload = out.data() + sizeof(BatchHeader);
+  if (as_bitmap) {
+    RowBitmap range;
+    range.table = EntryTable(keys.front()).value;
+    range.first = EntryRow(keys.front()).value;
+    range.rows = static_cast<std::uint64_t>(EntryRow(keys.back()).value - range.first + 1);
+    std::memcpy(payload, &range, sizeof range);
+    std::byte* words = payload + sizeof range;  // zeroed by the vector
+    for (const std::uint64_t key : keys) {
+      const auto bit = static_cast<std::uint64_t>(EntryRow(key).value - range.first);
+      std::uint64_t word;
+      std::memcpy(&word, words + bit / 64 * 8, 8);
+      word |= std::uint64_t{1} << (bit % 64);
+      std::memcpy(words + bit / 64 * 8, &word, 8);
+    }
+  } else if (!keys.empty()) {
+    std::memcpy(payload, keys.data(), keys.size_bytes());
+  }
   BatchHeader h;
-  h.flags = kRowRequest;
+  h.flags = kRowRequest | (as_bitmap ? kRowBitmap : 0);
   h.sequence = sequence;
   if (awaits.has_value()) {  // it ends no clock: `clock` names the awaited ones
     h.flags |= kAwaitsClocks;
@@ -138,6 +224,10 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
   if ((h.flags & kAwaitsClocks) != 0 && (h.flags & kRowRequest) == 0) {
     return DataLoss("a batch that awaits clocks but is no row request");
   }
+  if ((h.flags & kRowBitmap) != 0) {
+    if ((h.flags & kRowRequest) == 0) return DataLoss("a row bitmap in a batch that is no row request");
+    return DecodeRowBitmap(h, payload, layout, shard);
+  }
 
   DecodedBatch out{h, {}};
   // entry_count comes from a peer: bound the reservation by what the payload can hold.
@@ -158,10 +248,7 @@ Result<DecodedBatch> DecodeBatch(const BatchHeader& h, std::span<const std::byte
     }
     const model::TableId tid{table};
     const model::RowId rid{row};
-    if (layout.partition(tid).Owner(rid) != shard) {
-      return OutOfRange(fmt::format("batch row {} of table '{}' belongs to memory rank {}, not {}", row, spec.name,
-                                    layout.partition(tid).Owner(rid).value, shard.value));
-    }
+    if (layout.partition(tid).Owner(rid) != shard) return NotThisShard(layout, tid, rid, shard);
     at += kEntryPrefixBytes;
     const std::size_t entry_bytes = (h.flags & kRowRequest) != 0 ? 0 : spec.row_bytes();  // a request: keys alone
     if (payload.size() - at < entry_bytes) return DataLoss("batch entry delta truncated");

@@ -58,10 +58,10 @@ RowGatherClient::RowGatherClient(transport::Transport& transport, model::Compute
       wait_(wait),
       asked_(published_.size()) {}
 
-bool RowGatherClient::Fits(model::MemoryIndex m, std::size_t rows, std::size_t bytes) const {
+bool RowGatherClient::Fits(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes) const {
   const PublishedGeometry& g = geometry_[m.value];
-  return g.reply_bytes >= kHeaderBytes + bytes &&
-         sizeof(BatchHeader) + rows * kEntryPrefixBytes <= writers_[m.value]->slot_capacity();
+  const std::size_t slot = writers_[m.value]->slot_capacity();
+  return g.reply_bytes >= kHeaderBytes + bytes && EncodedRowRequestBytes(keys, slot) <= slot;
 }
 
 Status RowGatherClient::Request(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes,
@@ -77,7 +77,7 @@ Status RowGatherClient::Request(model::MemoryIndex m, std::span<const std::uint6
   asked.sequence = writer.next_sequence();
   asked.rows = keys.size();
   asked.bytes = bytes;
-  asked.request = EncodeRowRequest(keys, asked.sequence, awaits);
+  asked.request = EncodeRowRequest(keys, asked.sequence, awaits, writer.slot_capacity());
   return writer.Push(asked.request).status();
 }
 

@@ -63,9 +63,9 @@ class RowGatherClient {
                   std::vector<const transport::RemoteRegion*> published, std::vector<PublishedGeometry> geometry,
                   std::vector<RingWriter*> writers, WaitOptions wait);
 
-  // Whether memory rank m can answer a request for `rows` rows of `bytes`
-  // in all: the reply fits its area and the request a ring slot.
-  bool Fits(model::MemoryIndex m, std::size_t rows, std::size_t bytes) const;
+  // Whether memory rank m can answer a request for the rows `keys` names,
+  // `bytes` in all: the reply fits its area and the request a ring slot.
+  bool Fits(model::MemoryIndex m, std::span<const std::uint64_t> keys, std::size_t bytes) const;
   // Asks memory rank m for the rows `keys` names (EntryKey; increasing),
   // `bytes` in all, answered at once or, with `awaits`, once m has merged
   // those clocks (kAwaitsClocks). Its last reply, or request, is dropped.

@@ -11,6 +11,7 @@
 #include "framework/model/replica.h"
 #include "framework/runtime/data_plane.h"
 #include "framework/runtime/working_set.h"
+#include "framework/sync/row_gather.h"
 
 namespace stalelearn::runtime {
 namespace {
@@ -109,6 +110,26 @@ TEST(RingSlots, RingMemoryPerMemoryRankStaysBoundedAsComputeRanksGrow) {
   // A small model: slots no larger than a clock can send (every row of a shard).
   const model::ModelLayout small({{"rows", ElementType::kInt32, 16, 2}}, 1, model::PartitionScheme::kRange);
   EXPECT_EQ(ValueOrThrow(MakeDataPlaneGeometry(small, 3, 8, 4 << 20)).ring.slot_bytes, 4096u);
+}
+
+// A rank gathers at most half a stripe's rows, all on one memory rank at
+// worst: a reply area holds half the widest stripe of any table and the
+// header, at any count of stripes, and no more than a whole shard.
+TEST(RingSlots, AStripesReplyAreaHoldsHalfTheWidestStripe) {
+  const model::ModelLayout layout({{"items", ElementType::kFloat32, 1000, 3}, {"users", ElementType::kFloat32, 99, 20}},
+                                  2, model::PartitionScheme::kRange);
+  // 8 stripes: items 125 rows -> 63 x 12 B = 756; users 13 rows -> 7 x 80 B = 560.
+  EXPECT_EQ(StripeReplyBytes(layout, 8), sizeof(sync::RowReplyHeader) + 756);
+  // 64 stripes: items 16 rows -> 8 x 12 = 96; users 2 rows -> 1 x 80 = 80.
+  EXPECT_EQ(StripeReplyBytes(layout, 64), sizeof(sync::RowReplyHeader) + 96);
+  // Over 4 memory ranks half a single stripe of items (6000 B) is more than
+  // a shard (250 items and 25 users, 5000 B).
+  const model::ModelLayout four({{"items", ElementType::kFloat32, 1000, 3}, {"users", ElementType::kFloat32, 100, 20}},
+                                4, model::PartitionScheme::kRange);
+  const DataPlaneGeometry g = ValueOrThrow(MakeDataPlaneGeometry(four, 4, 8, 1 << 20, 0, StripeReplyBytes(four, 1)));
+  EXPECT_EQ(four.ShardBytes(model::MemoryIndex{0}), 5000u);
+  EXPECT_EQ(g.published[0].reply_bytes, sync::RoundUp(sizeof(sync::RowReplyHeader) + 5000, sync::kCacheLine))
+      << "no larger than the whole shard";
 }
 
 TEST(RingSlots, SlotThatCannotHoldOneRowIsAOneLineError) {

@@ -135,5 +135,29 @@ TEST(AwaitedRequest, ABatchThatAwaitsClocksButIsNoRequestIsCorrupt) {
   EXPECT_NE(decoded.status().message().find("no row request"), std::string::npos) << decoded.status().ToString();
 }
 
+// A request whose keys outgrow its ring slot (667 rows, 5336 bytes of keys,
+// a 4096-byte slot) goes as a bitmap over their range (280 bytes) and is
+// answered as keys are: every row, in order, from the master.
+TEST(AwaitedRequest, ARequestThatOutgrowsItsSlotGoesAsABitmapAndIsAnsweredTheSame) {
+  RingFixture f(/*slots=*/4, 1, {{"counts", model::ElementType::kInt32, 2000, 2}}, {}, /*reply_bytes=*/8192);
+  ASSERT_TRUE(f.writer().Push(f.Batch({3, 1998}, 4, /*clock=*/0)).ok());
+  std::vector<std::uint64_t> keys;
+  for (std::int64_t r = 0; r < 2000; r += 3) keys.push_back(EntryKey(TableId{0}, RowId{r}));
+  const std::uint64_t sequence = f.writer().next_sequence();
+  const std::vector<std::byte> request = EncodeRowRequest(keys, sequence, std::nullopt, f.writer().slot_capacity());
+  ASSERT_LE(request.size(), f.writer().slot_capacity());
+  EXPECT_EQ(request.size(), sizeof(BatchHeader) + sizeof(RowBitmap) + 32 * 8);
+  EXPECT_NE(ValueOrThrow(DecodeHeader(request)).flags & kRowBitmap, 0u);
+  ASSERT_TRUE(f.writer().Push(request).ok());
+  f.poller().PollOnce();
+  ASSERT_EQ(Reply(f).sequence, sequence);
+  EXPECT_EQ(Reply(f).rows, keys.size());
+  EXPECT_EQ(ReplyRow(f, 1), 4) << "row 3, the second asked for";
+  EXPECT_EQ(ReplyRow(f, 666), 4) << "row 1998, the last";
+  EXPECT_EQ(ReplyRow(f, 2), 0);
+  EXPECT_EQ(f.poller().counters().rows_gathered, 667);
+  EXPECT_EQ(f.poller().counters().rejected_batches, 0);
+}
+
 }  // namespace
 }  // namespace stalelearn::sync
