@@ -22,6 +22,7 @@ namespace {
 // Where blocks may outgrow the scratchpad: the samples each row of the more
 // reused table should have in a cell (LocalityPlan::Make).
 constexpr double kSamplesPerRowPerCell = 4;
+
 // The most distinct rows any `window` consecutive keys of `cell` name (keys
 // sorted: (row << 32) | index).
 std::int64_t MostRowsInAWindow(std::span<const std::uint64_t> cell, std::int64_t window) {
@@ -35,12 +36,6 @@ std::int64_t MostRowsInAWindow(std::span<const std::uint64_t> cell, std::int64_t
     most = std::max(most, starts + 1);
   }
   return most;
-}
-
-std::int64_t SparseRows(const std::vector<TableSpec>& tables) {
-  std::int64_t rows = 0;
-  for (const TableSpec& t : tables) rows += t.dense ? 0 : t.rows;
-  return rows;
 }
 
 // Keyed tables: sparse tables of more than one row of which every sample
