@@ -37,6 +37,13 @@ std::size_t BitmapPayloadBytes(std::span<const std::uint64_t> keys) {
   return sizeof(RowBitmap) + (rows + 63) / 64 * 8;
 }
 
+// Whether EncodeRowRequest writes `keys` as a bitmap: where they do not fit
+// `slot_bytes` and the bitmap is smaller.
+bool AsBitmap(std::span<const std::uint64_t> keys, std::size_t slot_bytes) {
+  const std::size_t bitmap = BitmapPayloadBytes(keys);
+  return sizeof(BatchHeader) + keys.size_bytes() > slot_bytes && bitmap > 0 && bitmap < keys.size_bytes();
+}
+
 Status NotThisShard(const model::ModelLayout& layout, model::TableId table, model::RowId row,
                     model::MemoryIndex shard) {
   return OutOfRange(fmt::format("batch row {} of table '{}' belongs to memory rank {}, not {}", row.value,
@@ -54,6 +61,7 @@ Result<DecodedBatch> DecodeRowBitmap(const BatchHeader& h, std::span<const std::
   if (range.table >= tables.size()) {
     return DataLoss(fmt::format("row bitmap names table {} of {}", range.table, tables.size()));
   }
+  if (range.reserved != 0) return DataLoss("row bitmap's reserved word is not zero");
   const model::TableSpec& spec = tables[range.table];
   if (range.first < 0 || range.rows > static_cast<std::uint64_t>(spec.rows) ||
       range.first > spec.rows - static_cast<std::int64_t>(range.rows)) {
@@ -143,17 +151,13 @@ std::vector<std::byte> BatchEncoder::Seal(std::uint64_t sequence, std::uint64_t 
 }
 
 std::size_t EncodedRowRequestBytes(std::span<const std::uint64_t> keys, std::size_t slot_bytes) {
-  const std::size_t bitmap = BitmapPayloadBytes(keys);
-  const std::size_t as_keys = sizeof(BatchHeader) + keys.size_bytes();
-  return as_keys > slot_bytes && bitmap > 0 ? sizeof(BatchHeader) + std::min(bitmap, keys.size_bytes()) : as_keys;
+  return sizeof(BatchHeader) + (AsBitmap(keys, slot_bytes) ? BitmapPayloadBytes(keys) : keys.size_bytes());
 }
 
 std::vector<std::byte> EncodeRowRequest(std::span<const std::uint64_t> keys, std::uint64_t sequence,
                                         std::optional<AwaitedClocks> awaits, std::size_t slot_bytes) {
-  const std::size_t bitmap = BitmapPayloadBytes(keys);
-  const bool as_bitmap =
-      sizeof(BatchHeader) + keys.size_bytes() > slot_bytes && bitmap > 0 && bitmap < keys.size_bytes();
-  std::vector<std::byte> out(sizeof(BatchHeader) + (as_bitmap ? bitmap : keys.size_bytes()));
+  const bool as_bitmap = AsBitmap(keys, slot_bytes);
+  std::vector<std::byte> out(EncodedRowRequestBytes(keys, slot_bytes));
   std::byte* payload = out.data() + sizeof(BatchHeader);
   if (as_bitmap) {
     RowBitmap range;

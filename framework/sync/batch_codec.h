@@ -61,12 +61,12 @@ inline constexpr std::uint32_t kAwaitsClocks = 1u << 3;
 // [first, first + rows) of one table), then ceil(rows / 64) words, bit i of
 // word i / 64 naming row first + i (bits past `rows` zero). Its size follows
 // the range, not the rows named: a stripe's held rows at 16 compute ranks
-// took more than a ring slot as keys. EncodeRowRequest picks the smaller
-// form; the entries decode the same.
+// took more than a ring slot as keys. EncodeRowRequest writes keys where
+// they fit a slot; the entries decode the same.
 inline constexpr std::uint32_t kRowBitmap = 1u << 4;
 struct RowBitmap {
   std::uint32_t table = 0;
-  std::uint32_t reserved = 0;
+  std::uint32_t reserved = 0;  // zero
   std::int64_t first = 0;
   std::uint64_t rows = 0;
 };

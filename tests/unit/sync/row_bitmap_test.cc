@@ -120,6 +120,8 @@ TEST_F(RowBitmapRequest, ABitmapIsValidatedAsKeysAre) {
       {Edited(good, RowBitmap{0, 0, 1, 65}, words, flags, 5), StatusCode::kDataLoss,
        "row bitmap of 8 bytes for 65 rows"},
       {Edited(good, RowBitmap{7, 0, 1, 64}, words, flags, 5), StatusCode::kDataLoss, "row bitmap names table 7 of 2"},
+      {Edited(good, RowBitmap{0, 1, 1, 64}, words, flags, 5), StatusCode::kDataLoss,
+       "row bitmap's reserved word is not zero"},
       {Edited(good, range, words, flags, 4), StatusCode::kDataLoss, "batch holds 5 entries, header says 4"},
       {Edited(good, range, words, kRowBitmap, 5), StatusCode::kDataLoss,
        "a row bitmap in a batch that is no row request"},
