@@ -65,10 +65,12 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
 }
 
 std::size_t StripeReplyBytes(const model::ModelLayout& layout, int stripes) {
+  const auto n = static_cast<std::size_t>(std::max(stripes, 1));
+  constexpr std::size_t k = sync::kGatherAtMostOneIn;
   std::size_t widest = 0;
   for (const model::TableSpec& t : layout.tables()) {
-    const auto rows = static_cast<std::size_t>((t.rows + stripes - 1) / std::max(stripes, 1));
-    widest = std::max(widest, (rows + 1) / 2 * t.row_bytes());
+    const std::size_t rows = (static_cast<std::size_t>(t.rows) + n - 1) / n;  // a stripe's
+    widest = std::max(widest, (rows + k - 1) / k * t.row_bytes());
   }
   return sizeof(sync::RowReplyHeader) + widest;
 }

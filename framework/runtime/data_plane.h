@@ -38,9 +38,9 @@ Result<DataPlaneGeometry> MakeDataPlaneGeometry(const model::ModelLayout& layout
                                                 std::size_t reply_bytes = 0);
 inline constexpr std::size_t kDefaultRingBytes = std::size_t{8} << 20;
 // A stratified run's reply areas, with `stripes` stripes: a rank gathers at
-// most half a stripe's rows (ReplicaRefresher::BeginGather), all on one
-// memory rank at worst, so an area holds half the widest stripe of any
-// table (and the reply's header). Memory: compute ranks x this per memory
+// most one in sync::kGatherAtMostOneIn of a stripe's rows (half), all on one
+// memory rank at worst, so an area holds that share of the widest stripe of
+// any table (and the reply's header). Memory: compute ranks x this per memory
 // rank, about a quarter of the largest table's bytes at kStripesPerRank.
 std::size_t StripeReplyBytes(const model::ModelLayout& layout, int stripes);
 

@@ -90,7 +90,8 @@ struct LocalityPlanStats {
   std::string reason;           // why this plan (or none)
   std::int64_t scratchpad_bytes = 0;
   // What the blocks are sized for: the scratchpad, or more where a clock's
-  // rows fit the scratchpad whatever the blocks (LocalityPlan::Make).
+  // rows fit the scratchpad whatever the blocks, or (one stripe) where
+  // window_bound_bytes does (LocalityPlan::Make).
   std::int64_t block_bytes = 0;
   // Where blocks outgrow the scratchpad though a clock's samples may name
   // more than it: a bound on the bytes of any run of a clock's samples in
@@ -117,7 +118,8 @@ class LocalityPlan {
  public:
   // Plans `samples` (one rank's, in any order). `samples_per_clock` sizes
   // the cost model's clocks, and decides whether blocks may outgrow the
-  // scratchpad (where a clock's rows fit it whatever the blocks).
+  // scratchpad (where a clock's rows fit it whatever the blocks, or, with
+  // one stripe, where the bound on its runs in a cell does).
   static LocalityPlan Make(const App& app, std::span<const std::int64_t> samples, std::int64_t scratchpad_bytes,
                            std::int64_t samples_per_clock, Strata strata = {});
   LocalityPlan() = default;

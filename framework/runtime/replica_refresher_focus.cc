@@ -102,9 +102,8 @@ Result<bool> ReplicaRefresher::BeginGather(model::TableId table, std::int64_t fi
     const std::size_t asked = read.keys[m].size();
     if (!gather_->Fits(model::MemoryIndex{static_cast<int>(m)}, read.keys[m], asked * row_bytes)) return false;
   }
-  // A reply's rows cost what a range read of theirs costs, plus a request
-  // and the memory side's gather: worth it at half the range or less.
-  if (2 * rows > static_cast<std::size_t>(last - first)) return false;
+  // Worth it at one row in sync::kGatherAtMostOneIn of the range or fewer.
+  if (sync::kGatherAtMostOneIn * rows > static_cast<std::size_t>(last - first)) return false;
   for (std::size_t m = 0; m < shards; ++m) {
     if (read.keys[m].empty()) continue;
     STALELEARN_RETURN_IF_ERROR(

@@ -56,6 +56,12 @@ std::size_t RowRequestBytes(const DecodedBatch& request, const model::ModelLayou
 Status WriteRowReply(const DecodedBatch& request, const model::TableSet& master, std::span<std::byte> area,
                      std::int64_t published_at_ps);
 
+// A rank asks for a range's rows only where it holds at most one in this
+// many of them (runtime/replica_refresher_focus.cc BeginGather: a reply's
+// rows cost what a range read of them costs, plus the request and the
+// gather); reply areas are sized for it (runtime/data_plane.h).
+inline constexpr std::size_t kGatherAtMostOneIn = 2;
+
 class RowGatherClient {
  public:
   // Per memory rank m: its published region, geometry and this rank's ring writer to it.
